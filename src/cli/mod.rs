@@ -1,0 +1,77 @@
+//! Command-line interface: argument parsing and dispatch to one module per subcommand.
+
+use clap::{Parser, Subcommand};
+
+pub mod analyze;
+pub mod model;
+
+/// Profile MPI programs, and predict their communication time under contention models.
+#[derive(Parser, Debug)]
+#[command(name = "pmpi-predict", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Evaluate a model on given input (penalties on a graph, collective times).
+    #[command(subcommand)]
+    Model(model::ModelCmd),
+    /// Rebuild calls.csv and summary.json from a run's spool files, without MPI.
+    Analyze(analyze::AnalyzeArgs),
+}
+
+/// Runs the CLI and returns the process exit status: 0 on success, 2 on bad input,
+/// 1 on other failures.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.cmd {
+        Cmd::Model(m) => model::run(m),
+        Cmd::Analyze(a) => analyze::run(a),
+    }
+}
+
+/// An error the CLI reports on stderr; `usage` errors (bad input) exit with status 2.
+#[derive(Debug)]
+pub struct CliError {
+    pub message: String,
+    pub usage: bool,
+}
+
+impl CliError {
+    /// Bad input from the user: exit status 2.
+    pub fn input(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            usage: true,
+        }
+    }
+    /// A failure that is not the input's fault: exit status 1.
+    pub fn failure(message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            usage: false,
+        }
+    }
+    /// Prints the message and returns the exit status for it.
+    pub fn report(&self) -> i32 {
+        eprintln!("pmpi-predict: {}", self.message);
+        if self.usage { 2 } else { 1 }
+    }
+}
+
+/// Turns a subcommand result into an exit status.
+pub fn exit_status(r: Result<(), CliError>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.report(),
+    }
+}

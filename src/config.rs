@@ -1,0 +1,1 @@
+//! The PMPI_PREDICT_* environment variables.

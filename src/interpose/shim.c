@@ -1,0 +1,6 @@
+/* MPI constants that are macros in mpi.h and that mpi-sys does not export. */
+#include <mpi.h>
+
+void *const pmpi_predict_IN_PLACE = MPI_IN_PLACE;
+void *const pmpi_predict_BOTTOM = MPI_BOTTOM;
+const int pmpi_predict_MAX_LIBRARY_VERSION_STRING = MPI_MAX_LIBRARY_VERSION_STRING;

@@ -1,0 +1,1 @@
+//! Interconnect, penalty and collective models (pure; no MPI).

@@ -1,0 +1,1 @@
+//! Recording: per-thread buffers and the spool writer.

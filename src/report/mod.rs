@@ -1,0 +1,1 @@
+//! Reports: calls.csv, summary.json.

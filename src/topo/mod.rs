@@ -1,0 +1,1 @@
+//! Node identity and clocks.

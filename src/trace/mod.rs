@@ -1,0 +1,282 @@
+//! The trace format shared by the recorder, `analyze` and the engine: the fixed-size
+//! record, the per-rank spool file and its JSON metadata.
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// `peer`/`root` value where the call has none.
+pub const NO_RANK: i32 = -1;
+/// `peer` value for MPI_PROC_NULL.
+pub const PROC_NULL: i32 = -2;
+/// `peer` value when the rank could not be translated (unknown communicator, or a
+/// completion without status).
+pub const UNKNOWN_RANK: i32 = -3;
+
+/// Record flag: MPI_IN_PLACE was passed as the send buffer.
+pub const FLAG_IN_PLACE: u16 = 1;
+/// Record flag: a nonblocking operation; `t_posted` is when its post call returned.
+pub const FLAG_NONBLOCKING: u16 = 2;
+/// Record flag: the call returned an error code.
+pub const FLAG_ERROR: u16 = 4;
+/// Record flag: a nonblocking operation cancelled or freed without completion.
+pub const FLAG_INCOMPLETE: u16 = 8;
+
+/// One MPI call, as recorded on the hot path. Fixed size, plain old data: spool files
+/// are these records back to back in native byte order.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// Entry time, ns, on the rank's monotonic clock.
+    pub t_start: u64,
+    /// Exit time, ns (for a nonblocking send/receive: when the completion call returned).
+    pub t_end: u64,
+    /// For nonblocking operations, when the post call returned; else equal to `t_end`.
+    pub t_posted: u64,
+    /// Bytes this rank sends in the call.
+    pub bytes_send: u64,
+    /// Bytes this rank receives in the call.
+    pub bytes_recv: u64,
+    /// Peer as a WORLD rank, or one of `NO_RANK`, `PROC_NULL`, `UNKNOWN_RANK`.
+    pub peer: i32,
+    /// Root as a WORLD rank, or `NO_RANK`.
+    pub root: i32,
+    /// Communicator id, stable within the run on this rank (0 = MPI_COMM_WORLD).
+    pub comm: u32,
+    /// Communicator size.
+    pub comm_size: u32,
+    /// Message tag (point-to-point), else 0.
+    pub tag: i32,
+    /// Thread number within the rank (order of first MPI call).
+    pub thread: u16,
+    /// Index into [`CALL_NAMES`].
+    pub call: u16,
+    /// `FLAG_*` bits.
+    pub flags: u16,
+    /// Reserved, zero.
+    pub reserved: u16,
+    /// Reserved, zero.
+    pub reserved2: u32,
+}
+
+/// Size of a record in a spool file.
+pub const RECORD_SIZE: usize = std::mem::size_of::<Record>();
+const _: () = assert!(RECORD_SIZE == 72);
+
+/// Spool file magic, followed by u32 version and u32 record size.
+pub const SPOOL_MAGIC: &[u8; 8] = b"PMPISPL\0";
+/// Spool format version.
+pub const SPOOL_VERSION: u32 = 1;
+/// Size of the spool header.
+pub const SPOOL_HEADER: usize = 16;
+
+include!(concat!(env!("OUT_DIR"), "/calls.rs"));
+
+/// Name of call number `id`, or "?" when out of range.
+pub fn call_name(id: u16) -> &'static str {
+    CALL_NAMES.get(id as usize).copied().unwrap_or("?")
+}
+
+/// Call number of `name`.
+pub fn call_id(name: &str) -> Option<u16> {
+    CALL_NAMES.iter().position(|n| *n == name).map(|i| i as u16)
+}
+
+/// What a call does, for the graph and the reports.
+pub fn call_kind(id: u16) -> &'static str {
+    CALL_KINDS.get(id as usize).copied().unwrap_or("?")
+}
+
+impl Record {
+    /// The record as bytes, for the spool writer.
+    pub fn as_bytes(&self) -> &[u8; RECORD_SIZE] {
+        // SAFETY: Record is repr(C), Copy, has no padding (asserted size = sum of fields)
+        // and every bit pattern of its integer fields is valid.
+        unsafe { &*(self as *const Record as *const [u8; RECORD_SIZE]) }
+    }
+
+    /// Parses one record from bytes written by `as_bytes` on a machine of the same endianness.
+    pub fn from_bytes(b: &[u8; RECORD_SIZE]) -> Record {
+        let mut r = Record::default();
+        // SAFETY: Record is plain old data of exactly RECORD_SIZE bytes; any bytes are a valid value.
+        unsafe {
+            std::ptr::copy_nonoverlapping(b.as_ptr(), &mut r as *mut Record as *mut u8, RECORD_SIZE)
+        };
+        r
+    }
+
+    /// Duration in seconds (rank clock).
+    pub fn duration_s(&self) -> f64 {
+        self.t_end.saturating_sub(self.t_start) as f64 * 1e-9
+    }
+}
+
+/// Writes the spool header.
+pub fn write_spool_header<W: Write>(w: &mut W) -> io::Result<()> {
+    w.write_all(SPOOL_MAGIC)?;
+    w.write_all(&SPOOL_VERSION.to_le_bytes())?;
+    w.write_all(&(RECORD_SIZE as u32).to_le_bytes())
+}
+
+/// What reading a spool file found.
+#[derive(Debug, Default)]
+pub struct SpoolRead {
+    pub records: Vec<Record>,
+    /// Bytes at the end that did not form a whole record (a write cut short by a kill).
+    pub trailing_bytes: usize,
+}
+
+/// Reads a whole spool. A truncated final record is reported, not an error.
+pub fn read_spool<R: Read>(mut r: R) -> Result<SpoolRead, String> {
+    let mut data = Vec::new();
+    r.read_to_end(&mut data)
+        .map_err(|e| format!("read error: {e}"))?;
+    parse_spool(&data)
+}
+
+/// Parses spool bytes.
+pub fn parse_spool(data: &[u8]) -> Result<SpoolRead, String> {
+    if data.len() < SPOOL_HEADER {
+        return Err(format!(
+            "file too short for a spool header ({} bytes)",
+            data.len()
+        ));
+    }
+    if &data[..8] != SPOOL_MAGIC {
+        return Err("not a pmpi-predict spool file (bad magic)".into());
+    }
+    let version = u32::from_le_bytes(data[8..12].try_into().unwrap());
+    let rsize = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
+    if version != SPOOL_VERSION {
+        return Err(format!(
+            "spool version {version} not supported (expected {SPOOL_VERSION})"
+        ));
+    }
+    if rsize != RECORD_SIZE {
+        return Err(format!("spool record size {rsize}, expected {RECORD_SIZE}"));
+    }
+    let body = &data[SPOOL_HEADER..];
+    let n = body.len() / RECORD_SIZE;
+    let records = body
+        .chunks_exact(RECORD_SIZE)
+        .map(|c| Record::from_bytes(c.try_into().unwrap()))
+        .collect::<Vec<_>>();
+    debug_assert_eq!(records.len(), n);
+    Ok(SpoolRead {
+        records,
+        trailing_bytes: body.len() % RECORD_SIZE,
+    })
+}
+
+/// A clock offset measurement against rank 0: `rank0_time = local_time + offset_ns`
+/// near local time `at_ns`.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClockSample {
+    pub at_ns: u64,
+    pub offset_ns: i64,
+    pub rtt_ns: u64,
+}
+
+/// Per-rank metadata, written at init and rewritten at finalize.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RankMeta {
+    pub format_version: u32,
+    pub rank: i32,
+    pub world_size: i32,
+    pub node: String,
+    pub pid: u32,
+    pub mpi_library: String,
+    /// Call names, indexed by `Record::call`.
+    pub calls: Vec<String>,
+    pub clock_init: Option<ClockSample>,
+    pub clock_finalize: Option<ClockSample>,
+    /// Records lost because a thread's buffer was full.
+    pub dropped: u64,
+    /// Nonblocking operations whose request table was full.
+    pub dropped_requests: u64,
+    /// True once MPI_Finalize was reached and the spool closed.
+    pub finalized: bool,
+    /// How the run ended when not finalized ("abort", "signal 15", ...), if known.
+    pub ended_by: Option<String>,
+}
+
+/// Spool file of `rank` in `dir`.
+pub fn spool_path(dir: &Path, rank: i32) -> PathBuf {
+    dir.join(format!("rank-{rank:05}.spool"))
+}
+
+/// Metadata file of `rank` in `dir`.
+pub fn meta_path(dir: &Path, rank: i32) -> PathBuf {
+    dir.join(format!("rank-{rank:05}.json"))
+}
+
+impl RankMeta {
+    /// Converts a local timestamp to rank 0's clock: offsets measured at init and
+    /// finalize are interpolated linearly (drift); with one sample, a constant offset.
+    pub fn to_global_ns(&self, t: u64) -> i64 {
+        match (self.clock_init, self.clock_finalize) {
+            (Some(a), Some(b)) if b.at_ns > a.at_ns => {
+                let f = (t as f64 - a.at_ns as f64) / (b.at_ns - a.at_ns) as f64;
+                let off = a.offset_ns as f64 + f * (b.offset_ns - a.offset_ns) as f64;
+                t as i64 + off.round() as i64
+            }
+            (Some(a), _) => t as i64 + a.offset_ns,
+            (None, Some(b)) => t as i64 + b.offset_ns,
+            (None, None) => t as i64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_roundtrip_through_spool_bytes() {
+        let r = Record {
+            t_start: 5,
+            t_end: 9,
+            peer: 3,
+            call: 2,
+            bytes_send: 1 << 40,
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        write_spool_header(&mut buf).unwrap();
+        buf.extend_from_slice(r.as_bytes());
+        buf.extend_from_slice(&[1, 2, 3]);
+        let s = parse_spool(&buf).unwrap();
+        assert_eq!(s.records, vec![r]);
+        assert_eq!(s.trailing_bytes, 3);
+    }
+
+    #[test]
+    fn bad_spool_is_an_error() {
+        assert!(parse_spool(b"short").is_err());
+        assert!(
+            parse_spool(b"XXXXXXXX\x01\0\0\0\x48\0\0\0")
+                .unwrap_err()
+                .contains("magic")
+        );
+    }
+
+    #[test]
+    fn clock_interpolates_drift() {
+        let m = RankMeta {
+            clock_init: Some(ClockSample {
+                at_ns: 1000,
+                offset_ns: 100,
+                rtt_ns: 1,
+            }),
+            clock_finalize: Some(ClockSample {
+                at_ns: 3000,
+                offset_ns: 300,
+                rtt_ns: 1,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(m.to_global_ns(1000), 1100);
+        assert_eq!(m.to_global_ns(2000), 2200);
+        assert_eq!(m.to_global_ns(3000), 3300);
+    }
+}
