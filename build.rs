@@ -87,12 +87,18 @@ fn interposers_rs(wraps: &[wrapspec::Wrap]) -> String {
             .collect();
         let names: Vec<&str> = w.params.iter().map(|p| p.name.as_str()).collect();
         let roles = w.role_args().join(", ");
+        // Status arguments go through the hook, which may substitute its own storage
+        // when the caller passed MPI_STATUS(ES)_IGNORE.
+        let subst: Vec<&str> = ["status", "statuses"]
+            .iter()
+            .filter_map(|r| w.roles.get(*r).map(String::as_str))
+            .collect();
         let _ = write!(
             s,
             "\n/// Interposer for `{name}` (kind `{kind}`).\n\
              #[unsafe(no_mangle)]\n\
              pub unsafe extern \"C\" fn {name}({params}) -> ::std::ffi::c_int {{\n\
-             \x20   hook::{kind}(crate::trace::call::{name}, {roles}, || {{\n\
+             \x20   hook::{kind}(crate::trace::call::{name}, {roles}, |{subst}| {{\n\
              \x20       // SAFETY: the caller's arguments go unchanged to the PMPI entry point of the same prototype.\n\
              \x20       unsafe {{ ffi::P{name}({args}) }}\n\
              \x20   }})\n\
@@ -101,6 +107,7 @@ fn interposers_rs(wraps: &[wrapspec::Wrap]) -> String {
             kind = w.kind,
             params = params.join(", "),
             roles = roles,
+            subst = subst.join(", "),
             args = names.join(", "),
         );
     }

@@ -1,1 +1,209 @@
-//! The PMPI_PREDICT_* environment variables.
+//! The PMPI_PREDICT_* environment variables, read once at MPI_Init through an injected
+//! getter so that parsing is tested without touching the process environment.
+//! Every variable here is documented in LD_PRELOAD.md.
+
+use std::path::PathBuf;
+
+/// Layer configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// `PMPI_PREDICT_OUT`: output directory (default: `pmpi-predict.<date>-<time>.<pid of rank 0>`).
+    pub out_dir: Option<PathBuf>,
+    /// `PMPI_PREDICT_NODE`: node name (default: the host name).
+    pub node: Option<String>,
+    /// `PMPI_PREDICT_BUFFER`: records per thread buffer.
+    pub buffer_records: usize,
+    /// `PMPI_PREDICT_FLUSH_MS`: drain interval in milliseconds (at most 1000).
+    pub flush_ms: u64,
+    /// `PMPI_PREDICT_DISABLE`: 1 turns the layer into a pure pass-through.
+    pub disabled: bool,
+    /// `PMPI_PREDICT_REPORT`: 0 skips the report at MPI_Finalize (spools are still written).
+    pub report: bool,
+    /// `PMPI_PREDICT_QUIET`: 1 silences the one-line notice rank 0 prints at finalize.
+    pub quiet: bool,
+    /// `PMPI_PREDICT_MAX_THREADS`: threads per rank that get a buffer.
+    pub max_threads: usize,
+    /// `PMPI_PREDICT_CLOCK_ROUNDS`: ping-pongs per rank for clock offsets.
+    pub clock_rounds: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            out_dir: None,
+            node: None,
+            buffer_records: 1 << 15,
+            flush_ms: 200,
+            disabled: false,
+            report: true,
+            quiet: false,
+            max_threads: 1024,
+            clock_rounds: 10,
+        }
+    }
+}
+
+/// Every variable the layer reads, for documentation and checks.
+pub const VARIABLES: &[&str] = &[
+    "PMPI_PREDICT_OUT",
+    "PMPI_PREDICT_NODE",
+    "PMPI_PREDICT_BUFFER",
+    "PMPI_PREDICT_FLUSH_MS",
+    "PMPI_PREDICT_DISABLE",
+    "PMPI_PREDICT_REPORT",
+    "PMPI_PREDICT_QUIET",
+    "PMPI_PREDICT_MAX_THREADS",
+    "PMPI_PREDICT_CLOCK_ROUNDS",
+];
+
+fn int_var(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    lo: u64,
+    hi: u64,
+    default: u64,
+    warn: &mut Vec<String>,
+) -> u64 {
+    match get(name) {
+        None => default,
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(n) if (lo..=hi).contains(&n) => n,
+            Ok(n) => {
+                warn.push(format!(
+                    "{name}={n} is out of range {lo}..={hi}; using {default}"
+                ));
+                default
+            }
+            Err(_) => {
+                warn.push(format!("{name}={v:?} is not a number; using {default}"));
+                default
+            }
+        },
+    }
+}
+
+fn bool_var(
+    get: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: bool,
+    warn: &mut Vec<String>,
+) -> bool {
+    match get(name).as_deref().map(str::trim) {
+        None => default,
+        Some("1" | "yes" | "true" | "on") => true,
+        Some("0" | "no" | "false" | "off" | "") => false,
+        Some(v) => {
+            warn.push(format!(
+                "{name}={v:?} is not a boolean (use 1 or 0); using {}",
+                default as u8
+            ));
+            default
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration; problems become warnings and defaults, never errors,
+    /// because a profiler must not stop the program it is loaded into.
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> (Config, Vec<String>) {
+        let d = Config::default();
+        let mut w = Vec::new();
+        let non_empty = |n: &str| get(n).filter(|s| !s.trim().is_empty());
+        let c = Config {
+            out_dir: non_empty("PMPI_PREDICT_OUT").map(PathBuf::from),
+            node: non_empty("PMPI_PREDICT_NODE"),
+            buffer_records: int_var(
+                get,
+                "PMPI_PREDICT_BUFFER",
+                64,
+                1 << 26,
+                d.buffer_records as u64,
+                &mut w,
+            ) as usize,
+            flush_ms: int_var(get, "PMPI_PREDICT_FLUSH_MS", 10, 1000, d.flush_ms, &mut w),
+            disabled: bool_var(get, "PMPI_PREDICT_DISABLE", false, &mut w),
+            report: bool_var(get, "PMPI_PREDICT_REPORT", true, &mut w),
+            quiet: bool_var(get, "PMPI_PREDICT_QUIET", false, &mut w),
+            max_threads: int_var(
+                get,
+                "PMPI_PREDICT_MAX_THREADS",
+                1,
+                65535,
+                d.max_threads as u64,
+                &mut w,
+            ) as usize,
+            clock_rounds: int_var(
+                get,
+                "PMPI_PREDICT_CLOCK_ROUNDS",
+                1,
+                1000,
+                d.clock_rounds as u64,
+                &mut w,
+            ) as u32,
+        };
+        (c, w)
+    }
+
+    /// Reads the process environment.
+    pub fn from_env() -> (Config, Vec<String>) {
+        Config::from_lookup(&|k| std::env::var(k).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(&move |k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_without_variables() {
+        let (c, w) = cfg(&[]);
+        assert_eq!(c, Config::default());
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn values_are_read() {
+        let (c, w) = cfg(&[
+            ("PMPI_PREDICT_OUT", "/tmp/x"),
+            ("PMPI_PREDICT_BUFFER", "1024"),
+            ("PMPI_PREDICT_DISABLE", "1"),
+        ]);
+        assert!(w.is_empty());
+        assert_eq!(c.out_dir, Some(PathBuf::from("/tmp/x")));
+        assert_eq!(c.buffer_records, 1024);
+        assert!(c.disabled);
+    }
+
+    #[test]
+    fn bad_values_warn_naming_the_variable_and_keep_defaults() {
+        let (c, w) = cfg(&[
+            ("PMPI_PREDICT_BUFFER", "lots"),
+            ("PMPI_PREDICT_FLUSH_MS", "5000"),
+            ("PMPI_PREDICT_QUIET", "maybe"),
+        ]);
+        assert_eq!(c.buffer_records, Config::default().buffer_records);
+        assert_eq!(c.flush_ms, 200);
+        assert!(!c.quiet);
+        assert_eq!(w.len(), 3);
+        assert!(
+            w[0].starts_with("PMPI_PREDICT_BUFFER=\"lots\" is not a number"),
+            "{}",
+            w[0]
+        );
+        assert!(
+            w[1].contains("PMPI_PREDICT_FLUSH_MS=5000 is out of range"),
+            "{}",
+            w[1]
+        );
+        assert!(w[2].contains("PMPI_PREDICT_QUIET"), "{}", w[2]);
+    }
+}

@@ -4,3 +4,4 @@
 void *const pmpi_predict_IN_PLACE = MPI_IN_PLACE;
 void *const pmpi_predict_BOTTOM = MPI_BOTTOM;
 const int pmpi_predict_MAX_LIBRARY_VERSION_STRING = MPI_MAX_LIBRARY_VERSION_STRING;
+const MPI_Datatype pmpi_predict_BYTE = MPI_BYTE;

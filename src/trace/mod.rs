@@ -55,8 +55,8 @@ pub struct Record {
     pub flags: u16,
     /// Reserved, zero.
     pub reserved: u16,
-    /// Reserved, zero.
-    pub reserved2: u32,
+    /// Second peer: the source of MPI_Sendrecv (WORLD rank or sentinel), else `NO_RANK`.
+    pub peer2: i32,
 }
 
 /// Size of a record in a spool file.
@@ -198,6 +198,40 @@ pub struct RankMeta {
     pub finalized: bool,
     /// How the run ended when not finalized ("abort", "signal 15", ...), if known.
     pub ended_by: Option<String>,
+    /// Local time (ns) when recording began: rank 0's is the origin of `start_s`.
+    pub init_ns: u64,
+    /// Unsuccessful MPI_Test*/MPI_Iprobe calls, counted rather than recorded.
+    #[serde(default)]
+    pub polls: Vec<PollStat>,
+    /// Records drained but not written (spool write failure).
+    #[serde(default)]
+    pub lost: u64,
+}
+
+/// Count and total time of unsuccessful polls of one call.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PollStat {
+    pub call: String,
+    pub count: u64,
+    pub time_ns: u64,
+}
+
+/// Writes a rank's metadata atomically (temporary file, then rename), so that a reader
+/// never sees half a file even if the process is killed.
+pub fn write_meta(dir: &Path, m: &RankMeta) -> Result<(), String> {
+    let path = meta_path(dir, m.rank);
+    let tmp = path.with_extension("json.tmp");
+    let text =
+        serde_json::to_string_pretty(m).map_err(|e| format!("cannot encode metadata: {e}"))?;
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Reads a rank's metadata.
+pub fn read_meta(path: &Path) -> Result<RankMeta, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: malformed metadata: {e}", path.display()))
 }
 
 /// Spool file of `rank` in `dir`.
@@ -279,4 +313,98 @@ mod tests {
         assert_eq!(m.to_global_ns(2000), 2200);
         assert_eq!(m.to_global_ns(3000), 3300);
     }
+}
+
+/// One rank of a recorded run: its metadata and records.
+#[derive(Debug, Clone, Default)]
+pub struct RankTrace {
+    pub meta: RankMeta,
+    pub records: Vec<Record>,
+    /// Bytes of a final record cut short (a kill during a write).
+    pub trailing_bytes: usize,
+    /// Problem reading the spool, if any (the rank then has no records).
+    pub spool_error: Option<String>,
+}
+
+/// A whole run as found in its output directory.
+#[derive(Debug, Clone, Default)]
+pub struct RunTrace {
+    /// Ranks found, in rank order.
+    pub ranks: Vec<RankTrace>,
+    /// World size according to the metadata.
+    pub world_size: i32,
+    /// Ranks of the world with no metadata file.
+    pub missing: Vec<i32>,
+}
+
+impl RunTrace {
+    /// True when every rank reached MPI_Finalize and wrote its metadata.
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty()
+            && self
+                .ranks
+                .iter()
+                .all(|r| r.meta.finalized && r.spool_error.is_none())
+    }
+
+    /// Origin of `start_s`, in ns on rank 0's clock.
+    pub fn origin_ns(&self) -> i64 {
+        // The earliest recording start of any rank, on rank 0's clock.
+        self.ranks
+            .iter()
+            .map(|r| r.meta.to_global_ns(r.meta.init_ns))
+            .min()
+            .unwrap_or(0)
+    }
+}
+
+/// Loads every rank's metadata and spool from a run's output directory.
+pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
+    let mut metas = Vec::new();
+    for e in entries {
+        let e = e.map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("rank-") && name.ends_with(".json") {
+            metas.push(read_meta(&e.path())?);
+        }
+    }
+    if metas.is_empty() {
+        return Err(format!(
+            "{} holds no rank metadata (rank-NNNNN.json): not a pmpi-predict output directory",
+            dir.display()
+        ));
+    }
+    metas.sort_by_key(|m| m.rank);
+    let world_size = metas.iter().map(|m| m.world_size).max().unwrap_or(0);
+    let missing = (0..world_size)
+        .filter(|r| metas.binary_search_by_key(r, |m| m.rank).is_err())
+        .collect();
+    let mut ranks = Vec::with_capacity(metas.len());
+    for meta in metas {
+        let path = spool_path(dir, meta.rank);
+        let (records, trailing_bytes, spool_error) = match std::fs::File::open(&path) {
+            Ok(f) => match read_spool(std::io::BufReader::new(f)) {
+                Ok(s) => (s.records, s.trailing_bytes, None),
+                Err(e) => (Vec::new(), 0, Some(format!("{}: {e}", path.display()))),
+            },
+            Err(e) => (
+                Vec::new(),
+                0,
+                Some(format!("cannot open {}: {e}", path.display())),
+            ),
+        };
+        ranks.push(RankTrace {
+            meta,
+            records,
+            trailing_bytes,
+            spool_error,
+        });
+    }
+    Ok(RunTrace {
+        ranks,
+        world_size,
+        missing,
+    })
 }

@@ -1,0 +1,534 @@
+//! MPI handles on the hot path: communicators → (id, size, WORLD ranks), requests →
+//! pending nonblocking operations, datatype sizes, and the MPI sentinels.
+//!
+//! Both tables are fixed-size open-addressing maps with atomic keys, allocated once at
+//! init: lookups and inserts take no lock and allocate nothing.
+
+use mpi_sys as ffi;
+use std::cell::UnsafeCell;
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::trace::{NO_RANK, PROC_NULL, UNKNOWN_RANK};
+
+/// A handle (pointer in Open MPI, integer in MPICH) as a table key.
+pub fn key<T: Copy>(h: T) -> usize {
+    let mut k = 0usize;
+    let n = std::mem::size_of::<T>().min(std::mem::size_of::<usize>());
+    // SAFETY: copies at most size_of::<usize>() bytes from a live Copy value into a usize.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            &h as *const T as *const u8,
+            &mut k as *mut usize as *mut u8,
+            n,
+        )
+    };
+    k
+}
+
+unsafe extern "C" {
+    static pmpi_predict_IN_PLACE: *mut c_void;
+}
+
+/// MPI constants read once at init (they are link-time symbols or macros).
+#[derive(Debug)]
+pub struct Sentinels {
+    pub comm_world: usize,
+    pub comm_self: usize,
+    pub comm_null: usize,
+    pub request_null: usize,
+    pub in_place: usize,
+    pub proc_null: c_int,
+    pub any_source: c_int,
+    pub status_ignore: usize,
+    pub statuses_ignore: usize,
+    pub world_rank: c_int,
+    pub world_size: c_int,
+}
+
+static SENTINELS: OnceLock<Sentinels> = OnceLock::new();
+
+/// Reads the sentinels; call after PMPI_Init succeeded.
+pub fn init_sentinels(world_rank: c_int, world_size: c_int) -> &'static Sentinels {
+    SENTINELS.get_or_init(|| {
+        // SAFETY: these extern statics are constants defined by mpi-sys's C shim and ours.
+        unsafe {
+            Sentinels {
+                comm_world: key(ffi::RSMPI_COMM_WORLD),
+                comm_self: key(ffi::RSMPI_COMM_SELF),
+                comm_null: key(ffi::RSMPI_COMM_NULL),
+                request_null: key(ffi::RSMPI_REQUEST_NULL),
+                in_place: pmpi_predict_IN_PLACE as usize,
+                proc_null: ffi::RSMPI_PROC_NULL,
+                any_source: ffi::RSMPI_ANY_SOURCE,
+                status_ignore: ffi::RSMPI_STATUS_IGNORE as usize,
+                statuses_ignore: ffi::RSMPI_STATUSES_IGNORE as usize,
+                world_rank,
+                world_size,
+            }
+        }
+    })
+}
+
+/// The sentinels, once init ran.
+#[inline]
+pub fn sentinels() -> Option<&'static Sentinels> {
+    SENTINELS.get()
+}
+
+/// Size in bytes of one element of `dt`; 0 when MPI cannot tell.
+#[inline]
+pub fn type_size(dt: ffi::MPI_Datatype) -> u64 {
+    let mut s: c_int = 0;
+    // SAFETY: PMPI_Type_size only writes the int we pass; an invalid handle yields an error code.
+    let rc = unsafe { ffi::PMPI_Type_size(dt, &mut s) };
+    if rc == 0 && s > 0 { s as u64 } else { 0 }
+}
+
+/// `count` elements of `dt`, in bytes.
+#[inline]
+pub fn bytes(count: c_int, dt: ffi::MPI_Datatype) -> u64 {
+    if count <= 0 {
+        0
+    } else {
+        count as u64 * type_size(dt)
+    }
+}
+
+/// Sum of `n` counts from a C array, times the size of `dt`. A null array counts 0.
+#[inline]
+pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
+    if counts.is_null() {
+        return 0;
+    }
+    let mut total: u64 = 0;
+    for i in 0..n as usize {
+        // SAFETY: MPI requires `counts` to hold comm-size entries where it is significant,
+        // and callers only pass it there.
+        let c = unsafe { *counts.add(i) };
+        if c > 0 {
+            total += c as u64;
+        }
+    }
+    total * type_size(dt)
+}
+
+const EMPTY: usize = 0;
+const BUSY: usize = 1;
+const TOMB: usize = 2;
+const MAX_PROBE: usize = 256;
+
+#[inline]
+fn slot_of(k: usize, mask: usize) -> usize {
+    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16) & mask
+}
+
+/// What a communicator means to the recorder.
+#[derive(Clone, Copy, Debug)]
+pub struct CommInfo {
+    pub id: u32,
+    pub size: u32,
+    /// This process's rank in the communicator (local group for intercommunicators).
+    pub my_rank: c_int,
+    /// WORLD ranks of the group that peers and roots refer to (remote group for an
+    /// intercommunicator); None for MPI_COMM_WORLD itself (identity).
+    pub world: Option<&'static [i32]>,
+}
+
+impl CommInfo {
+    /// Translates a rank of this communicator to a WORLD rank or a sentinel.
+    #[inline]
+    pub fn world_rank(&self, r: c_int, s: &Sentinels) -> i32 {
+        if r == s.proc_null {
+            PROC_NULL
+        } else if r < 0 || r as u32 >= self.size {
+            if r == s.any_source {
+                UNKNOWN_RANK
+            } else {
+                NO_RANK
+            }
+        } else {
+            match self.world {
+                None => r,
+                Some(w) => w.get(r as usize).copied().unwrap_or(UNKNOWN_RANK),
+            }
+        }
+    }
+}
+
+struct CommSlot {
+    key: AtomicUsize,
+    info: UnsafeCell<CommInfo>,
+}
+
+/// Communicator table.
+pub struct CommTable {
+    slots: Box<[CommSlot]>,
+    next_id: AtomicU32,
+}
+
+// SAFETY: a slot's info is written only while its key is BUSY (owned by one thread) and read
+// only after its key was published with Release; readers Acquire the key.
+unsafe impl Sync for CommTable {}
+
+static COMMS: OnceLock<CommTable> = OnceLock::new();
+static COMM_WORLD_INFO: OnceLock<CommInfo> = OnceLock::new();
+
+/// Creates the communicator table; call once at init.
+pub fn init_comms(capacity: usize, world_size: c_int, world_rank: c_int) {
+    let cap = capacity.next_power_of_two();
+    let _ = COMMS.get_or_init(|| CommTable {
+        slots: (0..cap)
+            .map(|_| CommSlot {
+                key: AtomicUsize::new(EMPTY),
+                info: UnsafeCell::new(CommInfo {
+                    id: 0,
+                    size: 0,
+                    my_rank: 0,
+                    world: None,
+                }),
+            })
+            .collect(),
+        // 0 is WORLD, 1 is SELF.
+        next_id: AtomicU32::new(2),
+    });
+    let _ = COMM_WORLD_INFO.set(CommInfo {
+        id: 0,
+        size: world_size as u32,
+        my_rank: world_rank,
+        world: None,
+    });
+}
+
+/// Looks up a communicator, registering it on first sight (cold path: asks MPI for its
+/// group once and keeps the translation for the communicator's lifetime).
+pub fn comm_info(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
+    let k = key(comm);
+    if k == s.comm_world {
+        return COMM_WORLD_INFO.get().copied();
+    }
+    let t = COMMS.get()?;
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let sk = t.slots[i].key.load(Ordering::Acquire);
+        if sk == k {
+            // SAFETY: published with Release after the info was written; see `unsafe impl Sync`.
+            return Some(unsafe { *t.slots[i].info.get() });
+        }
+        if sk == EMPTY {
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    if k == s.comm_null {
+        return None;
+    }
+    register_comm(comm, s)
+}
+
+/// Registers a new communicator (after creation calls, or lazily).
+pub fn register_comm(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
+    let k = key(comm);
+    if k == s.comm_null || k == s.comm_world || k <= TOMB {
+        return None;
+    }
+    let t = COMMS.get()?;
+    let info = describe_comm(
+        comm,
+        s,
+        if k == s.comm_self {
+            1
+        } else {
+            t.next_id.fetch_add(1, Ordering::Relaxed)
+        },
+    )?;
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let slot = &t.slots[i];
+        let sk = slot.key.load(Ordering::Acquire);
+        if sk == k {
+            // A stale entry for a reused handle whose free we did not see: replace it.
+            if slot
+                .key
+                .compare_exchange(k, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: we own the slot while its key is BUSY.
+                unsafe { *slot.info.get() = info };
+                slot.key.store(k, Ordering::Release);
+                return Some(info);
+            }
+        } else if (sk == EMPTY || sk == TOMB)
+            && slot
+                .key
+                .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            // SAFETY: we own the slot while its key is BUSY.
+            unsafe { *slot.info.get() = info };
+            slot.key.store(k, Ordering::Release);
+            return Some(info);
+        }
+        i = (i + 1) & mask;
+    }
+    // Table full: still usable for this call, just not remembered.
+    Some(info)
+}
+
+/// Forgets a communicator that is being freed (its handle may be reused).
+pub fn forget_comm(comm: ffi::MPI_Comm) {
+    let k = key(comm);
+    let Some(t) = COMMS.get() else { return };
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let sk = t.slots[i].key.load(Ordering::Acquire);
+        if sk == k {
+            let _ = t.slots[i]
+                .key
+                .compare_exchange(k, TOMB, Ordering::AcqRel, Ordering::Relaxed);
+            return;
+        }
+        if sk == EMPTY {
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo> {
+    let mut inter: c_int = 0;
+    let mut my_rank: c_int = 0;
+    let mut group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
+    let mut world_group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
+    // SAFETY: plain PMPI queries on a communicator handle the application passed us; every
+    // out-pointer is a local, and the groups are freed before returning.
+    unsafe {
+        if ffi::PMPI_Comm_test_inter(comm, &mut inter) != 0
+            || ffi::PMPI_Comm_rank(comm, &mut my_rank) != 0
+        {
+            return None;
+        }
+        let rc = if inter != 0 {
+            ffi::PMPI_Comm_remote_group(comm, group.as_mut_ptr())
+        } else {
+            ffi::PMPI_Comm_group(comm, group.as_mut_ptr())
+        };
+        if rc != 0 {
+            return None;
+        }
+        let mut group = group.assume_init();
+        let mut size: c_int = 0;
+        ffi::PMPI_Group_size(group, &mut size);
+        if ffi::PMPI_Comm_group(ffi::RSMPI_COMM_WORLD, world_group.as_mut_ptr()) != 0 {
+            ffi::PMPI_Group_free(&mut group);
+            return None;
+        }
+        let mut world_group = world_group.assume_init();
+        let size = size.max(0);
+        let local: Vec<c_int> = (0..size).collect();
+        let mut world = vec![0 as c_int; size as usize];
+        let rc = ffi::PMPI_Group_translate_ranks(
+            group,
+            size,
+            local.as_ptr(),
+            world_group,
+            world.as_mut_ptr(),
+        );
+        ffi::PMPI_Group_free(&mut group);
+        ffi::PMPI_Group_free(&mut world_group);
+        if rc != 0 {
+            return None;
+        }
+        for w in world.iter_mut() {
+            if *w < 0 || *w >= s.world_size {
+                *w = UNKNOWN_RANK;
+            }
+        }
+        // Leaked on purpose: records in flight may still point at it after MPI_Comm_free.
+        let world: &'static [i32] = Box::leak(world.into_boxed_slice());
+        Some(CommInfo {
+            id,
+            size: size as u32,
+            my_rank,
+            world: Some(world),
+        })
+    }
+}
+
+/// A posted nonblocking send or receive, waiting for its completion call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pending {
+    pub call: u16,
+    pub thread: u16,
+    pub is_recv: bool,
+    pub t_start: u64,
+    pub t_posted: u64,
+    pub bytes: u64,
+    /// WORLD peer, or UNKNOWN_RANK for MPI_ANY_SOURCE (resolved from the status).
+    pub peer: i32,
+    pub tag: i32,
+    pub comm: u32,
+    pub comm_size: u32,
+    /// Datatype size, to turn a status count into bytes.
+    pub elem_size: u64,
+    /// The communicator's translation table, for an ANY_SOURCE status.
+    pub world: Option<&'static [i32]>,
+}
+
+struct ReqSlot {
+    key: AtomicUsize,
+    op: UnsafeCell<Pending>,
+}
+
+/// Table of pending nonblocking operations, keyed by request handle.
+pub struct RequestTable {
+    slots: Box<[ReqSlot]>,
+    pub dropped: AtomicU64,
+}
+
+// SAFETY: same publication protocol as CommTable: data written under BUSY, key published
+// with Release, read after an Acquire of the key; a request is completed by one thread.
+unsafe impl Sync for RequestTable {}
+
+static REQUESTS: OnceLock<RequestTable> = OnceLock::new();
+
+/// Creates the request table; call once at init.
+pub fn init_requests(capacity: usize) {
+    let cap = capacity.next_power_of_two();
+    let _ = REQUESTS.get_or_init(|| RequestTable {
+        slots: (0..cap)
+            .map(|_| ReqSlot {
+                key: AtomicUsize::new(EMPTY),
+                op: UnsafeCell::new(Pending::default()),
+            })
+            .collect(),
+        dropped: AtomicU64::new(0),
+    });
+}
+
+/// Requests that could not be tracked (table full).
+pub fn dropped_requests() -> u64 {
+    REQUESTS
+        .get()
+        .map_or(0, |t| t.dropped.load(Ordering::Relaxed))
+}
+
+/// Why a request could not be tracked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrackError {
+    /// The handle is already live in the table: MPI handed the same handle to two
+    /// operations (a shared, already-complete request), or the entry is stale.
+    Duplicate,
+    /// No free slot within the probe limit.
+    Full,
+}
+
+/// Remembers a posted operation under its request handle.
+#[inline]
+pub fn track(req: usize, op: Pending) -> Result<(), TrackError> {
+    let Some(t) = REQUESTS.get() else {
+        return Err(TrackError::Full);
+    };
+    if req <= TOMB {
+        return Err(TrackError::Full);
+    }
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(req, mask);
+    let mut free = None;
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let sk = t.slots[i].key.load(Ordering::Acquire);
+        if sk == req {
+            return Err(TrackError::Duplicate);
+        }
+        if sk == TOMB && free.is_none() {
+            free = Some(i);
+        }
+        if sk == EMPTY {
+            free.get_or_insert(i);
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    // Claim the first free slot seen; if another thread took it, probe on from there.
+    let start = free.unwrap_or(i);
+    let mut i = start;
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let slot = &t.slots[i];
+        let sk = slot.key.load(Ordering::Acquire);
+        if (sk == EMPTY || sk == TOMB)
+            && slot
+                .key
+                .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            // SAFETY: we own the slot while its key is BUSY.
+            unsafe { *slot.op.get() = op };
+            slot.key.store(req, Ordering::Release);
+            return Ok(());
+        }
+        i = (i + 1) & mask;
+    }
+    t.dropped.fetch_add(1, Ordering::Relaxed);
+    Err(TrackError::Full)
+}
+
+/// Handles MPI gives to many operations at once because they completed at post
+/// (Open MPI returns one static request for such sends). Learned when seen twice and
+/// confirmed complete; operations posted with them complete at their post.
+static SHARED_REQUESTS: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
+
+/// True if `req` is a learned shared, always-complete handle.
+#[inline]
+pub fn is_shared_request(req: usize) -> bool {
+    SHARED_REQUESTS
+        .iter()
+        .any(|k| k.load(Ordering::Relaxed) == req)
+}
+
+/// Learns a shared, always-complete handle.
+pub fn learn_shared_request(req: usize) {
+    for k in SHARED_REQUESTS.iter() {
+        if k.compare_exchange(0, req, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+            || k.load(Ordering::Relaxed) == req
+        {
+            return;
+        }
+    }
+}
+
+/// Removes and returns the operation posted under `req`, if tracked.
+#[inline]
+pub fn take(req: usize) -> Option<Pending> {
+    let t = REQUESTS.get()?;
+    if req <= TOMB {
+        return None;
+    }
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(req, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let slot = &t.slots[i];
+        let sk = slot.key.load(Ordering::Acquire);
+        if sk == req {
+            // SAFETY: published with Release after the op was written.
+            let op = unsafe { *slot.op.get() };
+            if slot
+                .key
+                .compare_exchange(req, TOMB, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(op);
+            }
+            return None;
+        }
+        if sk == EMPTY {
+            return None;
+        }
+        i = (i + 1) & mask;
+    }
+    None
+}

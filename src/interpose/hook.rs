@@ -1,0 +1,1263 @@
+//! The hot path. Every generated interposer calls one function here per call kind: it
+//! takes two timestamps around the PMPI call and appends one fixed-size record to the
+//! calling thread's ring. No allocation, lock, system call or formatting happens here;
+//! the record is built inside `catch_unwind` so that no panic can reach C.
+
+use super::handles::{self, CommInfo, Pending, Sentinels, key};
+use crate::record;
+use crate::topo::clock::now_ns;
+use crate::trace::{
+    FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING, NO_RANK, PROC_NULL, Record,
+    UNKNOWN_RANK,
+};
+use mpi_sys as ffi;
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_int;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+/// Before MPI_Init succeeded (and in processes that never call it, like mpirun's daemons).
+pub const OFF: u8 = 0;
+/// Recording.
+pub const ON: u8 = 1;
+/// Pass-through: disabled, failed, finalized, or a forked child.
+pub const PASS: u8 = 2;
+
+/// Layer state; read with one relaxed load per call.
+pub static STATE: AtomicU8 = AtomicU8::new(OFF);
+
+unsafe extern "C" {
+    static pmpi_predict_BYTE: ffi::MPI_Datatype;
+}
+
+thread_local! {
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+    static SCRATCH: UnsafeCell<Scratch> = const { UnsafeCell::new(Scratch::new()) };
+}
+
+/// Request arrays longer than this are passed through untracked beyond this index.
+const MAX_REQS: usize = 4096;
+/// Status arrays substituted for MPI_STATUSES_IGNORE up to this length.
+const MAX_STATUSES: usize = 512;
+
+/// Per-thread storage for request handles (overwritten by MPI on completion) and
+/// statuses (when the caller ignores them), so that the hot path never allocates.
+struct Scratch {
+    reqs: [usize; MAX_REQS],
+    statuses: [MaybeUninit<ffi::MPI_Status>; MAX_STATUSES],
+    status: MaybeUninit<ffi::MPI_Status>,
+}
+
+impl Scratch {
+    const fn new() -> Scratch {
+        Scratch {
+            reqs: [0; MAX_REQS],
+            statuses: [const { MaybeUninit::uninit() }; MAX_STATUSES],
+            status: MaybeUninit::uninit(),
+        }
+    }
+}
+
+/// Unsuccessful MPI_Test*/MPI_Iprobe calls are counted, not recorded: polling loops would
+/// otherwise flood the buffers. Indexed by call number: count and total ns.
+pub static POLL_COUNT: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+pub static POLL_NS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// Marks the thread as inside a hook; resets on drop. MPI calls made by the MPI library
+/// itself from inside a wrapped call (ROMIO does this) pass through unrecorded.
+struct Guard;
+
+impl Drop for Guard {
+    #[inline]
+    fn drop(&mut self) {
+        let _ = IN_HOOK.try_with(|c| c.set(false));
+    }
+}
+
+#[inline]
+fn enter() -> Option<(Guard, &'static Sentinels)> {
+    if STATE.load(Ordering::Relaxed) != ON {
+        return None;
+    }
+    if !IN_HOOK.try_with(|c| !c.replace(true)).unwrap_or(false) {
+        return None;
+    }
+    let g = Guard;
+    let s = handles::sentinels()?;
+    Some((g, s))
+}
+
+/// Runs the recording step; a panic in it disables the layer instead of unwinding into C.
+#[inline]
+fn guarded(f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        super::fail("internal error while recording a call");
+    }
+}
+
+#[inline]
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> Option<R> {
+    // SAFETY: the IN_HOOK guard makes hooks non-reentrant per thread, so this is the only
+    // live reference to the thread's scratch.
+    SCRATCH.try_with(|s| f(unsafe { &mut *s.get() })).ok()
+}
+
+const NO_COMM: CommInfo = CommInfo {
+    id: u32::MAX,
+    size: 0,
+    my_rank: -1,
+    world: None,
+};
+
+#[inline]
+fn comm_of(comm: ffi::MPI_Comm, s: &Sentinels) -> CommInfo {
+    handles::comm_info(comm, s).unwrap_or(NO_COMM)
+}
+
+#[inline]
+fn base(call: u16, t0: u64, t1: u64, ci: &CommInfo, rc: c_int) -> Record {
+    Record {
+        t_start: t0,
+        t_end: t1,
+        t_posted: t1,
+        peer: NO_RANK,
+        root: NO_RANK,
+        peer2: NO_RANK,
+        comm: ci.id,
+        comm_size: ci.size,
+        call,
+        flags: if rc != 0 { FLAG_ERROR } else { 0 },
+        ..Default::default()
+    }
+}
+
+#[inline]
+fn status_ptr(
+    status: *mut ffi::MPI_Status,
+    s: &Sentinels,
+    scratch: *mut ffi::MPI_Status,
+) -> *mut ffi::MPI_Status {
+    if status as usize == s.status_ignore || status.is_null() {
+        scratch
+    } else {
+        status
+    }
+}
+
+/// Bytes received according to a status (MPI_Get_count in MPI_BYTE).
+#[inline]
+fn status_bytes(st: *const ffi::MPI_Status) -> Option<u64> {
+    let mut n: c_int = 0;
+    // SAFETY: `st` points to a status MPI just filled; PMPI_Get_count only reads it.
+    let rc = unsafe { ffi::PMPI_Get_count(st, pmpi_predict_BYTE, &mut n) };
+    (rc == 0 && n >= 0).then_some(n as u64)
+}
+
+#[inline]
+fn status_source(st: *const ffi::MPI_Status) -> c_int {
+    // SAFETY: `st` points to a status MPI just filled.
+    unsafe { (*st).MPI_SOURCE }
+}
+
+/// Translates the source in a status through a communicator's table.
+#[inline]
+fn source_world(src: c_int, world: Option<&'static [i32]>, size: u32, s: &Sentinels) -> i32 {
+    let ci = CommInfo {
+        id: 0,
+        size,
+        my_rank: 0,
+        world,
+    };
+    ci.world_rank(src, s)
+}
+
+fn poll_miss(call: u16, t0: u64, t1: u64) {
+    if let (Some(c), Some(n)) = (POLL_COUNT.get(call as usize), POLL_NS.get(call as usize)) {
+        c.fetch_add(1, Ordering::Relaxed);
+        n.fetch_add(t1.saturating_sub(t0), Ordering::Relaxed);
+    }
+}
+
+/// Emits the record of a tracked nonblocking operation that just completed.
+#[inline]
+fn complete(req: usize, st: *const ffi::MPI_Status, t_end: u64, s: &Sentinels) {
+    let Some(mut p) = handles::take(req) else {
+        return;
+    };
+    if p.is_recv && !st.is_null() {
+        if p.peer != PROC_NULL {
+            p.peer = source_world(status_source(st), p.world, p.comm_size, s);
+        }
+        if let Some(b) = status_bytes(st) {
+            p.bytes = b;
+        }
+    }
+    emit_done(p, t_end);
+}
+
+// ---- point-to-point ----
+
+/// Blocking sends.
+#[inline]
+pub fn send(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = comm_of(comm, s);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.peer = ci.world_rank(peer, s);
+        r.tag = tag;
+        if r.peer != PROC_NULL {
+            r.bytes_send = handles::bytes(count, dtype);
+        }
+        record::push(r);
+    });
+    rc
+}
+
+/// Blocking receive: the actual source and size come from the status.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn recv(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = comm_of(comm, s);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.tag = tag;
+        if peer == s.proc_null {
+            r.peer = PROC_NULL;
+        } else if rc == 0 {
+            r.peer = ci.world_rank(status_source(st), s);
+            r.bytes_recv = status_bytes(st).unwrap_or_else(|| handles::bytes(count, dtype));
+        } else {
+            r.peer = ci.world_rank(peer, s);
+        }
+        record::push(r);
+    });
+    rc
+}
+
+fn post(
+    call: u16,
+    is_recv: bool,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        if rc != 0 || request.is_null() {
+            return;
+        }
+        let ci = comm_of(comm, s);
+        let wp = ci.world_rank(peer, s);
+        let elem = handles::type_size(dtype);
+        let p = Pending {
+            call,
+            thread: record::thread_ring().map_or(0, |r| r.thread),
+            is_recv,
+            t_start: t0,
+            t_posted: t1,
+            bytes: if wp == PROC_NULL || count <= 0 {
+                0
+            } else {
+                count as u64 * elem
+            },
+            peer: wp,
+            tag,
+            comm: ci.id,
+            comm_size: ci.size,
+            elem_size: elem,
+            world: ci.world,
+        };
+        // SAFETY: MPI wrote a request handle through the caller's pointer (rc == 0).
+        let handle = unsafe { *request };
+        let req = key(handle);
+        if handles::is_shared_request(req) {
+            emit_done(p, t1);
+            return;
+        }
+        if handles::track(req, p) == Err(handles::TrackError::Duplicate) {
+            if request_complete(handle) {
+                // A handle shared by operations that completed at post: the earlier one
+                // completed at its post too.
+                handles::learn_shared_request(req);
+                if let Some(old) = handles::take(req) {
+                    let end = old.t_posted;
+                    emit_done(old, end);
+                }
+                emit_done(p, t1);
+            } else {
+                // A stale entry (its completion was not seen): the new operation replaces it.
+                let _ = handles::take(req);
+                let _ = handles::track(req, p);
+            }
+        }
+    });
+    rc
+}
+
+/// True if the request is complete, without freeing it.
+fn request_complete(mut h: ffi::MPI_Request) -> bool {
+    let mut flag: c_int = 0;
+    let mut st = MaybeUninit::<ffi::MPI_Status>::uninit();
+    // SAFETY: MPI_Request_get_status only inspects the request (it never frees it) and
+    // writes the flag and status we own.
+    let rc = unsafe { ffi::PMPI_Request_get_status(h, &mut flag, st.as_mut_ptr()) };
+    let _ = &mut h;
+    rc == 0 && flag != 0
+}
+
+/// Records a completed nonblocking operation.
+fn emit_done(p: Pending, t_end: u64) {
+    emit(p, t_end, 0);
+}
+
+fn emit(p: Pending, t_end: u64, flags: u16) {
+    let mut r = Record {
+        t_start: p.t_start,
+        t_end,
+        t_posted: p.t_posted,
+        peer: p.peer,
+        root: NO_RANK,
+        peer2: NO_RANK,
+        comm: p.comm,
+        comm_size: p.comm_size,
+        tag: p.tag,
+        thread: p.thread,
+        call: p.call,
+        flags: FLAG_NONBLOCKING | flags,
+        ..Default::default()
+    };
+    if p.is_recv {
+        r.bytes_recv = p.bytes;
+    } else {
+        r.bytes_send = p.bytes;
+    }
+    record::push_as_is(r);
+}
+
+/// Nonblocking sends: one record from post to completion.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn isend(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    post(call, false, count, dtype, peer, tag, comm, request, f)
+}
+
+/// Nonblocking receives: one record from post to completion.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn irecv(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    post(call, true, count, dtype, peer, tag, comm, request, f)
+}
+
+/// MPI_Sendrecv: `peer` is the destination, `peer2` the actual source.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn sendrecv(
+    call: u16,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    source: c_int,
+    _rtag: c_int,
+    comm: ffi::MPI_Comm,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = comm_of(comm, s);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.tag = tag;
+        r.peer = ci.world_rank(dest, s);
+        if r.peer != PROC_NULL {
+            r.bytes_send = handles::bytes(scount, stype);
+        }
+        if source == s.proc_null {
+            r.peer2 = PROC_NULL;
+        } else if rc == 0 {
+            r.peer2 = ci.world_rank(status_source(st), s);
+            r.bytes_recv = status_bytes(st).unwrap_or_else(|| handles::bytes(rcount, rtype));
+        }
+        record::push(r);
+    });
+    rc
+}
+
+/// MPI_Probe: records the matched source; moves no data.
+#[inline]
+pub fn probe(
+    call: u16,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = comm_of(comm, s);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.tag = tag;
+        r.peer = if peer == s.proc_null || rc != 0 {
+            ci.world_rank(peer, s)
+        } else {
+            ci.world_rank(status_source(st), s)
+        };
+        record::push(r);
+    });
+    rc
+}
+
+/// MPI_Iprobe: recorded when a message was found, counted otherwise.
+#[inline]
+pub fn iprobe(
+    call: u16,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    flag: *mut c_int,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        // SAFETY: MPI wrote the flag through the caller's pointer.
+        let found = rc == 0 && !flag.is_null() && unsafe { *flag } != 0;
+        if !found {
+            poll_miss(call, t0, t1);
+            return;
+        }
+        let ci = comm_of(comm, s);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.tag = tag;
+        r.peer = if peer == s.proc_null {
+            PROC_NULL
+        } else {
+            ci.world_rank(status_source(st), s)
+        };
+        record::push(r);
+    });
+    rc
+}
+
+// ---- completions ----
+
+fn completion_record(call: u16, t0: u64, t1: u64, rc: c_int) {
+    let mut r = base(call, t0, t1, &NO_COMM, rc);
+    r.comm = u32::MAX;
+    record::push(r);
+}
+
+/// MPI_Wait.
+#[inline]
+pub fn wait(
+    call: u16,
+    request: *mut ffi::MPI_Request,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
+    let req = if request.is_null() {
+        0
+    } else {
+        key(unsafe { *request })
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        if rc == 0 {
+            complete(req, st, t1, s);
+        }
+        completion_record(call, t0, t1, rc);
+    });
+    rc
+}
+
+/// MPI_Test: a completion is recorded; an unsuccessful test is counted.
+#[inline]
+pub fn test(
+    call: u16,
+    request: *mut ffi::MPI_Request,
+    flag: *mut c_int,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
+    let req = if request.is_null() {
+        0
+    } else {
+        key(unsafe { *request })
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        // SAFETY: MPI wrote the flag through the caller's pointer.
+        if rc == 0 && !flag.is_null() && unsafe { *flag } != 0 {
+            complete(req, st, t1, s);
+            completion_record(call, t0, t1, rc);
+        } else {
+            poll_miss(call, t0, t1);
+        }
+    });
+    rc
+}
+
+/// Copies up to MAX_REQS request handles into the thread scratch; returns how many.
+fn save_requests(n: c_int, reqs: *const ffi::MPI_Request) -> usize {
+    if reqs.is_null() || n <= 0 {
+        return 0;
+    }
+    let m = (n as usize).min(MAX_REQS);
+    with_scratch(|x| {
+        for i in 0..m {
+            // SAFETY: MPI requires `reqs` to hold n handles; i < m <= n.
+            x.reqs[i] = key(unsafe { *reqs.add(i) });
+        }
+        m
+    })
+    .unwrap_or(0)
+}
+
+fn saved_request(i: usize) -> usize {
+    with_scratch(|x| x.reqs.get(i).copied().unwrap_or(0)).unwrap_or(0)
+}
+
+fn statuses_ptr(statuses: *mut ffi::MPI_Status, n: c_int, s: &Sentinels) -> *mut ffi::MPI_Status {
+    if statuses as usize == s.statuses_ignore && n > 0 && n as usize <= MAX_STATUSES {
+        with_scratch(|x| x.statuses.as_mut_ptr() as *mut ffi::MPI_Status).unwrap_or(statuses)
+    } else {
+        statuses
+    }
+}
+
+#[inline]
+fn status_at(st: *mut ffi::MPI_Status, i: usize, s: &Sentinels) -> *const ffi::MPI_Status {
+    if st as usize == s.statuses_ignore || st.is_null() {
+        std::ptr::null()
+    } else {
+        // SAFETY: MPI requires the status array to hold as many entries as requests (or outcount).
+        unsafe { st.add(i) }
+    }
+}
+
+/// Completes the saved requests `0..m` whose handle MPI reset to MPI_REQUEST_NULL.
+fn complete_nulled(
+    m: usize,
+    reqs: *const ffi::MPI_Request,
+    st: *mut ffi::MPI_Status,
+    t1: u64,
+    s: &Sentinels,
+) {
+    for i in 0..m {
+        let before = saved_request(i);
+        // SAFETY: i < m <= the caller's array length.
+        let now = key(unsafe { *reqs.add(i) });
+        if before != s.request_null && now == s.request_null {
+            complete(before, status_at(st, i, s), t1, s);
+        }
+    }
+}
+
+/// MPI_Waitall.
+#[inline]
+pub fn waitall(
+    call: u16,
+    n: c_int,
+    reqs: *mut ffi::MPI_Request,
+    statuses: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(statuses);
+    };
+    let m = save_requests(n, reqs);
+    let st = statuses_ptr(statuses, n, s);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        complete_nulled(m, reqs, st, t1, s);
+        completion_record(call, t0, t1, rc);
+    });
+    rc
+}
+
+/// MPI_Testall: completes all or none.
+#[inline]
+pub fn testall(
+    call: u16,
+    n: c_int,
+    reqs: *mut ffi::MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(statuses);
+    };
+    let m = save_requests(n, reqs);
+    let st = statuses_ptr(statuses, n, s);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        // SAFETY: MPI wrote the flag through the caller's pointer.
+        if rc == 0 && !flag.is_null() && unsafe { *flag } != 0 {
+            complete_nulled(m, reqs, st, t1, s);
+            completion_record(call, t0, t1, rc);
+        } else {
+            poll_miss(call, t0, t1);
+        }
+    });
+    rc
+}
+
+fn any_done(
+    call: u16,
+    m: usize,
+    index: *mut c_int,
+    st: *mut ffi::MPI_Status,
+    t0: u64,
+    t1: u64,
+    rc: c_int,
+    s: &Sentinels,
+) {
+    // SAFETY: MPI wrote the index through the caller's pointer.
+    let i = if index.is_null() {
+        -1
+    } else {
+        unsafe { *index }
+    };
+    if i >= 0 && (i as usize) < m {
+        complete(saved_request(i as usize), st, t1, s);
+    }
+    completion_record(call, t0, t1, rc);
+}
+
+/// MPI_Waitany.
+#[inline]
+pub fn waitany(
+    call: u16,
+    n: c_int,
+    reqs: *mut ffi::MPI_Request,
+    index: *mut c_int,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let m = save_requests(n, reqs);
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| any_done(call, m, index, st, t0, t1, rc, s));
+    rc
+}
+
+/// MPI_Testany.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn testany(
+    call: u16,
+    n: c_int,
+    reqs: *mut ffi::MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let m = save_requests(n, reqs);
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        // SAFETY: MPI wrote flag and index through the caller's pointers.
+        let done = rc == 0
+            && !flag.is_null()
+            && unsafe { *flag } != 0
+            && !index.is_null()
+            && unsafe { *index } >= 0;
+        if done {
+            any_done(call, m, index, st, t0, t1, rc, s);
+        } else {
+            poll_miss(call, t0, t1);
+        }
+    });
+    rc
+}
+
+fn some_done(
+    call: u16,
+    m: usize,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    st: *mut ffi::MPI_Status,
+    times: (u64, u64),
+    rc: c_int,
+    s: &Sentinels,
+    poll: bool,
+) {
+    let (t0, t1) = times;
+    // SAFETY: MPI wrote outcount through the caller's pointer.
+    let k = if outcount.is_null() {
+        0
+    } else {
+        unsafe { *outcount }
+    };
+    if k <= 0 || indices.is_null() {
+        if poll {
+            poll_miss(call, t0, t1);
+        } else {
+            completion_record(call, t0, t1, rc);
+        }
+        return;
+    }
+    for j in 0..k as usize {
+        // SAFETY: MPI wrote `outcount` indices.
+        let i = unsafe { *indices.add(j) };
+        if i >= 0 && (i as usize) < m {
+            // Statuses of *some calls are indexed by position in `indices`.
+            complete(saved_request(i as usize), status_at(st, j, s), t1, s);
+        }
+    }
+    completion_record(call, t0, t1, rc);
+}
+
+/// MPI_Waitsome.
+#[inline]
+pub fn waitsome(
+    call: u16,
+    n: c_int,
+    reqs: *mut ffi::MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(statuses);
+    };
+    let m = save_requests(n, reqs);
+    let st = statuses_ptr(statuses, n, s);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| some_done(call, m, outcount, indices, st, (t0, t1), rc, s, false));
+    rc
+}
+
+/// MPI_Testsome.
+#[inline]
+pub fn testsome(
+    call: u16,
+    n: c_int,
+    reqs: *mut ffi::MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(statuses);
+    };
+    let m = save_requests(n, reqs);
+    let st = statuses_ptr(statuses, n, s);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| some_done(call, m, outcount, indices, st, (t0, t1), rc, s, true));
+    rc
+}
+
+/// MPI_Request_free: a tracked operation is recorded as incomplete at the free.
+#[inline]
+pub fn request_free(call: u16, request: *mut ffi::MPI_Request, f: impl FnOnce() -> c_int) -> c_int {
+    let _ = call;
+    let Some((_g, s)) = enter() else { return f() };
+    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
+    let req = if request.is_null() {
+        0
+    } else {
+        key(unsafe { *request })
+    };
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let _ = s;
+        if let Some(p) = handles::take(req) {
+            emit(p, t1, FLAG_INCOMPLETE);
+        }
+    });
+    rc
+}
+
+// ---- collectives ----
+
+/// Shared tail of the collective hooks: times the call, then records what `bytes`
+/// computes (send, receive, root, in-place) for this rank.
+#[inline]
+fn collective(
+    call: u16,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+    bytes: impl FnOnce(&CommInfo, &Sentinels) -> (u64, u64, i32, bool),
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = comm_of(comm, s);
+        let mut r = base(call, t0, t1, &ci, rc);
+        let (snd, rcv, root, in_place) = bytes(&ci, s);
+        r.bytes_send = snd;
+        r.bytes_recv = rcv;
+        r.root = root;
+        if in_place {
+            r.flags |= FLAG_IN_PLACE;
+        }
+        record::push(r);
+    });
+    rc
+}
+
+#[inline]
+fn is_in_place(buf: *const std::ffi::c_void, s: &Sentinels) -> bool {
+    buf as usize == s.in_place
+}
+
+/// Root as a WORLD rank, and whether this rank is the root.
+#[inline]
+fn root_of(ci: &CommInfo, root: c_int, s: &Sentinels) -> (i32, bool) {
+    (ci.world_rank(root, s), root == ci.my_rank)
+}
+
+/// MPI_Alltoall.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn alltoall(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let n = ci.size as u64;
+        let rb = handles::bytes(rcount, rtype) * n;
+        let ip = is_in_place(sbuf, s);
+        let sb = if ip {
+            rb
+        } else {
+            handles::bytes(scount, stype) * n
+        };
+        (sb, rb, NO_RANK, ip)
+    })
+}
+
+/// MPI_Alltoallv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn alltoallv(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scounts: *const c_int,
+    stype: ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let rb = handles::bytes_v(rcounts, ci.size, rtype);
+        let ip = is_in_place(sbuf, s);
+        let sb = if ip {
+            rb
+        } else {
+            handles::bytes_v(scounts, ci.size, stype)
+        };
+        (sb, rb, NO_RANK, ip)
+    })
+}
+
+/// MPI_Allgather.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn allgather(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let one = handles::bytes(rcount, rtype);
+        let ip = is_in_place(sbuf, s);
+        let sb = if ip {
+            one
+        } else {
+            handles::bytes(scount, stype)
+        };
+        (sb, one * ci.size as u64, NO_RANK, ip)
+    })
+}
+
+/// MPI_Allgatherv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn allgatherv(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let ip = is_in_place(sbuf, s);
+        let rb = handles::bytes_v(rcounts, ci.size, rtype);
+        let sb = if ip {
+            if ci.my_rank >= 0 && !rcounts.is_null() && (ci.my_rank as u32) < ci.size {
+                // SAFETY: rcounts has comm-size entries and my_rank < size.
+                handles::bytes(unsafe { *rcounts.add(ci.my_rank as usize) }, rtype)
+            } else {
+                0
+            }
+        } else {
+            handles::bytes(scount, stype)
+        };
+        (sb, rb, NO_RANK, ip)
+    })
+}
+
+/// MPI_Gather: receive counts are significant only at the root.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn gather(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    root: c_int,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let (wr, me) = root_of(ci, root, s);
+        let ip = me && is_in_place(sbuf, s);
+        let rb = if me {
+            handles::bytes(rcount, rtype) * ci.size as u64
+        } else {
+            0
+        };
+        let sb = if ip {
+            handles::bytes(rcount, rtype)
+        } else {
+            handles::bytes(scount, stype)
+        };
+        (sb, rb, wr, ip)
+    })
+}
+
+/// MPI_Gatherv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn gatherv(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtype: ffi::MPI_Datatype,
+    root: c_int,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let (wr, me) = root_of(ci, root, s);
+        let ip = me && is_in_place(sbuf, s);
+        let rb = if me {
+            handles::bytes_v(rcounts, ci.size, rtype)
+        } else {
+            0
+        };
+        let sb = if ip { 0 } else { handles::bytes(scount, stype) };
+        (sb, rb, wr, ip)
+    })
+}
+
+/// MPI_Scatter: send counts are significant only at the root; MPI_IN_PLACE is the
+/// root's receive buffer.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn scatter(
+    call: u16,
+    rbuf: *mut std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    root: c_int,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let (wr, me) = root_of(ci, root, s);
+        let ip = me && is_in_place(rbuf, s);
+        let sb = if me {
+            handles::bytes(scount, stype) * ci.size as u64
+        } else {
+            0
+        };
+        let rb = if ip { 0 } else { handles::bytes(rcount, rtype) };
+        (sb, rb, wr, ip)
+    })
+}
+
+/// MPI_Scatterv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn scatterv(
+    call: u16,
+    rbuf: *mut std::ffi::c_void,
+    scounts: *const c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    root: c_int,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let (wr, me) = root_of(ci, root, s);
+        let ip = me && is_in_place(rbuf, s);
+        let sb = if me {
+            handles::bytes_v(scounts, ci.size, stype)
+        } else {
+            0
+        };
+        let rb = if ip { 0 } else { handles::bytes(rcount, rtype) };
+        (sb, rb, wr, ip)
+    })
+}
+
+/// MPI_Bcast: the root sends, the others receive.
+#[inline]
+pub fn bcast(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    root: c_int,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let (wr, me) = root_of(ci, root, s);
+        let b = handles::bytes(count, dtype);
+        if me {
+            (b, 0, wr, false)
+        } else {
+            (0, b, wr, false)
+        }
+    })
+}
+
+/// MPI_Reduce.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn reduce(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    root: c_int,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |ci, s| {
+        let (wr, me) = root_of(ci, root, s);
+        let b = handles::bytes(count, dtype);
+        let ip = me && is_in_place(sbuf, s);
+        (b, if me { b } else { 0 }, wr, ip)
+    })
+}
+
+/// MPI_Allreduce.
+#[inline]
+pub fn allreduce(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, f, |_ci, s| {
+        let b = handles::bytes(count, dtype);
+        (b, b, NO_RANK, is_in_place(sbuf, s))
+    })
+}
+
+/// MPI_Barrier.
+#[inline]
+pub fn barrier(call: u16, comm: ffi::MPI_Comm, f: impl FnOnce() -> c_int) -> c_int {
+    collective(call, comm, f, |_, _| (0, 0, NO_RANK, false))
+}
+
+// ---- communicators ----
+
+/// Communicator creation: registers the new communicator's WORLD ranks. Not recorded.
+#[inline]
+pub fn comm_new(
+    _call: u16,
+    _comm: ffi::MPI_Comm,
+    newcomm: *mut ffi::MPI_Comm,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let rc = f();
+    guarded(|| {
+        if rc == 0 && !newcomm.is_null() {
+            // SAFETY: MPI wrote the new handle through the caller's pointer (rc == 0).
+            let _ = handles::register_comm(unsafe { *newcomm }, s);
+        }
+    });
+    rc
+}
+
+/// MPI_Comm_free: forgets the communicator before MPI frees (and may reuse) its handle.
+#[inline]
+pub fn comm_free(_call: u16, commp: *mut ffi::MPI_Comm, f: impl FnOnce() -> c_int) -> c_int {
+    if STATE.load(Ordering::Relaxed) == ON && !commp.is_null() {
+        // SAFETY: MPI requires a valid communicator pointer.
+        let c = unsafe { *commp };
+        guarded(|| handles::forget_comm(c));
+    }
+    f()
+}
+
+#[allow(dead_code)]
+const _UNUSED: i32 = UNKNOWN_RANK;

@@ -1,0 +1,173 @@
+//! The drainer: a background thread that moves records from every thread's ring to the
+//! rank's spool file, at least once per flush interval, so that memory stays bounded and
+//! a killed job leaves its records on disk.
+
+use super::ring::Registry;
+use crate::trace::write_spool_header;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Counters shared between the drainer and the layer.
+#[derive(Default, Debug)]
+pub struct SpoolStats {
+    pub records_written: AtomicU64,
+    /// Records drained but lost because the file could not be written (disk full...).
+    pub records_lost: AtomicU64,
+    pub write_failed: AtomicBool,
+}
+
+/// A running drainer.
+pub struct Spooler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    pub stats: Arc<SpoolStats>,
+}
+
+impl Spooler {
+    /// Creates the spool file (with its header) and starts draining `registry` into it.
+    pub fn start(
+        path: &Path,
+        registry: &'static Registry,
+        every: Duration,
+    ) -> Result<Spooler, String> {
+        let mut file = File::create(path)
+            .map_err(|e| format!("cannot create spool {}: {e}", path.display()))?;
+        write_spool_header(&mut file)
+            .map_err(|e| format!("cannot write spool {}: {e}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(SpoolStats::default());
+        let (stop2, stats2) = (stop.clone(), stats.clone());
+        let shown = path.display().to_string();
+        let handle = std::thread::Builder::new()
+            .name("pmpi-predict-spool".into())
+            .spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    drain_loop(file, registry, every, &stop2, &stats2, &shown)
+                }));
+                if r.is_err() {
+                    eprintln!("pmpi-predict: internal error in the spool thread; records after this point are lost");
+                }
+            })
+            .map_err(|e| format!("cannot start the spool thread: {e}"))?;
+        Ok(Spooler {
+            stop,
+            handle: Some(handle),
+            stats,
+        })
+    }
+
+    /// Drains what is left, closes the file and joins the thread.
+    pub fn finish(mut self) -> Arc<SpoolStats> {
+        self.shutdown();
+        self.stats.clone()
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Spooler {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn drain_loop(
+    mut file: File,
+    registry: &Registry,
+    every: Duration,
+    stop: &AtomicBool,
+    stats: &SpoolStats,
+    path: &str,
+) {
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    loop {
+        let last = stop.load(Ordering::Acquire);
+        buf.clear();
+        let mut n = 0u64;
+        for ring in registry.rings() {
+            n += ring.drain_into(&mut buf) as u64;
+        }
+        if n > 0 {
+            if stats.write_failed.load(Ordering::Relaxed) {
+                stats.records_lost.fetch_add(n, Ordering::Relaxed);
+            } else if let Err(e) = file.write_all(&buf) {
+                // Keep draining so the program never blocks; count what is lost.
+                eprintln!("pmpi-predict: cannot write spool {path}: {e}; further records are lost");
+                stats.write_failed.store(true, Ordering::Relaxed);
+                stats.records_lost.fetch_add(n, Ordering::Relaxed);
+            } else {
+                stats.records_written.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        if last {
+            let _ = file.sync_data();
+            return;
+        }
+        std::thread::park_timeout(every);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Record, read_spool};
+
+    #[test]
+    fn drains_rings_to_file_and_finishes() {
+        let reg: &'static Registry = Box::leak(Box::new(Registry::new(64, 4)));
+        let dir = std::env::temp_dir().join(format!("pmpi-spool-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.spool");
+        let sp = Spooler::start(&path, reg, Duration::from_millis(10)).unwrap();
+        let ring = reg.register(None).unwrap();
+        for i in 0..50 {
+            ring.push(Record {
+                t_start: i,
+                thread: ring.thread,
+                ..Default::default()
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        // Written before finish: the periodic flush put it on disk.
+        let mid = read_spool(File::open(&path).unwrap()).unwrap();
+        assert_eq!(mid.records.len(), 50);
+        for i in 50..60 {
+            ring.push(Record {
+                t_start: i,
+                ..Default::default()
+            });
+        }
+        let stats = sp.finish();
+        assert_eq!(stats.records_written.load(Ordering::Relaxed), 60);
+        let all = read_spool(File::open(&path).unwrap()).unwrap();
+        assert_eq!(
+            all.records.iter().map(|r| r.t_start).collect::<Vec<_>>(),
+            (0..60).collect::<Vec<_>>()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn unwritable_spool_path_is_an_error() {
+        let reg: &'static Registry = Box::leak(Box::new(Registry::new(64, 4)));
+        let e = Spooler::start(
+            Path::new("/nonexistent-dir/x.spool"),
+            reg,
+            Duration::from_millis(10),
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("/nonexistent-dir/x.spool"), "{e}");
+    }
+}
