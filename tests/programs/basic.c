@@ -103,11 +103,12 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&sum, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* Deterministic output: each rank's sum, printed in rank order. */
-    for (int r = 0; r < size; r++) {
-        if (r == rank) { printf("rank %d sum %ld all %ld\n", rank, sum, all); fflush(stdout); }
-        MPI_Barrier(MPI_COMM_WORLD);
-    }
+    /* Deterministic output: every rank's sum, gathered and printed by rank 0 only
+     * (output of several ranks interleaves in any order). */
+    long sums[4];
+    MPI_Gather(&sum, 1, MPI_LONG, sums, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        for (int r = 0; r < size; r++) printf("rank %d sum %ld all %ld\n", r, sums[r], all);
     free(sa); free(ra);
     MPI_Finalize();
     return 0;

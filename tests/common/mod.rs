@@ -1,0 +1,150 @@
+//! Shared helpers for tests that launch real MPI programs under the layer.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The layer, built beside the CLI binary of this test run. `cargo test` builds the
+/// library only as an rlib, so the cdylib is built here once per test binary.
+pub fn layer() -> PathBuf {
+    static SO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    SO.get_or_init(|| {
+        let bin = PathBuf::from(env!("CARGO_BIN_EXE_pmpi-predict"));
+        let dir = bin.parent().unwrap();
+        let so = dir.join("libpmpi_predict.so");
+        let release = dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut c = Command::new(cargo);
+        c.args(["build", "--lib"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if release {
+            c.arg("--release");
+        }
+        let st = c.status().expect("cargo runs");
+        assert!(
+            st.success() && so.exists(),
+            "building {} failed",
+            so.display()
+        );
+        so
+    })
+    .clone()
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles tests/programs/NAME.c with mpicc into `dir`.
+pub fn build_program(name: &str, dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(format!("{name}.c"));
+    let exe = dir.join(name);
+    let out = Command::new(mpicc())
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(["-lpthread"])
+        .output()
+        .expect("mpicc runs");
+    assert!(
+        out.status.success(),
+        "mpicc {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+pub fn mpicc() -> String {
+    std::env::var("MPICC").unwrap_or_else(|_| "mpicc".into())
+}
+
+/// Which MPI launcher the tests use (`mpirun` of Open MPI unless PMPI_PREDICT_TEST_MPIEXEC
+/// names another, e.g. MPICH's `mpiexec.mpich`).
+pub fn launcher() -> String {
+    std::env::var("PMPI_PREDICT_TEST_MPIEXEC").unwrap_or_else(|_| "mpirun".into())
+}
+
+fn is_openmpi(l: &str) -> bool {
+    let out = Command::new(l).arg("--version").output();
+    out.map(|o| String::from_utf8_lossy(&o.stdout).contains("Open MPI"))
+        .unwrap_or(false)
+}
+
+/// Runs `exe args` on `np` ranks, with the layer when `env` is Some (its variables are
+/// passed to every rank).
+pub fn mpirun(
+    np: u32,
+    exe: &Path,
+    args: &[&str],
+    env: Option<&[(&str, &str)]>,
+    cwd: &Path,
+) -> Output {
+    let l = launcher();
+    let mut c = Command::new(&l);
+    let mut vars: Vec<(String, String)> = Vec::new();
+    if let Some(env) = env {
+        vars.push(("LD_PRELOAD".into(), layer().display().to_string()));
+        vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    }
+    if is_openmpi(&l) {
+        c.args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--mca",
+            "btl",
+            "self,vader,tcp",
+            "-np",
+        ]);
+        c.arg(np.to_string());
+        for (k, v) in &vars {
+            c.arg("-x").arg(format!("{k}={v}"));
+        }
+    } else {
+        c.arg("-n").arg(np.to_string());
+        for (k, v) in &vars {
+            c.arg("-genv").arg(k).arg(v);
+        }
+    }
+    c.arg(exe).args(args).current_dir(cwd);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c.output().expect("launcher runs")
+}
+
+/// calls.csv as a list of column-name → value maps.
+pub fn read_calls(dir: &Path) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(dir.join("calls.csv")).expect("calls.csv exists");
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            headers
+                .iter()
+                .zip(rec.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Number of rows per (rank, call).
+pub fn counts(rows: &[HashMap<String, String>]) -> HashMap<(u32, String), usize> {
+    let mut m = HashMap::new();
+    for r in rows {
+        *m.entry((r["rank"].parse().unwrap(), r["call"].clone()))
+            .or_insert(0) += 1;
+    }
+    m
+}
+
+pub fn f(r: &HashMap<String, String>, k: &str) -> f64 {
+    r[k].parse()
+        .unwrap_or_else(|_| panic!("{k}={:?} is not a number", r[k]))
+}

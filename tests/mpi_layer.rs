@@ -1,0 +1,245 @@
+//! The layer under real `mpirun` launches: exact records, translated peers, bytes, and
+//! programs whose output is byte-identical with and without it.
+
+mod common;
+use common::*;
+use std::collections::HashMap;
+
+fn expected_basic() -> HashMap<(u32, String), usize> {
+    let mut m = HashMap::new();
+    let common = [
+        ("MPI_Irecv", 2),
+        ("MPI_Isend", 2),
+        ("MPI_Waitall", 1),
+        ("MPI_Bcast", 2),
+        ("MPI_Alltoall", 1),
+        ("MPI_Scatter", 1),
+        ("MPI_Reduce", 1),
+        ("MPI_Allreduce", 1),
+        ("MPI_Barrier", 1),
+        ("MPI_Gather", 1),
+    ];
+    let own: [&[(&str, usize)]; 4] = [
+        &[("MPI_Send", 1), ("MPI_Recv", 5)],
+        &[("MPI_Send", 2), ("MPI_Recv", 2)],
+        &[
+            ("MPI_Send", 3),
+            ("MPI_Recv", 1),
+            ("MPI_Irecv", 3),
+            ("MPI_Wait", 1),
+        ],
+        &[("MPI_Send", 4), ("MPI_Recv", 1)],
+    ];
+    for rank in 0..4u32 {
+        for (c, n) in common {
+            m.insert((rank, c.to_string()), n);
+        }
+        for (c, n) in own[rank as usize] {
+            m.insert((rank, c.to_string()), *n);
+        }
+    }
+    m
+}
+
+#[test]
+fn basic_program_exact_records_and_identical_output() {
+    let dir = scratch("basic");
+    let exe = build_program("basic", &dir);
+    let plain = mpirun(4, &exe, &[], None, &dir);
+    assert!(
+        plain.status.success(),
+        "plain run failed: {}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    assert_eq!(with.status.code(), plain.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&with.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    assert_eq!(String::from_utf8_lossy(&plain.stdout).lines().count(), 4);
+
+    let rows = read_calls(&out);
+    let got = counts(&rows);
+    assert_eq!(got, expected_basic(), "records per (rank, call)");
+
+    let find = |rank: &str, call: &str, tag: &str| -> Vec<&HashMap<String, String>> {
+        rows.iter()
+            .filter(|r| r["rank"] == rank && r["call"] == call && r["tag"] == tag)
+            .collect()
+    };
+    // Ring: 100 ints to the next rank.
+    for r in ["0", "1", "2", "3"] {
+        let s = find(r, "MPI_Send", "7");
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0]["bytes"], "400");
+        let next = (r.parse::<u32>().unwrap() + 1) % 4;
+        assert_eq!(s[0]["peer"], next.to_string());
+    }
+    // ANY_SOURCE receives record the real sources.
+    let mut srcs: Vec<String> = find("0", "MPI_Recv", "11")
+        .iter()
+        .map(|r| r["peer"].clone())
+        .collect();
+    srcs.sort();
+    assert_eq!(srcs, vec!["1", "2", "3"]);
+    assert!(
+        find("0", "MPI_Recv", "11")
+            .iter()
+            .all(|r| r["bytes"] == "80")
+    );
+    let any = find("2", "MPI_Irecv", "31");
+    assert_eq!(any.len(), 1);
+    assert_eq!(any[0]["peer"], "3");
+    assert_eq!(any[0]["bytes"], "4");
+    assert_eq!(any[0]["nonblocking"], "1");
+    // Split communicator with reversed keys: local rank 0 is WORLD 2 (or 3), local 1 is 0 (or 1).
+    let s2 = find("2", "MPI_Send", "41");
+    assert_eq!(
+        (s2[0]["peer"].as_str(), s2[0]["comm_size"].as_str()),
+        ("0", "2")
+    );
+    let s3 = find("3", "MPI_Send", "41");
+    assert_eq!(s3[0]["peer"], "1");
+    let r0 = find("0", "MPI_Recv", "41");
+    assert_eq!(r0[0]["peer"], "2");
+    // Bcast in the sub-communicator from local root 1 = WORLD 0 and WORLD 1.
+    let bc = |rank: &str| {
+        rows.iter()
+            .find(|r| r["rank"] == rank && r["call"] == "MPI_Bcast" && r["comm_size"] == "2")
+            .unwrap()
+    };
+    assert_eq!(
+        (bc("0")["root"].as_str(), bc("0")["bytes_sent"].as_str()),
+        ("0", "256")
+    );
+    assert_eq!(
+        (bc("2")["root"].as_str(), bc("2")["bytes_received"].as_str()),
+        ("0", "256")
+    );
+    assert_eq!(bc("3")["root"], "1");
+    // Collective bytes.
+    for r in &rows {
+        match r["call"].as_str() {
+            "MPI_Alltoall" => assert_eq!(
+                (r["bytes_sent"].as_str(), r["bytes_received"].as_str()),
+                ("4000", "4000")
+            ),
+            "MPI_Scatter" if r["rank"] == "0" => assert_eq!(r["bytes_sent"], "128"),
+            "MPI_Scatter" => assert_eq!(
+                (r["bytes_sent"].as_str(), r["bytes_received"].as_str()),
+                ("0", "32")
+            ),
+            "MPI_Bcast" if r["comm_size"] == "4" => {
+                assert_eq!(r["root"], "0");
+                let moved: u64 = r["bytes"].parse().unwrap();
+                assert_eq!(moved, 16384);
+            }
+            _ => {}
+        }
+    }
+    // Nonblocking receives span from their post to the Waitall that completed them.
+    for rank in ["0", "1", "2", "3"] {
+        let wa = rows
+            .iter()
+            .find(|r| r["rank"] == rank && r["call"] == "MPI_Waitall")
+            .unwrap();
+        let (ws, we) = (f(wa, "start_s"), f(wa, "start_s") + f(wa, "measured_s"));
+        for tag in ["21", "22"] {
+            let ir = find(rank, "MPI_Irecv", tag);
+            assert_eq!(ir.len(), 1);
+            let (s, e) = (
+                f(ir[0], "start_s"),
+                f(ir[0], "start_s") + f(ir[0], "measured_s"),
+            );
+            assert!(
+                s < ws,
+                "rank {rank} Irecv tag {tag} posted at {s}, Waitall began {ws}"
+            );
+            assert!(
+                e >= ws && e <= we + 1e-6,
+                "rank {rank} Irecv ended {e}, Waitall {ws}..{we}"
+            );
+        }
+    }
+    // Summary agrees with the rows.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["complete"], true);
+    assert_eq!(summary["dropped"], 0);
+    assert_eq!(summary["records"].as_u64().unwrap() as usize, rows.len());
+    assert_eq!(summary["calls"]["MPI_Send"]["count"], 10);
+    assert_eq!(summary["calls"]["MPI_Barrier"]["count"], 4);
+    assert_eq!(summary["calls"]["MPI_Gather"]["bytes"], 8 * 4 + 8 * 4);
+    assert_eq!(summary["ranks"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn analyze_rebuilds_the_same_calls_csv() {
+    let dir = scratch("analyze");
+    let exe = build_program("basic", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    assert!(with.status.success());
+    let first = std::fs::read_to_string(out.join("calls.csv")).unwrap();
+    std::fs::remove_file(out.join("calls.csv")).unwrap();
+    let a = std::process::Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+        .arg("analyze")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(
+        std::fs::read_to_string(out.join("calls.csv")).unwrap(),
+        first
+    );
+    assert!(String::from_utf8_lossy(&a.stdout).contains("73 records from 4 ranks"));
+}
+
+#[test]
+fn disabled_layer_writes_nothing_and_changes_nothing() {
+    let dir = scratch("disabled");
+    let exe = build_program("basic", &dir);
+    let plain = mpirun(4, &exe, &[], None, &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let with = mpirun(
+        4,
+        &exe,
+        &[],
+        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_DISABLE", "1")]),
+        &dir,
+    );
+    assert!(with.status.success());
+    assert_eq!(with.stdout, plain.stdout);
+    assert!(!out.exists(), "disabled layer created {}", out.display());
+}
+
+#[test]
+fn default_output_directory_is_named_by_date_and_pid() {
+    let dir = scratch("defaultdir");
+    let exe = build_program("basic", &dir);
+    let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_QUIET", "1")]), &dir);
+    assert!(with.status.success());
+    let made: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("pmpi-predict."))
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    let parts: Vec<&str> = made[0].split('.').collect();
+    assert_eq!(parts.len(), 3, "{}", made[0]);
+    let (date, pid) = (parts[1], parts[2]);
+    assert_eq!(date.len(), 15);
+    assert_eq!(&date[8..9], "-");
+    assert!(
+        date.chars()
+            .filter(|c| *c != '-')
+            .all(|c| c.is_ascii_digit())
+    );
+    assert!(pid.parse::<u32>().is_ok());
+    assert!(dir.join(&made[0]).join("calls.csv").exists());
+}
