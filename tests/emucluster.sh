@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# tests/emucluster.sh — end-to-end test of scripts/emucluster.
+#
+# Needs root, `ip netns`, tc and Open MPI (mpirun, mpicc); skips (exit 0) with
+# a message when any is missing. Brings up 4 hosts at 100 Mbit/s, checks
+# status / refusal of a second up / host identity / -x and cwd propagation,
+# measures a lone 4 MiB send and incoming / outgoing conflicts with
+# tests/programs/emu_pingpong.c, then tears down and checks nothing is left.
+# Also checks that an `up` failing midway leaves nothing behind.
+#
+# Usage: bash tests/emucluster.sh        (exit 0 = pass or skip)
+# Environment: EMU_STATE_DIR is honoured (default /run/emucluster).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+EMU=$ROOT/scripts/emucluster
+PROGSRC=$HERE/programs/emu_pingpong.c
+NHOSTS=4
+
+skip() { echo "SKIP tests/emucluster.sh: $*"; exit 0; }
+fail() { echo "FAIL tests/emucluster.sh: $*" >&2; exit 1; }
+ok()   { echo "ok   $*"; }
+
+[[ $(id -u) -eq 0 ]] || skip "not root (network namespaces need root)"
+command -v ip >/dev/null 2>&1 || skip "'ip' (iproute2) not installed"
+command -v tc >/dev/null 2>&1 || skip "'tc' (iproute2) not installed"
+if ! ip netns list >/dev/null 2>&1; then skip "'ip netns' is not available"; fi
+# probe that namespaces can really be created here (e.g. not in an unprivileged container)
+probe=emutest-probe-$$
+if ! ip netns add "$probe" 2>/dev/null; then skip "cannot create network namespaces here"; fi
+ip netns del "$probe"
+command -v mpirun >/dev/null 2>&1 || skip "mpirun (Open MPI) not installed"
+command -v mpicc >/dev/null 2>&1 || skip "mpicc (Open MPI) not installed"
+
+if "$EMU" status >/dev/null 2>&1; then
+    fail "an emulated cluster is already up; run '$EMU down' first (not touching it)"
+fi
+
+TMP=$(mktemp -d)
+brought_up=0
+cleanup() {
+    local rc=$?
+    if (( brought_up )); then "$EMU" down >/dev/null 2>&1 || true; fi
+    rm -rf "$TMP"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+in_range() {  # in_range VALUE LO HI
+    awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v + 0 >= lo && v + 0 <= hi) }'
+}
+nothing_left() {  # assert no namespace / state / /etc/netns entry of ours remains
+    local k left
+    left=$(ip netns list | awk '{print $1}' | grep -E '^(h[0-9]+|emusw)$' || true)
+    [[ -z $left ]] || fail "$1: namespaces left behind: $(echo $left)"
+    for (( k=0; k<16; k++ )); do
+        [[ ! -e /etc/netns/h$k ]] || fail "$1: /etc/netns/h$k left behind"
+    done
+    [[ ! -e ${EMU_STATE_DIR:-/run/emucluster} ]] || fail "$1: state dir left behind"
+    if grep -q "${EMU_STATE_DIR:-/run/emucluster}" /proc/mounts; then fail "$1: mounts left behind"; fi
+}
+
+# ---- a failing `up` cleans up after itself
+if EMU_FAIL_AFTER_HOST=1 "$EMU" up 3 >"$TMP/failup.out" 2>&1; then
+    brought_up=1
+    fail "up with EMU_FAIL_AFTER_HOST=1 succeeded"
+fi
+nothing_left "after a failed up"
+ok "failed up midway leaves nothing behind"
+
+# ---- up
+brought_up=1
+"$EMU" up "$NHOSTS" --rate 100mbit || fail "up $NHOSTS failed"
+ok "up $NHOSTS --rate 100mbit"
+
+# ---- status
+"$EMU" status >"$TMP/status" || fail "status exited non-zero while up"
+cat "$TMP/status"
+grep -q 'up' "$TMP/status" || fail "status does not say up"
+grep -q '100mbit' "$TMP/status" || fail "status does not show the rate"
+for (( k=0; k<NHOSTS; k++ )); do
+    grep -qE "h$k +10\.77\.0\.$(( k + 1 ))" "$TMP/status" || fail "status misses h$k and its address"
+done
+ok "status"
+
+# ---- hosts
+[[ $("$EMU" hosts | tr '\n' ' ') == "h0 h1 h2 h3 " ]] || fail "hosts printed '$("$EMU" hosts | tr '\n' ' ')'"
+ok "hosts"
+
+# ---- second up refused
+set +e
+"$EMU" up 2 >"$TMP/up2.out" 2>&1
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || fail "second up: expected exit 1, got $rc"
+grep -qi 'already up' "$TMP/up2.out" || fail "second up: no clear message: $(cat "$TMP/up2.out")"
+"$EMU" status >/dev/null || fail "cluster no longer up after refused second up"
+ok "second up refused: $(tail -n 1 "$TMP/up2.out")"
+
+# ---- hostname per rank
+timeout 120 "$EMU" run -- -np 4 hostname >"$TMP/hostnames" || fail "run -np 4 hostname failed"
+got=$(sort "$TMP/hostnames" | tr '\n' ' ')
+[[ $got == "h0 h1 h2 h3 " ]] || fail "run -np 4 hostname gave '$got', expected 'h0 h1 h2 h3 '"
+ok "run -np 4 hostname -> $got"
+
+# ---- -x variables and working directory reach the ranks
+mkdir -p "$TMP/wd"
+(cd "$TMP/wd" && EMU_TEST_VAR=hello timeout 120 "$EMU" run -- -np 4 -x EMU_TEST_VAR \
+    sh -c 'echo "$(hostname) $EMU_TEST_VAR $(pwd)"') >"$TMP/envcwd" || fail "run with -x failed"
+n_ok=$(grep -c " hello $TMP/wd\$" "$TMP/envcwd" || true)
+[[ $n_ok -eq 4 ]] || fail "-x / cwd did not reach all ranks: $(cat "$TMP/envcwd")"
+ok "-x variable and caller's cwd reach all 4 ranks"
+
+# ---- bandwidth and contention
+mpicc -O2 -o "$TMP/emu_pingpong" "$PROGSRC" || fail "mpicc failed on $PROGSRC"
+(cd "$TMP" && timeout 300 "$EMU" run -- -np 4 ./emu_pingpong all 4194304 3) >"$TMP/pp" \
+    || fail "emu_pingpong failed: $(cat "$TMP/pp")"
+cat "$TMP/pp"
+val() { awk -v k="$1" '$1 == k { print $2 }' "$TMP/pp"; }
+for (( k=0; k<3; k++ )); do
+    [[ $(val "rank${k}_host") == "h$k" ]] || fail "rank $k ran on '$(val "rank${k}_host")', expected h$k"
+done
+mbps=$(val single_mbps)
+[[ -n $mbps ]] || fail "no single_mbps in output"
+in_range "$mbps" 60 110 || fail "single 4 MiB send: $mbps Mbit/s, expected 60..110 at 100mbit"
+ok "single 4 MiB send h0->h1: $mbps Mbit/s"
+inc=$(val incoming_ratio); inc0=$(val incoming_ratio_r0); inc1=$(val incoming_ratio_r1)
+echo "incoming conflict (ranks 0,1 -> rank 2): ratio to lone send r0=$inc0 r1=$inc1, both done at $inc"
+in_range "$inc" 1.6 2.5 || fail "incoming conflict ratio $inc, expected ~2 (1.6..2.5)"
+ok "incoming conflict ratio $inc (~2)"
+out=$(val outgoing_ratio)
+echo "outgoing conflict (rank 0 -> ranks 1,2): ratio to lone send to1=$(val outgoing_ratio_to1) to2=$(val outgoing_ratio_to2), both done at $out"
+in_range "$out" 1.6 2.5 || fail "outgoing conflict ratio $out, expected ~2 (1.6..2.5)"
+ok "outgoing conflict ratio $out (~2)"
+
+# ---- down
+"$EMU" down || fail "down failed"
+brought_up=0
+nothing_left "after down"
+if "$EMU" status >/dev/null 2>&1; then fail "status exits 0 after down"; fi
+ok "down left nothing behind"
+
+echo "PASS tests/emucluster.sh: single ${mbps} Mbit/s, incoming ratio ${inc}, outgoing ratio ${out}"
