@@ -57,6 +57,8 @@ pub enum ModelError {
     SelfLoop { index: usize, node: u32 },
     /// Collective models need at least two processes.
     TooFewProcs { procs: u64 },
+    /// More processes than [`MAX_PROCS`].
+    TooManyProcs { procs: u64 },
     /// An unknown model name.
     UnknownModel { name: String, known: &'static str },
     /// A parameter the model does not have.
@@ -77,6 +79,9 @@ impl fmt::Display for ModelError {
             }
             ModelError::TooFewProcs { procs } => {
                 write!(f, "{procs} processes: a collective needs at least 2")
+            }
+            ModelError::TooManyProcs { procs } => {
+                write!(f, "{procs} processes: more than the supported {MAX_PROCS}")
             }
             ModelError::UnknownModel { name, known } => {
                 write!(f, "unknown model '{name}' (known: {known})")
@@ -119,10 +124,15 @@ pub(crate) fn positive(name: &str, value: f64) -> Result<f64, ModelError> {
     }
 }
 
-/// Rejects fewer than two processes.
+/// Largest process count the collective models accept (some sum over processes).
+pub const MAX_PROCS: u64 = 1 << 24;
+
+/// Rejects fewer than two or more than [`MAX_PROCS`] processes.
 pub(crate) fn check_procs(procs: u64) -> Result<(), ModelError> {
     if procs < 2 {
         Err(ModelError::TooFewProcs { procs })
+    } else if procs > MAX_PROCS {
+        Err(ModelError::TooManyProcs { procs })
     } else {
         Ok(())
     }
