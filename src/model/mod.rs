@@ -99,7 +99,7 @@ impl fmt::Display for ModelError {
 impl std::error::Error for ModelError {}
 
 /// Checks that a parameter is finite and ≥ 0.
-pub(crate) fn non_negative(name: &str, value: f64) -> Result<f64, ModelError> {
+pub fn non_negative(name: &str, value: f64) -> Result<f64, ModelError> {
     if value.is_finite() && value >= 0.0 {
         Ok(value)
     } else {
