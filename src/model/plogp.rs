@@ -103,16 +103,17 @@ impl PLogP {
         self.or.validate("or")
     }
 
-    /// A pLogP view of a Hockney model, for profiles calibrated without pLogP tables:
-    /// `L = α`, `g(m) = β·m` (the gap of a long message is its wire time), and
-    /// `os(m) = or(m) = α/2 + β·m/2` (each side spends half the contention-free time; a
-    /// stated guess, so the Upper/Lower all-to-all model still has two distinct bounds).
+    /// A pLogP view of a Hockney model, for profiles calibrated without pLogP tables. It keeps
+    /// `L + g(m) = α + β·m` and splits the latency so every message, and so every segment,
+    /// pays a gap: `L = α/2`, `g(m) = α/2 + β·m`. The overheads are a stated guess, half of
+    /// the gap on each side: `os(m) = or(m) = α/4 + β·m/2`, which keeps the Upper bound of
+    /// the all-to-all Table 3 above its Lower bound.
     pub fn from_hockney(h: &Hockney) -> Self {
         PLogP {
-            l: h.alpha,
-            g: PiecewiseLinear::linear(0.0, h.beta),
-            os: PiecewiseLinear::linear(h.alpha / 2.0, h.beta / 2.0),
-            or: PiecewiseLinear::linear(h.alpha / 2.0, h.beta / 2.0),
+            l: h.alpha / 2.0,
+            g: PiecewiseLinear::linear(h.alpha / 2.0, h.beta),
+            os: PiecewiseLinear::linear(h.alpha / 4.0, h.beta / 2.0),
+            or: PiecewiseLinear::linear(h.alpha / 4.0, h.beta / 2.0),
         }
     }
 
