@@ -27,7 +27,10 @@ fn random_graph(arcs: usize, seed: u64) -> CommGraph {
 
 fn main() {
     let sizes = [100usize, 1_000, 10_000];
-    println!("{:<12}{:>14}{:>14}{:>14}", "model", "100 arcs", "1000 arcs", "10000 arcs");
+    println!(
+        "{:<12}{:>14}{:>14}{:>14}",
+        "model", "100 arcs", "1000 arcs", "10000 arcs"
+    );
     for name in ["gige", "infiniband", "maxmin", "myrinet"] {
         let model: Box<dyn PenaltyModel> = match penalty_model_by_name(name, &[]) {
             Ok(m) => m,

@@ -40,7 +40,10 @@ fn random_graph(rng: &mut Rng, max_nodes: u64, max_arcs: u64) -> CommGraph {
 fn assert_close(fast: &[f64], slow: &[f64], g: &CommGraph) {
     assert_eq!(fast.len(), slow.len());
     for (a, b) in fast.iter().zip(slow) {
-        assert!((a - b).abs() <= 1e-9 * b.abs(), "{fast:?} vs {slow:?} on {g:?}");
+        assert!(
+            (a - b).abs() <= 1e-9 * b.abs(),
+            "{fast:?} vs {slow:?} on {g:?}"
+        );
     }
 }
 
@@ -78,7 +81,10 @@ fn maxmin_fast_equals_reference_and_is_fair() {
         // Max-min fairness: every arc has a saturated port where no arc goes faster.
         for (a, e) in g.edges.iter().enumerate() {
             let port_ok = |uses: &dyn Fn(usize) -> bool| {
-                let load: f64 = (0..g.edges.len()).filter(|&b| uses(b)).map(|b| fast[b]).sum();
+                let load: f64 = (0..g.edges.len())
+                    .filter(|&b| uses(b))
+                    .map(|b| fast[b])
+                    .sum();
                 let top = (0..g.edges.len())
                     .filter(|&b| uses(b))
                     .map(|b| fast[b])
@@ -87,7 +93,10 @@ fn maxmin_fast_equals_reference_and_is_fair() {
             };
             let send = |b: usize| g.edges[b].src == e.src;
             let recv = |b: usize| g.edges[b].dst == e.dst;
-            assert!(port_ok(&send) || port_ok(&recv), "arc {a} has no bottleneck in {g:?}");
+            assert!(
+                port_ok(&send) || port_ok(&recv),
+                "arc {a} has no bottleneck in {g:?}"
+            );
         }
         let p = MaxMinFair.penalties(&g);
         assert!(p.iter().all(|&x| x >= 1.0 - 1e-12));
@@ -128,7 +137,14 @@ fn myrinet_approximation_within_stated_error() {
     assert!(worst <= 2.5, "worst ratio {worst}");
     eprintln!("myrinet sampling: worst ratio to exact {worst:.3}");
     // The paper's Fig. 5 graph (exact penalties 5, 5, 5, 2.5, 2.5, 2.5).
-    let fig5 = CommGraph::from_triples(&[(0, 2, 1), (0, 1, 1), (0, 3, 1), (1, 2, 1), (4, 2, 1), (1, 0, 1)]);
+    let fig5 = CommGraph::from_triples(&[
+        (0, 2, 1),
+        (0, 1, 1),
+        (0, 3, 1),
+        (1, 2, 1),
+        (4, 2, 1),
+        (1, 0, 1),
+    ]);
     let est = approx.penalties(&fig5);
     eprintln!("myrinet sampling on Fig. 5: {est:?}");
     for (a, b) in est.iter().zip([5.0, 5.0, 5.0, 2.5, 2.5, 2.5]) {
@@ -154,7 +170,11 @@ fn all_models_total_on_edge_cases() {
         for g in &graphs {
             let p = m.penalties(g);
             assert_eq!(p.len(), g.edges.len(), "{}", m.name());
-            assert!(p.iter().all(|x| x.is_finite() && *x > 0.0), "{} {p:?}", m.name());
+            assert!(
+                p.iter().all(|x| x.is_finite() && *x > 0.0),
+                "{} {p:?}",
+                m.name()
+            );
         }
         if m.name() != "infiniband" {
             assert_eq!(m.penalties(&graphs[1]), vec![1.0]);

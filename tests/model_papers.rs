@@ -5,8 +5,8 @@ use pmpi_predict::model::bcast::{self, BcastStrategy};
 use pmpi_predict::model::grid::{self, TwoClusters};
 use pmpi_predict::model::scatter::{self, ScatterStrategy};
 use pmpi_predict::model::{
-    CommGraph, GigabitEthernet, Hockney, InfiniBand, Myrinet, PLogP, PenaltyModel,
-    PiecewiseLinear, reference,
+    CommGraph, GigabitEthernet, Hockney, InfiniBand, Myrinet, PLogP, PenaltyModel, PiecewiseLinear,
+    reference,
 };
 
 fn close(a: f64, b: f64) -> bool {
@@ -53,7 +53,14 @@ fn gige_non_max_branch_by_hand() {
 /// A graph consistent with Fig. 5/6 of the bandwidth-sharing paper: a = 0→2, b = 0→1,
 /// c = 0→3, d = 1→2, e = 4→2, f = 1→0 (found by exhaustive search over small graphs).
 fn fig6() -> CommGraph {
-    CommGraph::from_triples(&[(0, 2, 1), (0, 1, 1), (0, 3, 1), (1, 2, 1), (4, 2, 1), (1, 0, 1)])
+    CommGraph::from_triples(&[
+        (0, 2, 1),
+        (0, 1, 1),
+        (0, 3, 1),
+        (1, 2, 1),
+        (4, 2, 1),
+        (1, 0, 1),
+    ])
 }
 
 #[test]
@@ -191,7 +198,9 @@ fn local_group_example() {
         let pairs = &steps[(r.step - 1) as usize];
         let peer = r.dst;
         assert!(
-            pairs.iter().any(|&(i, j)| (i == r.stage && j == peer) || (j == r.stage && i == peer))
+            pairs
+                .iter()
+                .any(|&(i, j)| (i == r.stage && j == peer) || (j == r.stage && i == peer))
                 || r.stage == r.src,
             "{r:?}"
         );
@@ -206,6 +215,9 @@ fn two_cluster_equations_by_hand() {
     let c = TwoClusters::new(3, 7, lan, sig, wan).unwrap();
     // T_C7 = 6·(1e-5 + 1e-6) = 6.6e-5 dominates T_C3 = 2.2e-5.
     assert!(close(c.eq6_direct(1000), 6.6e-5 + 7.0 * (1e-2 + 1e-5)));
-    assert!(close(c.eq7_local_group(1000), 6.6e-5 + 3.0 * (1e-2 + 1e-8 * 3000.0)));
+    assert!(close(
+        c.eq7_local_group(1000),
+        6.6e-5 + 3.0 * (1e-2 + 1e-8 * 3000.0)
+    ));
     assert!(TwoClusters::new(7, 3, lan, sig, wan).is_err());
 }

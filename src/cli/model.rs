@@ -104,10 +104,11 @@ fn read_graph(path: &Path) -> Result<(Vec<Value>, CommGraph), CliError> {
         .map_err(|e| CliError::input(format!("cannot read graph {name}: {e}")))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| CliError::input(format!("{name}: malformed JSON: {e}")))?;
-    let edges = v
-        .get("edges")
-        .and_then(Value::as_array)
-        .ok_or_else(|| CliError::input(format!("{name}: expected an object with an \"edges\" array")))?;
+    let edges = v.get("edges").and_then(Value::as_array).ok_or_else(|| {
+        CliError::input(format!(
+            "{name}: expected an object with an \"edges\" array"
+        ))
+    })?;
     let mut ids = Vec::with_capacity(edges.len());
     let mut graph = CommGraph::default();
     for (i, e) in edges.iter().enumerate() {
@@ -165,7 +166,8 @@ fn collective(a: &CollectiveArgs) -> Result<Value, CliError> {
         Op::Bcast => match &a.strategy {
             _ if a.all_strategies => bcast::rank(&pl, p, m).map_err(bad)?,
             s => {
-                let s = BcastStrategy::from_name(s.as_deref().unwrap_or("binomial")).map_err(bad)?;
+                let s =
+                    BcastStrategy::from_name(s.as_deref().unwrap_or("binomial")).map_err(bad)?;
                 vec![bcast::predict(&pl, s, p, m).map_err(bad)?]
             }
         },
@@ -182,10 +184,10 @@ fn collective(a: &CollectiveArgs) -> Result<Value, CliError> {
     let mut out = base.as_object().cloned().unwrap_or_default();
     if a.all_strategies {
         out.insert("ranking".into(), json!(all));
-    } else if let Some(one) = all.into_iter().next() {
-        if let Ok(Value::Object(o)) = serde_json::to_value(one) {
-            out.extend(o);
-        }
+    } else if let Some(one) = all.into_iter().next()
+        && let Ok(Value::Object(o)) = serde_json::to_value(one)
+    {
+        out.extend(o);
     }
     Ok(Value::Object(out))
 }

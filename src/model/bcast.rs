@@ -98,7 +98,12 @@ pub(crate) fn segment_candidates(m: u64) -> Vec<(u64, u64)> {
 }
 
 /// Predicted time of `strategy` broadcasting `m` bytes to `p` processes (p ≥ 2).
-pub fn predict(pl: &PLogP, strategy: BcastStrategy, p: u64, m: u64) -> Result<Prediction, ModelError> {
+pub fn predict(
+    pl: &PLogP,
+    strategy: BcastStrategy,
+    p: u64,
+    m: u64,
+) -> Result<Prediction, ModelError> {
     check_procs(p)?;
     let g = |b: f64| pl.gap(b);
     let l = pl.l;

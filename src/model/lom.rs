@@ -128,7 +128,11 @@ impl Lom {
             }
         }
         // One node has no links: any rate is a guess, so take an infinitely fast link.
-        if k == 0 { f64::INFINITY } else { sum / k as f64 }
+        if k == 0 {
+            f64::INFINITY
+        } else {
+            sum / k as f64
+        }
     }
 
     /// `C_j + t_j·M + M/β_0j`: the receiver-side part of a message from `root`.

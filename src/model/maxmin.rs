@@ -38,8 +38,8 @@ impl MaxMinFair {
                 }
             }
             let Some((level, p)) = best else { break };
-            for k in 0..arcs_of[p].len() {
-                let a = arcs_of[p][k];
+            // The port is saturated after this, so its arc list is no longer needed.
+            for a in std::mem::take(&mut arcs_of[p]) {
                 if rate[a].is_some() {
                     continue;
                 }

@@ -50,7 +50,11 @@ pub trait PointToPoint {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelError {
     /// A parameter is negative, NaN, infinite or outside its documented range.
-    BadParam { name: String, value: f64, why: &'static str },
+    BadParam {
+        name: String,
+        value: f64,
+        why: &'static str,
+    },
     /// A calibration table is empty, unsorted or holds bad values.
     BadTable { name: String, why: String },
     /// A graph arc goes from a node to itself.
@@ -62,9 +66,17 @@ pub enum ModelError {
     /// An unknown model name.
     UnknownModel { name: String, known: &'static str },
     /// A parameter the model does not have.
-    UnknownParam { model: String, name: String, known: &'static str },
+    UnknownParam {
+        model: String,
+        name: String,
+        known: &'static str,
+    },
     /// An unknown strategy name for a collective operation.
-    UnknownStrategy { op: &'static str, name: String, known: String },
+    UnknownStrategy {
+        op: &'static str,
+        name: String,
+        known: String,
+    },
 }
 
 impl fmt::Display for ModelError {
@@ -87,7 +99,10 @@ impl fmt::Display for ModelError {
                 write!(f, "unknown model '{name}' (known: {known})")
             }
             ModelError::UnknownParam { model, name, known } => {
-                write!(f, "model {model} has no parameter '{name}' (known: {known})")
+                write!(
+                    f,
+                    "model {model} has no parameter '{name}' (known: {known})"
+                )
             }
             ModelError::UnknownStrategy { op, name, known } => {
                 write!(f, "unknown {op} strategy '{name}' (known: {known})")

@@ -6,10 +6,10 @@ use super::{CommGraph, GigabitEthernet, InfiniBand, MaxMinFair, ModelError, Myri
 ///
 /// Contract: `penalties(g)` returns exactly one value per arc of `g`, in input order. The
 /// penalty `p = T_shared / T_ref` says how many times longer the message takes than alone,
-/// so a message at rate `1/(p·T_ref per byte)` finishes in `p·T_ref`. Values are finite and
-/// > 0 for any graph (including empty graphs, multi-arcs and huge degrees); a lone arc gets
-/// 1. The graph should hold no self-loops (see [`CommGraph::validate`]); if it does, models
-/// treat such an arc as using its node's send and receive sides like any other arc.
+/// so a message at rate `1/(p·T_ref per byte)` finishes in `p·T_ref`. Values are finite
+/// and positive for any graph (including empty graphs, multi-arcs and huge degrees); a lone
+/// arc gets 1. The graph should hold no self-loops (see [`CommGraph::validate`]); if it does,
+/// models treat such an arc as using its node's send and receive sides like any other arc.
 /// Penalties depend only on the graph's shape, not on `bytes`.
 pub trait PenaltyModel {
     /// Model name, as accepted by [`penalty_model_by_name`].
@@ -49,7 +49,9 @@ fn build(name: &str, params: &[(String, f64)]) -> Result<Box<dyn PenaltyModel>, 
                     _ => return Err(unknown(p, "beta, gamma_o, gamma_i")),
                 }
             }
-            Ok(Box::new(GigabitEthernet::new(m.beta, m.gamma_o, m.gamma_i)?))
+            Ok(Box::new(GigabitEthernet::new(
+                m.beta, m.gamma_o, m.gamma_i,
+            )?))
         }
         "infiniband" => {
             let mut m = InfiniBand::default();

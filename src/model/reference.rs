@@ -47,7 +47,10 @@ pub fn infiniband(m: &InfiniBand, g: &CommGraph) -> Vec<f64> {
                 1.0
             };
             let p_in = if in_deg(c.dst) > 1 {
-                let same = e.iter().filter(|x| x.src == c.src && x.dst == c.dst).count();
+                let same = e
+                    .iter()
+                    .filter(|x| x.src == c.src && x.dst == c.dst)
+                    .count();
                 let mut senders: Vec<u32> =
                     e.iter().filter(|x| x.dst == c.dst).map(|x| x.src).collect();
                 senders.sort_unstable();
@@ -98,9 +101,9 @@ pub fn maxmin_rates(g: &CommGraph) -> Vec<f64> {
         for &p in &ports {
             let used: f64 = (0..e.len()).filter(|&a| uses(a, p)).map(|a| rate[a]).sum();
             if used >= 1.0 - 1e-12 {
-                for a in 0..e.len() {
+                for (a, f) in frozen.iter_mut().enumerate() {
                     if uses(a, p) {
-                        frozen[a] = true;
+                        *f = true;
                     }
                 }
             }
@@ -123,8 +126,11 @@ pub fn myrinet_states(g: &CommGraph) -> Option<Vec<Vec<usize>>> {
         return None;
     }
     let conflict = |a: usize, b: usize| e[a].src == e[b].src || e[a].dst == e[b].dst;
-    let independent =
-        |s: u32| (0..n).all(|a| (0..n).all(|b| a == b || s >> a & 1 == 0 || s >> b & 1 == 0 || !conflict(a, b)));
+    let independent = |s: u32| {
+        (0..n).all(|a| {
+            (0..n).all(|b| a == b || s >> a & 1 == 0 || s >> b & 1 == 0 || !conflict(a, b))
+        })
+    };
     let mut states = Vec::new();
     for s in 0u32..(1u32 << n) {
         if !independent(s) {

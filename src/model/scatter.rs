@@ -61,7 +61,10 @@ pub fn predict(
             (1..p).map(|j| pl.gap(j as f64 * m)).sum::<f64>() + (p - 1) as f64 * l
         }
         ScatterStrategy::Binomial => {
-            (0..lc as i32).map(|j| pl.gap(2f64.powi(j) * m)).sum::<f64>() + lc * l
+            (0..lc as i32)
+                .map(|j| pl.gap(2f64.powi(j) * m))
+                .sum::<f64>()
+                + lc * l
         }
     };
     Ok(Prediction {
