@@ -323,6 +323,16 @@ mod tests {
     }
 
     #[test]
+    fn docs_example_loads() {
+        let md = include_str!("../docs/profile.md");
+        let start = md.find("```json").unwrap() + "```json".len();
+        let end = start + md[start..].find("```").unwrap();
+        let p = Profile::from_json(&md[start..end]).unwrap();
+        assert_eq!(p.penalty.gige.beta, 0.75);
+        assert!(p.plogp.is_some());
+    }
+
+    #[test]
     fn bad_values_rejected() {
         let mut p = Profile::builtin_default();
         p.hockney.inter.beta = -1.0;
