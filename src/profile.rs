@@ -32,6 +32,7 @@
 //! Unknown fields are errors (a typo must not silently fall back to a default); a file with
 //! another `version` is refused with a message saying which versions this build reads.
 //! docs/profile.md describes the same format for users.
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 
@@ -287,6 +288,21 @@ impl Profile {
             name: "penalty.model".into(),
             why,
         })
+    }
+
+    /// Hockney parameters for a message within one node (`same_node`) or between nodes.
+    pub fn hockney_for(&self, same_node: bool) -> Hockney {
+        if same_node {
+            self.hockney.intra
+        } else {
+            self.hockney.inter
+        }
+    }
+
+    /// Contention-free reference time T_ref of one message of `bytes` bytes. Intra-node
+    /// messages use the shared-memory parameters and never get a network penalty.
+    pub fn reference_time(&self, same_node: bool, bytes: u64) -> f64 {
+        self.hockney_for(same_node).time_bytes(bytes as f64)
     }
 
     /// The pLogP parameters: the calibrated tables, or the inter-node Hockney view.

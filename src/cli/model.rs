@@ -1,6 +1,7 @@
 //! `pmpi-predict model ...`: evaluate models from the command line (penalties on a graph,
 //! collective times from a profile). Bad input exits with status 2 and a message naming the
 //! problem and where it is.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 

@@ -39,7 +39,7 @@ pub use plogp::{PLogP, PiecewiseLinear};
 /// Contract: `time(src, dst, bytes)` is in seconds, finite and ≥ 0 for any input once the
 /// model has been built (constructors validate their parameters). Homogeneous models ignore
 /// `src` and `dst`; heterogeneous ones document what they do with nodes they do not know.
-pub trait PointToPoint {
+pub trait PointToPoint: Send + Sync {
     /// Short model name, as used in profiles ("hockney", "plogp", "lom").
     fn name(&self) -> &str;
     /// Seconds for `bytes` bytes from node `src` to node `dst`, without contention.

@@ -11,7 +11,8 @@ use super::{CommGraph, GigabitEthernet, InfiniBand, MaxMinFair, ModelError, Myri
 /// arc gets 1. The graph should hold no self-loops (see [`CommGraph::validate`]); if it does,
 /// models treat such an arc as using its node's send and receive sides like any other arc.
 /// Penalties depend only on the graph's shape, not on `bytes`.
-pub trait PenaltyModel {
+/// Models are plain data, so they are `Send + Sync` and can be shared by engine threads.
+pub trait PenaltyModel: Send + Sync {
     /// Model name, as accepted by [`penalty_model_by_name`].
     fn name(&self) -> &str;
     /// One penalty per arc, in the order of `g.edges`.
