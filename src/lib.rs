@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod interpose;
 pub mod model;
+pub mod profile;
 pub mod record;
 pub mod report;
 pub mod topo;

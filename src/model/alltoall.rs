@@ -1,0 +1,163 @@
+//! All-to-all (total exchange) models: the contention-free bounds (Proposition 1, Claim 3)
+//! and the contention signature of alltoall-contention-signature.txt (γ, δ, M), plus the
+//! Upper/Lower ratio model of the intra-cluster pLogP paper (its Table 3).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Hockney, ModelError, PLogP, check_procs, non_negative};
+
+/// Proposition 1: a total exchange of `m`-byte messages among `n` processes takes at least
+/// `(n−1)·α + (n−1)·β·m` (one process must send n−1 messages through one port).
+pub fn lower_bound(h: &Hockney, n: u64, m: u64) -> Result<f64, ModelError> {
+    check_procs(n)?;
+    let k = (n - 1) as f64;
+    Ok(k * h.alpha + k * h.beta * m as f64)
+}
+
+/// Claim 3 for a general message-exchange digraph (Alltoallv): `w[i][j]` bytes from `i` to
+/// `j`; an arc exists where `w[i][j] > 0`, `i ≠ j` (the diagonal is a local copy and is
+/// ignored). Bound: `max(Δs, Δr)·α + max(t_s, t_r)` with Δs/Δr the largest out/in-degree and
+/// t_s/t_r the largest per-process byte total sent/received, times β. The matrix must be
+/// square with at least 2 processes.
+// i and j index both rows and columns of `w`, which iterators would obscure.
+#[allow(clippy::needless_range_loop)]
+pub fn claim3_bound(h: &Hockney, w: &[Vec<u64>]) -> Result<f64, ModelError> {
+    let n = w.len();
+    check_procs(n as u64)?;
+    if let Some((i, row)) = w.iter().enumerate().find(|(_, r)| r.len() != n) {
+        return Err(ModelError::BadTable {
+            name: "alltoallv bytes".into(),
+            why: format!("row {i} has {} entries, expected {n}", row.len()),
+        });
+    }
+    let (mut ds, mut dr, mut ts, mut tr) = (0usize, 0usize, 0f64, 0f64);
+    for i in 0..n {
+        let off = |j: &usize| *j != i;
+        ds = ds.max((0..n).filter(off).filter(|&j| w[i][j] > 0).count());
+        dr = dr.max((0..n).filter(off).filter(|&j| w[j][i] > 0).count());
+        ts = ts.max((0..n).filter(off).map(|j| w[i][j] as f64).sum::<f64>());
+        tr = tr.max((0..n).filter(off).map(|j| w[j][i] as f64).sum::<f64>());
+    }
+    Ok(ds.max(dr) as f64 * h.alpha + ts.max(tr) * h.beta)
+}
+
+/// A network's all-to-all contention signature: `T = (n−1)(α + m·β·γ)` if `m < M`,
+/// `(n−1)(α + m·β·γ + δ)` if `m ≥ M`. `delta` in seconds, `threshold` (M) in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signature {
+    pub gamma: f64,
+    pub delta: f64,
+    pub threshold: u64,
+}
+
+impl Signature {
+    /// Any finite γ ≥ 0 and δ ≥ 0 are accepted.
+    pub fn new(gamma: f64, delta: f64, threshold: u64) -> Result<Self, ModelError> {
+        Ok(Signature {
+            gamma: non_negative("gamma", gamma)?,
+            delta: non_negative("delta", delta)?,
+            threshold,
+        })
+    }
+
+    /// Checks a deserialised value.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        Signature::new(self.gamma, self.delta, self.threshold).map(|_| ())
+    }
+
+    /// Predicted all-to-all time for `n` processes and `m` bytes per message.
+    pub fn predict(&self, h: &Hockney, n: u64, m: u64) -> Result<f64, ModelError> {
+        check_procs(n)?;
+        let mut per = h.alpha + m as f64 * h.beta * self.gamma;
+        if m >= self.threshold {
+            per += self.delta;
+        }
+        Ok((n - 1) as f64 * per)
+    }
+
+    /// Least-squares fit of γ and δ from one sample run with `n` processes: `samples` are
+    /// `(m, measured seconds)`. Per message, `T/(n−1) − α = γ·(β·m) + δ·[m ≥ M]`, a linear
+    /// regression without intercept. With no sample at or above `M`, δ = 0. Needs at least 2
+    /// samples (the paper recommends ≥ 4); negative fitted values are clamped to 0.
+    pub fn fit(
+        h: &Hockney,
+        n: u64,
+        samples: &[(u64, f64)],
+        threshold: u64,
+    ) -> Result<Self, ModelError> {
+        check_procs(n)?;
+        if samples.len() < 2 {
+            return Err(ModelError::BadTable {
+                name: "alltoall samples".into(),
+                why: "need at least 2 (m, seconds) samples".into(),
+            });
+        }
+        let k = (n - 1) as f64;
+        let (mut sxx, mut sxz, mut szz, mut sxy, mut szy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for &(m, t) in samples {
+            let x = h.beta * m as f64;
+            let z = if m >= threshold { 1.0 } else { 0.0 };
+            let y = t / k - h.alpha;
+            sxx += x * x;
+            sxz += x * z;
+            szz += z * z;
+            sxy += x * y;
+            szy += z * y;
+        }
+        let det = sxx * szz - sxz * sxz;
+        let (gamma, delta) = if szz == 0.0 || det.abs() < 1e-300 {
+            (if sxx > 0.0 { sxy / sxx } else { 0.0 }, 0.0)
+        } else {
+            ((sxy * szz - szy * sxz) / det, (sxx * szy - sxz * sxy) / det)
+        };
+        Signature::new(gamma.max(0.0), delta.max(0.0), threshold)
+    }
+}
+
+/// Table 3 bounds `(upper, lower)` for `p` processes and `m` bytes:
+/// Upper = `(P−1)·g(m) + (P−1)·or(m) + L`, Lower = `(P−1)·os(m) + (P−1)·or(m) + L`.
+pub fn upper_lower_bounds(pl: &PLogP, p: u64, m: u64) -> Result<(f64, f64), ModelError> {
+    check_procs(p)?;
+    let k = (p - 1) as f64;
+    let m = m as f64;
+    let upper = k * pl.gap(m) + k * pl.recv_overhead(m) + pl.l;
+    let lower = k * pl.send_overhead(m) + k * pl.recv_overhead(m) + pl.l;
+    Ok((upper, lower))
+}
+
+/// The intra-cluster paper's prediction `T = Lower + (Upper − Lower)·γ`.
+pub fn upper_lower_ratio(pl: &PLogP, p: u64, m: u64, gamma: f64) -> Result<f64, ModelError> {
+    non_negative("gamma", gamma)?;
+    let (u, l) = upper_lower_bounds(pl, p, m)?;
+    Ok(l + (u - l) * gamma)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_parameters() {
+        let h = Hockney::new(60e-6, 8e-9).unwrap();
+        let truth = Signature::new(4.3628, 4.93e-3, 8192).unwrap();
+        let s: Vec<(u64, f64)> = [1024u64, 4096, 8192, 65536, 262144, 1 << 20]
+            .iter()
+            .map(|&m| (m, truth.predict(&h, 40, m).unwrap()))
+            .collect();
+        let f = Signature::fit(&h, 40, &s, 8192).unwrap();
+        assert!((f.gamma - truth.gamma).abs() < 1e-9);
+        assert!((f.delta - truth.delta).abs() < 1e-12);
+    }
+
+    #[test]
+    fn claim3_matches_prop1_on_uniform() {
+        let h = Hockney::new(1e-5, 1e-9).unwrap();
+        let n = 5;
+        let w: Vec<Vec<u64>> = (0..n).map(|_| vec![1000; n]).collect();
+        let a = claim3_bound(&h, &w).unwrap();
+        let b = lower_bound(&h, n as u64, 1000).unwrap();
+        assert!((a - b).abs() < 1e-15);
+        assert!(claim3_bound(&h, &[vec![1, 2], vec![1]]).is_err());
+    }
+}

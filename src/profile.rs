@@ -1,0 +1,361 @@
+//! The calibration profile: every model's parameters in one versioned JSON file.
+//!
+//! Format (version 1), one JSON object; fields marked optional may be omitted:
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "date": "2026-11-22T16:00:00Z",          // optional, free-form calibration date
+//!   "mpi_library": "Open MPI v4.1.6",          // optional, MPI_Get_library_version
+//!   "nodes": ["node0", "node1"],               // optional, node names by node id
+//!   "hockney": {
+//!     "inter": {"alpha": 5e-05, "beta": 8e-08},  // seconds, seconds per byte
+//!     "intra": {"alpha": 1e-06, "beta": 2e-10}
+//!   },
+//!   "plogp": {"l": 5e-05, "g": [[0, 1e-06], [65536, 0.005]],   // optional; [bytes, s] tables
+//!             "os": [[0, 5e-06]], "or": [[0, 5e-06]]},
+//!   "lom": {"c": [...], "t": [...], "rate": [[...]], ...},     // optional, see model::Lom
+//!   "penalty": {
+//!     "model": "gige",                           // gige | myrinet | infiniband | maxmin
+//!     "gige": {"beta": 0.75, "gamma_o": 0.115, "gamma_i": 0.036},
+//!     "infiniband": {"beta_e": 0.965, "beta_s": 0.925, "gamma_r": 1.35},
+//!     "myrinet": {"max_sets": 100000},
+//!     "maxmin": {}
+//!   },
+//!   "alltoall": {"gamma": 1.0195, "delta": 0.00823, "threshold": 2048},
+//!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
+//!   "raw": {...},                              // optional, free-form measurements
+//!   "residuals": {...}                         // optional, free-form fit residuals
+//! }
+//! ```
+//!
+//! Unknown fields are errors (a typo must not silently fall back to a default); a file with
+//! another `version` is refused with a message saying which versions this build reads.
+//! docs/profile.md describes the same format for users.
+#![forbid(unsafe_code)]
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::alltoall::Signature;
+use crate::model::{
+    GigabitEthernet, Hockney, InfiniBand, Lom, ModelError, Myrinet, PLogP, PenaltyModel,
+    penalty_model_by_name,
+};
+
+/// The profile format version this build reads and writes.
+pub const PROFILE_VERSION: u32 = 1;
+
+/// A calibration profile. See the module documentation for the JSON format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_library: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    pub hockney: HockneyPair,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plogp: Option<PLogP>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lom: Option<Lom>,
+    pub penalty: PenaltyParams,
+    pub alltoall: Signature,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper_lower_gamma: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residuals: Option<serde_json::Value>,
+}
+
+/// Hockney parameters between nodes (network) and within a node (shared memory).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HockneyPair {
+    pub inter: Hockney,
+    pub intra: Hockney,
+}
+
+/// The chosen penalty model and the parameters of every penalty model (so a profile can be
+/// re-analysed under another model without recalibrating what it has).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PenaltyParams {
+    pub model: String,
+    #[serde(default)]
+    pub gige: GigeParams,
+    #[serde(default)]
+    pub infiniband: InfinibandParams,
+    #[serde(default)]
+    pub myrinet: MyrinetParams,
+    #[serde(default)]
+    pub maxmin: MaxminParams,
+}
+
+/// Gigabit Ethernet penalty parameters (defaults: the paper's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GigeParams {
+    pub beta: f64,
+    pub gamma_o: f64,
+    pub gamma_i: f64,
+}
+
+impl Default for GigeParams {
+    fn default() -> Self {
+        let d = GigabitEthernet::default();
+        GigeParams {
+            beta: d.beta,
+            gamma_o: d.gamma_o,
+            gamma_i: d.gamma_i,
+        }
+    }
+}
+
+/// InfiniBand penalty parameters (defaults: SimGrid's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InfinibandParams {
+    pub beta_e: f64,
+    pub beta_s: f64,
+    pub gamma_r: f64,
+}
+
+impl Default for InfinibandParams {
+    fn default() -> Self {
+        let d = InfiniBand::default();
+        InfinibandParams {
+            beta_e: d.beta_e,
+            beta_s: d.beta_s,
+            gamma_r: d.gamma_r,
+        }
+    }
+}
+
+/// Myrinet model settings: the exact-enumeration bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MyrinetParams {
+    pub max_sets: u64,
+}
+
+impl Default for MyrinetParams {
+    fn default() -> Self {
+        MyrinetParams {
+            max_sets: Myrinet::default().max_sets,
+        }
+    }
+}
+
+/// Max-min fair sharing has no parameters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxminParams {}
+
+impl PenaltyParams {
+    /// Parameters of `model` as `(name, value)` pairs for [`penalty_model_by_name`].
+    pub fn params_of(&self, model: &str) -> Vec<(String, f64)> {
+        let p = |n: &str, v: f64| (n.to_string(), v);
+        match model {
+            "gige" => vec![
+                p("beta", self.gige.beta),
+                p("gamma_o", self.gige.gamma_o),
+                p("gamma_i", self.gige.gamma_i),
+            ],
+            "infiniband" => vec![
+                p("beta_e", self.infiniband.beta_e),
+                p("beta_s", self.infiniband.beta_s),
+                p("gamma_r", self.infiniband.gamma_r),
+            ],
+            "myrinet" => vec![p("max_sets", self.myrinet.max_sets as f64)],
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Profile {
+    /// The profile used when none is given: a 100 Mbit/s-class switched Ethernet cluster.
+    /// Inter-node Hockney α = 50 µs, β = 8.0e-8 s/B (12.5 MB/s, 100 Mbit/s line rate);
+    /// intra-node α = 1 µs, β = 2e-10 s/B (5 GB/s shared-memory copy): round, typical
+    /// figures, not a measurement. Penalty: Gigabit Ethernet with the bandwidth-sharing
+    /// paper's β = 0.75, γo = 0.115, γi = 0.036 (TCP behaves alike at both speeds).
+    /// All-to-all signature: the Fast Ethernet one measured in
+    /// alltoall-contention-signature.txt (γ = 1.0195, δ = 8.23 ms for m ≥ 2 kB).
+    /// No pLogP tables: collectives use [`PLogP::from_hockney`].
+    pub fn builtin_default() -> Profile {
+        Profile {
+            version: PROFILE_VERSION,
+            date: None,
+            mpi_library: None,
+            nodes: Vec::new(),
+            hockney: HockneyPair {
+                inter: Hockney {
+                    alpha: 50e-6,
+                    beta: 8.0e-8,
+                },
+                intra: Hockney {
+                    alpha: 1e-6,
+                    beta: 2e-10,
+                },
+            },
+            plogp: None,
+            lom: None,
+            penalty: PenaltyParams {
+                model: "gige".into(),
+                gige: GigeParams::default(),
+                infiniband: InfinibandParams::default(),
+                myrinet: MyrinetParams::default(),
+                maxmin: MaxminParams::default(),
+            },
+            alltoall: Signature {
+                gamma: 1.0195,
+                delta: 8.23e-3,
+                threshold: 2048,
+            },
+            upper_lower_gamma: None,
+            raw: None,
+            residuals: None,
+        }
+    }
+
+    /// Reads and validates a profile. Errors name the file and the problem (with line and
+    /// column for malformed JSON).
+    pub fn load(path: impl AsRef<Path>) -> Result<Profile, String> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read profile {}: {e}", path.display()))?;
+        Profile::from_json(&text).map_err(|e| format!("profile {}: {e}", path.display()))
+    }
+
+    /// Parses and validates a profile from JSON text.
+    pub fn from_json(text: &str) -> Result<Profile, String> {
+        // Check the version before the fields, so a newer file gets the right message.
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        match v.get("version").and_then(|x| x.as_u64()) {
+            Some(x) if x == PROFILE_VERSION as u64 => {}
+            Some(x) => {
+                return Err(format!(
+                    "version {x} is not supported (this build reads version {PROFILE_VERSION})"
+                ));
+            }
+            None => return Err("missing or non-integer \"version\" field".into()),
+        }
+        let p: Profile = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        p.validate().map_err(|e| e.to_string())?;
+        Ok(p)
+    }
+
+    /// Serialises as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Checks every model's parameters.
+    pub fn validate(&self) -> Result<(), ModelError> {
+        self.hockney.inter.validate()?;
+        self.hockney.intra.validate()?;
+        if let Some(p) = &self.plogp {
+            p.validate()?;
+        }
+        if let Some(l) = &self.lom {
+            l.validate()?;
+        }
+        self.alltoall.validate()?;
+        if let Some(g) = self.upper_lower_gamma {
+            crate::model::non_negative("upper_lower_gamma", g)?;
+        }
+        // Every parameter set must build, not only the chosen model's.
+        for m in ["gige", "infiniband", "myrinet", "maxmin"] {
+            penalty_model_by_name(m, &self.penalty.params_of(m)).map_err(|why| {
+                ModelError::BadTable {
+                    name: format!("penalty.{m}"),
+                    why,
+                }
+            })?;
+        }
+        self.penalty_model().map(|_| ())
+    }
+
+    /// The chosen penalty model with this profile's parameters.
+    pub fn penalty_model(&self) -> Result<Box<dyn PenaltyModel>, ModelError> {
+        let m = &self.penalty.model;
+        penalty_model_by_name(m, &self.penalty.params_of(m)).map_err(|why| ModelError::BadTable {
+            name: "penalty.model".into(),
+            why,
+        })
+    }
+
+    /// Hockney parameters for a message within one node (`same_node`) or between nodes.
+    pub fn hockney_for(&self, same_node: bool) -> Hockney {
+        if same_node {
+            self.hockney.intra
+        } else {
+            self.hockney.inter
+        }
+    }
+
+    /// Contention-free reference time T_ref of one message of `bytes` bytes. Intra-node
+    /// messages use the shared-memory parameters and never get a network penalty.
+    pub fn reference_time(&self, same_node: bool, bytes: u64) -> f64 {
+        self.hockney_for(same_node).time_bytes(bytes as f64)
+    }
+
+    /// The pLogP parameters: the calibrated tables, or the inter-node Hockney view.
+    pub fn plogp_or_hockney(&self) -> PLogP {
+        self.plogp
+            .clone()
+            .unwrap_or_else(|| PLogP::from_hockney(&self.hockney.inter))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_round_trips() {
+        let p = Profile::builtin_default();
+        p.validate().unwrap();
+        let q = Profile::from_json(&p.to_json()).unwrap();
+        assert_eq!(p, q);
+    }
+
+    #[test]
+    fn version_and_unknown_fields() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&Profile::builtin_default().to_json()).unwrap();
+        v["version"] = 2.into();
+        let e = Profile::from_json(&v.to_string()).unwrap_err();
+        assert!(e.contains("version 2"), "{e}");
+        v["version"] = 1.into();
+        v["hockney"]["inter"]["alfa"] = 1.0.into();
+        let e = Profile::from_json(&v.to_string()).unwrap_err();
+        assert!(e.contains("alfa"), "{e}");
+    }
+
+    #[test]
+    fn docs_example_loads() {
+        let md = include_str!("../docs/profile.md");
+        let start = md.find("```json").unwrap() + "```json".len();
+        let end = start + md[start..].find("```").unwrap();
+        let p = Profile::from_json(&md[start..end]).unwrap();
+        assert_eq!(p.penalty.gige.beta, 0.75);
+        assert!(p.plogp.is_some());
+    }
+
+    #[test]
+    fn bad_values_rejected() {
+        let mut p = Profile::builtin_default();
+        p.hockney.inter.beta = -1.0;
+        assert!(Profile::from_json(&p.to_json()).is_err());
+        let mut p = Profile::builtin_default();
+        p.penalty.model = "token-ring".into();
+        let e = Profile::from_json(&p.to_json()).unwrap_err();
+        assert!(e.contains("token-ring"), "{e}");
+    }
+}
