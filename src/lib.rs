@@ -8,8 +8,10 @@
 
 pub mod cli;
 pub mod config;
+pub mod graph;
 pub mod interpose;
 pub mod model;
+pub mod predict;
 pub mod profile;
 pub mod record;
 pub mod report;

@@ -9,6 +9,15 @@ use std::path::PathBuf;
 pub struct AnalyzeArgs {
     /// Output directory of a run (holds rank-NNNNN.json and rank-NNNNN.spool).
     pub dir: PathBuf,
+    /// Calibration profile (default: the built-in profile).
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Do not print the hotspot ranking.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// Runs `analyze`.
@@ -23,9 +32,15 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
             a.dir.display()
         )));
     }
-    let s = crate::report::write_report(&a.dir).map_err(CliError::input)?;
+    let opts = crate::report::ReportOptions {
+        profile: a.profile.clone(),
+        model: a.model.clone(),
+        strict: true,
+        print_hotspots: !a.quiet,
+    };
+    let s = crate::report::write_report_with(&a.dir, &opts).map_err(CliError::input)?;
     println!(
-        "{} records from {} ranks{}; wrote {} and {}",
+        "{} records from {} ranks{}; wrote {}, {} and {}",
         s.records,
         s.ranks,
         if s.complete {
@@ -34,7 +49,8 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
             " (INCOMPLETE run: not every rank reached MPI_Finalize)"
         },
         a.dir.join("calls.csv").display(),
-        a.dir.join("summary.json").display()
+        a.dir.join("summary.json").display(),
+        a.dir.join("hotspots.json").display()
     );
     Ok(())
 }

@@ -1,12 +1,87 @@
-//! Reports of a run: `calls.csv` (one row per recorded call) and `summary.json`
-//! (per-call statistics, per-rank MPI time, losses). The same code runs at
-//! MPI_Finalize on rank 0 and in `pmpi-predict analyze`.
+//! Reports of a run: `calls.csv` (one row per recorded call, measured vs predicted),
+//! `summary.json` (per-call statistics, prediction errors, time lost to contention) and
+//! `hotspots.json`. The same code runs at MPI_Finalize on rank 0 and in
+//! `pmpi-predict analyze`.
 
+pub mod hotspots;
+
+use crate::predict::{self, CallPrediction, RunPrediction};
+use crate::profile::Profile;
 use crate::trace::{self, FLAG_NONBLOCKING, NO_RANK, PROC_NULL, Record, RunTrace, UNKNOWN_RANK};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Where the engine's configuration comes from.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// Profile file (`PMPI_PREDICT_PROFILE`, `--profile`); None: the built-in default.
+    pub profile: Option<PathBuf>,
+    /// Penalty model overriding the profile's (`PMPI_PREDICT_MODEL`, `--model`).
+    pub model: Option<String>,
+    /// Bad profile or model is an error (CLI) rather than a notice and a fallback (layer).
+    pub strict: bool,
+    /// Print the hotspot ranking on stderr.
+    pub print_hotspots: bool,
+}
+
+impl ReportOptions {
+    /// Reads `PMPI_PREDICT_PROFILE`, `PMPI_PREDICT_MODEL` and `PMPI_PREDICT_QUIET`: the
+    /// layer's view at MPI_Finalize.
+    pub fn from_env() -> ReportOptions {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        ReportOptions {
+            profile: var("PMPI_PREDICT_PROFILE").map(PathBuf::from),
+            model: var("PMPI_PREDICT_MODEL").map(|m| m.trim().to_string()),
+            strict: false,
+            print_hotspots: !matches!(
+                var("PMPI_PREDICT_QUIET").as_deref(),
+                Some("1" | "yes" | "true" | "on")
+            ),
+        }
+    }
+
+    /// The profile and model to use; problems are errors when strict, else one stderr
+    /// line each and the defaults.
+    pub fn resolve(&self) -> Result<(Profile, Option<String>, String), String> {
+        let (profile, source) = match &self.profile {
+            Some(p) => match Profile::load(p) {
+                Ok(pr) => (pr, p.display().to_string()),
+                Err(e) if self.strict => return Err(e),
+                Err(e) => {
+                    eprintln!(
+                        "pmpi-predict: {e} (PMPI_PREDICT_PROFILE); using the built-in default profile"
+                    );
+                    (Profile::builtin_default(), "builtin-default".to_string())
+                }
+            },
+            None => {
+                if !self.strict {
+                    eprintln!(
+                        "pmpi-predict: no profile given (PMPI_PREDICT_PROFILE); predicting with the built-in default profile"
+                    );
+                }
+                (Profile::builtin_default(), "builtin-default".to_string())
+            }
+        };
+        let model = match &self.model {
+            Some(m) => match predict::penalty_model(&profile, Some(m)) {
+                Ok(_) => Some(m.clone()),
+                Err(e) if self.strict => return Err(format!("--model {m}: {e}")),
+                Err(e) => {
+                    eprintln!(
+                        "pmpi-predict: PMPI_PREDICT_MODEL={m:?}: {e}; using the profile's model {}",
+                        profile.penalty.model
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        Ok((profile, model, source))
+    }
+}
 
 /// Columns of `calls.csv`, in order. The first eleven are the stable interface.
 pub const CSV_COLUMNS: &[&str] = &[
@@ -29,6 +104,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "bytes_received",
     "source",
     "nonblocking",
+    "graph_s",
 ];
 
 /// What writing a report produced.
@@ -59,18 +135,170 @@ fn mpi_time_ns(r: &Record) -> u64 {
     }
 }
 
-/// Loads the run in `dir` and writes `calls.csv` and `summary.json` there.
+/// Loads the run in `dir` and writes the report there, configured from the environment
+/// (the layer's entry point at MPI_Finalize).
 pub fn write_report(dir: &Path) -> Result<ReportStats, String> {
+    write_report_with(dir, &ReportOptions::from_env())
+}
+
+/// Loads the run in `dir`, predicts every call and writes `calls.csv`, `summary.json`
+/// and `hotspots.json` there.
+pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats, String> {
     let run = trace::load_run(dir)?;
-    write_calls_csv(&run, &dir.join("calls.csv"))?;
-    let summary = summary(&run);
-    let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("summary.json"), text + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", dir.join("summary.json").display()))?;
+    let (profile, model, source) = opts.resolve()?;
+    let pred = predict::predict_run(&run, &profile, model.as_deref())?;
+    write_calls_csv(&run, &pred.calls, &dir.join("calls.csv"))?;
+    let mut summary = summary(&run);
+    summary["prediction"] = prediction_summary(&run, &pred, &source);
+    write_json(&dir.join("summary.json"), &summary)?;
+    let hs = hotspots::compute(&run, &pred, 10);
+    write_json(
+        &dir.join("hotspots.json"),
+        &serde_json::to_value(&hs).map_err(|e| e.to_string())?,
+    )?;
+    if opts.print_hotspots {
+        eprint!("{}", hotspots::text(&hs, 5));
+    }
     Ok(ReportStats {
         records: run.ranks.iter().map(|r| r.records.len()).sum(),
         ranks: run.ranks.len(),
         complete: run.complete(),
+    })
+}
+
+fn write_json(path: &Path, v: &Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// E_rel of a call in percent: (predicted − measured) / measured · 100.
+pub fn e_rel(pred: f64, measured: f64) -> Option<f64> {
+    (measured > 0.0).then(|| (pred - measured) / measured * 100.0)
+}
+
+/// Message-size class of a call for error statistics.
+pub fn size_class(bytes: u64) -> &'static str {
+    match bytes {
+        0..1024 => "<1KiB",
+        1024..65536 => "1KiB-64KiB",
+        65536..1048576 => "64KiB-1MiB",
+        _ => ">=1MiB",
+    }
+}
+
+fn stats(v: &mut [f64]) -> Value {
+    if v.is_empty() {
+        return json!({"count": 0});
+    }
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    let mean_abs = v.iter().map(|x| x.abs()).sum::<f64>() / v.len() as f64;
+    let mut abs: Vec<f64> = v.iter().map(|x| x.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    json!({
+        "count": v.len(),
+        "median": q(0.5),
+        "mean_abs": mean_abs,
+        "median_abs": abs[(abs.len() - 1) / 2],
+        "p90_abs": abs[((abs.len() - 1) as f64 * 0.9).round() as usize],
+    })
+}
+
+/// The `prediction` section of summary.json.
+fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Value {
+    let mut by_call: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
+    let mut tasks = Vec::new();
+    let mut lost_rank: BTreeMap<i32, f64> = BTreeMap::new();
+    let mut lost_node: BTreeMap<String, f64> = BTreeMap::new();
+    let mut lost_call: BTreeMap<String, f64> = BTreeMap::new();
+    // E_rel of each call, to average over the arcs of each interval.
+    let mut call_err: Vec<Vec<Option<f64>>> = Vec::with_capacity(run.ranks.len());
+    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
+        let (mut sm, mut sp) = (0.0, 0.0);
+        let mut errs = Vec::with_capacity(rk.records.len());
+        for (r, c) in rk.records.iter().zip(cs) {
+            let name = rk
+                .meta
+                .calls
+                .get(r.call as usize)
+                .cloned()
+                .unwrap_or_else(|| trace::call_name(r.call).into());
+            let m = r.duration_s();
+            let e = c.predicted.and_then(|p| e_rel(p, m));
+            errs.push(e);
+            if let Some(p) = c.predicted {
+                sm += m;
+                sp += p;
+                if let Some(e) = e {
+                    by_call
+                        .entry(name.clone())
+                        .or_default()
+                        .entry(size_class(r.bytes_send + r.bytes_recv))
+                        .or_default()
+                        .push(e);
+                }
+            }
+            if let Some(f) = c.free {
+                let lost = (m - f).max(0.0);
+                *lost_rank.entry(rk.meta.rank).or_default() += lost;
+                *lost_node.entry(rk.meta.node.clone()).or_default() += lost;
+                *lost_call.entry(name).or_default() += lost;
+            }
+        }
+        call_err.push(errs);
+        tasks.push(json!({
+            "rank": rk.meta.rank,
+            "measured_s": sm,
+            "predicted_s": sp,
+            "e_abs": if sm > 0.0 { Some(((sp - sm) / sm * 100.0).abs()) } else { None },
+        }));
+    }
+    let e_rel: BTreeMap<String, Value> = by_call
+        .into_iter()
+        .map(|(k, classes)| {
+            (
+                k,
+                Value::Object(
+                    classes
+                        .into_iter()
+                        .map(|(c, mut v)| (c.to_string(), stats(&mut v)))
+                        .collect(),
+                ),
+            )
+        })
+        .collect();
+    let mut graphs = Vec::new();
+    let mut all = Vec::new();
+    for iv in &pred.sim.intervals {
+        let errs: Vec<f64> = pred
+            .sim
+            .arcs_of(iv)
+            .iter()
+            .filter_map(|&(k, _)| {
+                let o = pred.flows.flows[pred.inter[k as usize]].owner;
+                call_err[o.rank as usize][o.rec as usize]
+            })
+            .collect();
+        if !errs.is_empty() {
+            let e = errs.iter().map(|x| x.abs()).sum::<f64>() / errs.len() as f64;
+            all.push(e);
+            graphs.push((iv.start, iv.end, iv.len, e));
+        }
+    }
+    // The largest graphs first; the list is capped so that summary.json stays readable.
+    graphs.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.total_cmp(&b.0)));
+    graphs.truncate(100);
+    json!({
+        "model": pred.model,
+        "profile": source,
+        "e_rel_percent": e_rel,
+        "e_abs_tasks_percent": tasks,
+        "e_abs_graphs_percent": {
+            "intervals": all.len(),
+            "mean": if all.is_empty() { None } else { Some(all.iter().sum::<f64>() / all.len() as f64) },
+            "largest": graphs.iter().map(|g| json!({"start_s": g.0, "end_s": g.1, "arcs": g.2, "e_abs": g.3})).collect::<Vec<_>>(),
+        },
+        "contention_loss_s": {"by_rank": lost_rank, "by_node": lost_node, "by_call": lost_call},
     })
 }
 
@@ -87,7 +315,15 @@ pub fn timeline(run: &RunTrace) -> Vec<(i64, usize, usize)> {
     rows
 }
 
-fn write_calls_csv(run: &RunTrace, path: &Path) -> Result<(), String> {
+fn opt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.9}")).unwrap_or_default()
+}
+
+fn write_calls_csv(
+    run: &RunTrace,
+    preds: &[Vec<CallPrediction>],
+    path: &Path,
+) -> Result<(), String> {
     let err = |e: csv::Error| format!("cannot write {}: {e}", path.display());
     let mut w = csv::Writer::from_path(path).map_err(err)?;
     w.write_record(CSV_COLUMNS).map_err(err)?;
@@ -95,6 +331,7 @@ fn write_calls_csv(run: &RunTrace, path: &Path) -> Result<(), String> {
     for (start, ri, i) in timeline(run) {
         let rk = &run.ranks[ri];
         let r = &rk.records[i];
+        let p = preds[ri][i];
         let row = [
             rk.meta.rank.to_string(),
             rk.meta.node.clone(),
@@ -109,9 +346,9 @@ fn write_calls_csv(run: &RunTrace, path: &Path) -> Result<(), String> {
             r.comm_size.to_string(),
             format!("{:.9}", (start - origin) as f64 * 1e-9),
             format!("{:.9}", r.duration_s()),
-            String::new(),
-            String::new(),
-            String::new(),
+            opt(p.predicted),
+            p.penalty.map(|x| format!("{x:.4}")).unwrap_or_default(),
+            opt(p.free),
             r.thread.to_string(),
             r.tag.to_string(),
             if r.comm == u32::MAX {
@@ -123,6 +360,7 @@ fn write_calls_csv(run: &RunTrace, path: &Path) -> Result<(), String> {
             r.bytes_recv.to_string(),
             rank_field(r.peer2),
             ((r.flags & FLAG_NONBLOCKING != 0) as u8).to_string(),
+            opt(p.graph),
         ];
         w.write_record(&row).map_err(err)?;
     }

@@ -1,6 +1,7 @@
 //! Topology and clocks: node identity, timestamps and clock-offset estimation.
 
 pub mod clock;
+pub mod placement;
 
 /// The node name: `override_name` if given, else the host name.
 pub fn node_name(override_name: Option<&str>) -> String {

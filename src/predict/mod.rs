@@ -1,0 +1,358 @@
+//! The prediction engine: records → flows → fluid simulation under the penalty model →
+//! a predicted time for every call. Pure (no MPI): the same code runs at MPI_Finalize on
+//! rank 0 and in `pmpi-predict analyze`.
+//!
+//! Per call:
+//! - point-to-point sends: contention-free time (Hockney, inter- or intra-node) stretched
+//!   by the fluid simulation; receives take the prediction of the send they match (FIFO per
+//!   sender/receiver pair);
+//! - MPI_Alltoall: the contention-signature model (`predicted_s`) and the graph-based
+//!   time of its flows (`graph_s`);
+//! - MPI_Bcast, MPI_Scatter: the pLogP strategy model of the algorithm assumed for Open MPI
+//!   (binomial broadcast, flat scatter), times the mean penalty of the call's flows;
+//! - other collectives: contention-free formulas (see [`free_collective`]);
+//! - completions, probes and calls that move no data: no prediction.
+
+pub mod sim;
+
+use crate::graph::{self, CallClass, Flows};
+use crate::model::{Hockney, PenaltyModel, alltoall, bcast, scatter};
+use crate::profile::Profile;
+use crate::topo::placement::Placement;
+use crate::trace::RunTrace;
+use sim::{Sim, SimFlow};
+use std::collections::{HashMap, VecDeque};
+
+/// Model names accepted by `PMPI_PREDICT_MODEL` and `--model`.
+pub const MODELS: &str = "gige, myrinet, infiniband, maxmin, none";
+
+/// Prediction of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CallPrediction {
+    /// Predicted seconds.
+    pub predicted: Option<f64>,
+    /// Contention-free prediction, seconds.
+    pub free: Option<f64>,
+    /// predicted / free.
+    pub penalty: Option<f64>,
+    /// Graph-based prediction of a collective (its flows under the penalty model).
+    pub graph: Option<f64>,
+}
+
+/// Everything the engine computed for a run.
+pub struct RunPrediction {
+    /// Per rank (index into `RunTrace::ranks`), per record.
+    pub calls: Vec<Vec<CallPrediction>>,
+    pub placement: Placement,
+    pub flows: Flows,
+    /// Index into `flows` of each simulated (inter-node) flow, in simulation order.
+    pub inter: Vec<usize>,
+    pub sim: Sim,
+    /// Penalty model name used ("none" for no penalty).
+    pub model: String,
+    /// Contention-free time of each flow (index into `flows`).
+    pub tref: Vec<f64>,
+    /// Predicted end of each flow (index into `flows`).
+    pub flow_end: Vec<f64>,
+}
+
+/// Resolves the penalty model: `override_name` (incl. "none") or the profile's choice.
+pub fn penalty_model(
+    profile: &Profile,
+    override_name: Option<&str>,
+) -> Result<Option<Box<dyn PenaltyModel>>, String> {
+    let name = override_name.unwrap_or(&profile.penalty.model);
+    if name == "none" {
+        return Ok(None);
+    }
+    crate::model::penalty_model_by_name(name, &profile.penalty.params_of(name))
+        .map(Some)
+        .map_err(|e| format!("{e} (models: {MODELS})"))
+}
+
+/// Which Broadcast strategy Open MPI 4.1 (tuned, fixed decision) is assumed to use.
+pub fn assumed_bcast(m: u64) -> bcast::BcastStrategy {
+    if m < 12 * 1024 {
+        bcast::BcastStrategy::Binomial
+    } else if m < 512 * 1024 {
+        bcast::BcastStrategy::SegmentedBinomial
+    } else {
+        bcast::BcastStrategy::SegmentedChain
+    }
+}
+
+/// Contention-free time of a collective without a model of its own: `n` processes,
+/// `m` bytes per process block, Hockney `h`. Barrier: ⌈log2 n⌉·α (dissemination);
+/// Reduce, Allreduce: ⌈log2 n⌉·(α + β·m) (binomial tree / recursive doubling);
+/// Gather(v), Allgather(v), Alltoallv: (n−1)·(α + β·m) (linear / ring).
+pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
+    if n < 2 {
+        return Some(0.0);
+    }
+    let lg = (64 - (n - 1).leading_zeros()) as f64;
+    let step = h.alpha + h.beta * m as f64;
+    match kind {
+        "barrier" => Some(lg * h.alpha),
+        "reduce" | "allreduce" => Some(lg * step),
+        "gather" | "gatherv" | "allgather" | "allgatherv" | "alltoallv" => {
+            Some((n - 1) as f64 * step)
+        }
+        "bcast" => Some(lg * step),
+        "scatter" | "scatterv" => Some((n - 1) as f64 * step),
+        "alltoall" => alltoall::lower_bound(h, n, m).ok(),
+        _ => None,
+    }
+}
+
+/// Runs the engine on a recorded run.
+pub fn predict_run(
+    run: &RunTrace,
+    profile: &Profile,
+    model_override: Option<&str>,
+) -> Result<RunPrediction, String> {
+    let model = penalty_model(profile, model_override)?;
+    let model_name = model
+        .as_ref()
+        .map_or("none".to_string(), |m| m.name().to_string());
+    let placement = Placement::from_run(run);
+    let flows = graph::build(run, &placement);
+    let tref: Vec<f64> = flows
+        .flows
+        .iter()
+        .map(|f| profile.reference_time(f.intra_node(), f.bytes))
+        .collect();
+
+    // Inter-node flows go through the simulation; intra-node ones take their tref.
+    let inter: Vec<usize> = (0..flows.flows.len())
+        .filter(|&i| !flows.flows[i].intra_node())
+        .collect();
+    let sim_flows: Vec<SimFlow> = inter
+        .iter()
+        .map(|&i| {
+            let f = &flows.flows[i];
+            SimFlow {
+                src: f.src_node,
+                dst: f.dst_node,
+                bytes: f.bytes,
+                start: f.start,
+                tref: tref[i],
+            }
+        })
+        .collect();
+    let sim = sim::simulate(&sim_flows, model.as_deref());
+    let mut flow_end: Vec<f64> = flows
+        .flows
+        .iter()
+        .zip(&tref)
+        .map(|(f, t)| f.start + t)
+        .collect();
+    for (k, &i) in inter.iter().enumerate() {
+        flow_end[i] = sim.end[k];
+    }
+
+    let mut calls: Vec<Vec<CallPrediction>> = run
+        .ranks
+        .iter()
+        .map(|r| vec![CallPrediction::default(); r.records.len()])
+        .collect();
+    // Flows of each call, and of each point-to-point (src, dst) pair in send order.
+    let mut by_call: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+    let mut pair_queue: HashMap<(i32, i32), VecDeque<usize>> = HashMap::new();
+    for (i, f) in flows.flows.iter().enumerate() {
+        by_call
+            .entry((f.owner.rank, f.owner.rec))
+            .or_default()
+            .push(i);
+        let rk = &run.ranks[f.owner.rank as usize];
+        let r = &rk.records[f.owner.rec as usize];
+        if matches!(
+            graph::class_of(graph::kind_of(&rk.meta.calls, r.call)),
+            CallClass::Send | CallClass::SendRecv
+        ) {
+            pair_queue
+                .entry((f.src_rank, f.dst_rank))
+                .or_default()
+                .push_back(i);
+        }
+    }
+    let span = |ids: &[usize]| -> (f64, f64) {
+        let d = ids
+            .iter()
+            .map(|&i| flow_end[i] - flows.flows[i].start)
+            .fold(0.0, f64::max);
+        let t = ids.iter().map(|&i| tref[i]).fold(0.0, f64::max);
+        (d, t)
+    };
+    let multi_node = placement.nodes() > 1;
+    let h_coll = profile.hockney_for(!multi_node);
+    let plogp = if multi_node {
+        profile.plogp_or_hockney()
+    } else {
+        crate::model::PLogP::from_hockney(&profile.hockney.intra)
+    };
+    let world = run.world_size.max(0) as u64;
+
+    // Collective instances on WORLD: the k-th WORLD collective of every rank is the same
+    // operation (MPI orders collectives on a communicator identically on all ranks).
+    let mut instance_of: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut instances: Vec<Vec<(u32, u32)>> = Vec::new();
+    for (ri, rk) in run.ranks.iter().enumerate() {
+        let mut k = 0usize;
+        for (i, r) in rk.records.iter().enumerate() {
+            let kind = graph::kind_of(&rk.meta.calls, r.call);
+            if graph::class_of(kind) == CallClass::Collective && r.comm == 0 {
+                if instances.len() <= k {
+                    instances.push(Vec::new());
+                }
+                instances[k].push((ri as u32, i as u32));
+                instance_of.insert((ri as u32, i as u32), k);
+                k += 1;
+            }
+        }
+    }
+    // Mean penalty (bytes-weighted) and graph span of each instance's flows.
+    let inst_stats: Vec<(f64, Option<f64>)> = instances
+        .iter()
+        .map(|members| {
+            let (mut w, mut wp, mut t0, mut t1) = (0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY);
+            for m in members {
+                let rk = &run.ranks[m.0 as usize];
+                let r = &rk.records[m.1 as usize];
+                t0 = f64::min(
+                    t0,
+                    (rk.meta.to_global_ns(r.t_start) - run.origin_ns()) as f64 * 1e-9,
+                );
+                for &i in by_call.get(m).map(Vec::as_slice).unwrap_or(&[]) {
+                    let b = flows.flows[i].bytes as f64;
+                    w += b;
+                    wp += b * (flow_end[i] - flows.flows[i].start) / tref[i].max(f64::MIN_POSITIVE);
+                    t1 = f64::max(t1, flow_end[i]);
+                }
+            }
+            let pen = if w > 0.0 { wp / w } else { 1.0 };
+            (pen, (t1 > t0).then_some(t1 - t0))
+        })
+        .collect();
+
+    for (ri, rk) in run.ranks.iter().enumerate() {
+        for (i, r) in rk.records.iter().enumerate() {
+            let key = (ri as u32, i as u32);
+            let kind = graph::kind_of(&rk.meta.calls, r.call);
+            let p = &mut calls[ri][i];
+            match graph::class_of(kind) {
+                CallClass::Send | CallClass::SendRecv => {
+                    if let Some(ids) = by_call.get(&key) {
+                        let (d, t) = span(ids);
+                        *p = CallPrediction {
+                            predicted: Some(d),
+                            free: Some(t),
+                            penalty: None,
+                            graph: None,
+                        };
+                    } else if r.bytes_send == 0 && r.bytes_recv == 0 {
+                        *p = CallPrediction {
+                            predicted: Some(0.0),
+                            free: Some(0.0),
+                            ..Default::default()
+                        };
+                    }
+                }
+                CallClass::Recv => {
+                    if r.peer >= 0 {
+                        if let Some(i) = pair_queue
+                            .get_mut(&(r.peer, rk.meta.rank))
+                            .and_then(VecDeque::pop_front)
+                        {
+                            let d = flow_end[i] - flows.flows[i].start;
+                            *p = CallPrediction {
+                                predicted: Some(d),
+                                free: Some(tref[i]),
+                                ..Default::default()
+                            };
+                        }
+                    } else if r.bytes_recv == 0 {
+                        *p = CallPrediction {
+                            predicted: Some(0.0),
+                            free: Some(0.0),
+                            ..Default::default()
+                        };
+                    }
+                }
+                CallClass::Collective => {
+                    let n = r.comm_size as u64;
+                    let block = match kind {
+                        "alltoall" | "scatter" => {
+                            if n > 0 {
+                                r.bytes_send.max(r.bytes_recv) / n.max(1)
+                            } else {
+                                0
+                            }
+                        }
+                        "bcast" | "reduce" | "allreduce" => r.bytes_send.max(r.bytes_recv),
+                        _ => r.bytes_send,
+                    };
+                    let block = if kind == "scatter" {
+                        r.bytes_recv.max(r.bytes_send / n.max(1))
+                    } else {
+                        block
+                    };
+                    let (pen, graph_t) = instance_of
+                        .get(&key)
+                        .map(|&k| inst_stats[k])
+                        .unwrap_or((1.0, None));
+                    let free = free_collective(kind, &h_coll, n, block);
+                    let predicted = match kind {
+                        "alltoall" if n >= 2 => {
+                            if multi_node {
+                                profile.alltoall.predict(&h_coll, n, block).ok()
+                            } else {
+                                free
+                            }
+                        }
+                        "bcast" if n >= 2 => bcast::predict(&plogp, assumed_bcast(block), n, block)
+                            .ok()
+                            .map(|x| x.seconds * pen),
+                        "scatter" if n >= 2 => {
+                            scatter::predict(&plogp, scatter::ScatterStrategy::Flat, n, block)
+                                .ok()
+                                .map(|x| x.seconds * pen)
+                        }
+                        _ => free,
+                    };
+                    let free = match kind {
+                        "bcast" if n >= 2 => bcast::predict(&plogp, assumed_bcast(block), n, block)
+                            .ok()
+                            .map(|x| x.seconds),
+                        "scatter" if n >= 2 => {
+                            scatter::predict(&plogp, scatter::ScatterStrategy::Flat, n, block)
+                                .ok()
+                                .map(|x| x.seconds)
+                        }
+                        _ => free,
+                    };
+                    let _ = world;
+                    *p = CallPrediction {
+                        predicted,
+                        free,
+                        penalty: None,
+                        graph: graph_t.filter(|_| kind == "alltoall"),
+                    };
+                }
+                CallClass::Other => {}
+            }
+            if let (Some(pr), Some(fr)) = (p.predicted, p.free) {
+                p.penalty = Some(if fr > 0.0 { pr / fr } else { 1.0 });
+            }
+        }
+    }
+    Ok(RunPrediction {
+        calls,
+        placement,
+        flows,
+        inter,
+        sim,
+        model: model_name,
+        tref,
+        flow_end,
+    })
+}

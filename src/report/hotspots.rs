@@ -1,0 +1,287 @@
+//! Contention hotspots: where the penalty model says bandwidth sharing cost most. Each
+//! interval of the simulation carries its arcs and their penalties; bytes moved by an arc
+//! in an interval, weighted by its penalty, measure the load. The *excess*
+//! (penalty − 1) × bytes is what sharing added; hotspots are ranked by it.
+
+use crate::predict::RunPrediction;
+use crate::trace::RunTrace;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Why an arc is slowed in an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    OutgoingConflict,
+    IncomingConflict,
+    Both,
+    None,
+}
+
+impl Cause {
+    fn of(out_deg: u32, in_deg: u32) -> Cause {
+        match (out_deg > 1, in_deg > 1) {
+            (true, true) => Cause::Both,
+            (true, false) => Cause::OutgoingConflict,
+            (false, true) => Cause::IncomingConflict,
+            (false, false) => Cause::None,
+        }
+    }
+
+    /// Text for the ranking.
+    pub fn text(self) -> &'static str {
+        match self {
+            Cause::OutgoingConflict => "outgoing conflict",
+            Cause::IncomingConflict => "incoming conflict",
+            Cause::Both => "outgoing and incoming conflicts",
+            Cause::None => "no conflict",
+        }
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Acc {
+    weighted: f64,
+    excess: f64,
+    out_excess: f64,
+    in_excess: f64,
+}
+
+impl Acc {
+    fn add(&mut self, weighted: f64, excess: f64, cause: Cause) {
+        self.weighted += weighted;
+        self.excess += excess;
+        match cause {
+            Cause::OutgoingConflict => self.out_excess += excess,
+            Cause::IncomingConflict => self.in_excess += excess,
+            Cause::Both => {
+                self.out_excess += excess / 2.0;
+                self.in_excess += excess / 2.0;
+            }
+            Cause::None => {}
+        }
+    }
+
+    fn cause(&self) -> Cause {
+        let (o, i) = (self.out_excess, self.in_excess);
+        if o <= 0.0 && i <= 0.0 {
+            Cause::None
+        } else if o > 2.0 * i {
+            Cause::OutgoingConflict
+        } else if i > 2.0 * o {
+            Cause::IncomingConflict
+        } else {
+            Cause::Both
+        }
+    }
+}
+
+/// One ranked interval.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IntervalHotspot {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub arcs: u32,
+    pub max_penalty: f64,
+    pub penalty_weighted_bytes: f64,
+    pub excess_bytes: f64,
+    pub cause: Cause,
+}
+
+/// A ranked node pair (direction src → dst).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PairHotspot {
+    pub src: String,
+    pub dst: String,
+    pub penalty_weighted_bytes: f64,
+    pub excess_bytes: f64,
+    pub cause: Cause,
+}
+
+/// A ranked node.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NodeHotspot {
+    pub node: String,
+    pub penalty_weighted_bytes: f64,
+    pub excess_bytes: f64,
+    pub cause: Cause,
+}
+
+/// A rank that lost time to contention.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RankLoss {
+    pub rank: i32,
+    pub node: String,
+    /// Σ max(0, measured − contention-free) over its predicted calls, seconds.
+    pub lost_s: f64,
+}
+
+/// The hotspots document.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Hotspots {
+    pub model: String,
+    pub intervals: Vec<IntervalHotspot>,
+    pub node_pairs: Vec<PairHotspot>,
+    pub nodes: Vec<NodeHotspot>,
+    pub ranks: Vec<RankLoss>,
+}
+
+/// Computes the top `top` hotspots of each kind.
+pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
+    let names = &pred.placement.names;
+    let mut intervals = Vec::new();
+    let mut pairs: HashMap<(u32, u32), Acc> = HashMap::new();
+    let mut nodes: HashMap<u32, Acc> = HashMap::new();
+    let mut out_deg: HashMap<u32, u32> = HashMap::new();
+    let mut in_deg: HashMap<u32, u32> = HashMap::new();
+    for iv in &pred.sim.intervals {
+        let arcs = pred.sim.arcs_of(iv);
+        out_deg.clear();
+        in_deg.clear();
+        for &(k, _) in arcs {
+            let f = &pred.flows.flows[pred.inter[k as usize]];
+            *out_deg.entry(f.src_node).or_default() += 1;
+            *in_deg.entry(f.dst_node).or_default() += 1;
+        }
+        let dt = iv.end - iv.start;
+        let mut acc = Acc::default();
+        let mut max_p: f64 = 1.0;
+        for &(k, p) in arcs {
+            let fi = pred.inter[k as usize];
+            let f = &pred.flows.flows[fi];
+            let tref = pred.tref[fi].max(f64::MIN_POSITIVE);
+            let moved = f.bytes as f64 * (dt / (p * tref)).min(1.0);
+            let cause = Cause::of(out_deg[&f.src_node], in_deg[&f.dst_node]);
+            let (w, x) = (p * moved, (p - 1.0).max(0.0) * moved);
+            acc.add(w, x, cause);
+            pairs
+                .entry((f.src_node, f.dst_node))
+                .or_default()
+                .add(w, x, cause);
+            nodes.entry(f.src_node).or_default().add(w, x, cause);
+            nodes.entry(f.dst_node).or_default().add(w, x, cause);
+            max_p = max_p.max(p);
+        }
+        intervals.push(IntervalHotspot {
+            start_s: iv.start,
+            end_s: iv.end,
+            arcs: iv.len,
+            max_penalty: max_p,
+            penalty_weighted_bytes: acc.weighted,
+            excess_bytes: acc.excess,
+            cause: acc.cause(),
+        });
+    }
+    let by_excess = |a: f64, b: f64| b.total_cmp(&a);
+    intervals.sort_by(|a, b| {
+        by_excess(a.excess_bytes, b.excess_bytes).then(a.start_s.total_cmp(&b.start_s))
+    });
+    intervals.truncate(top);
+    let name = |n: u32| {
+        names
+            .get(n as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("node{n}"))
+    };
+    let mut node_pairs: Vec<PairHotspot> = pairs
+        .into_iter()
+        .map(|((s, d), a)| PairHotspot {
+            src: name(s),
+            dst: name(d),
+            penalty_weighted_bytes: a.weighted,
+            excess_bytes: a.excess,
+            cause: a.cause(),
+        })
+        .collect();
+    node_pairs.sort_by(|a, b| {
+        by_excess(a.excess_bytes, b.excess_bytes).then((&a.src, &a.dst).cmp(&(&b.src, &b.dst)))
+    });
+    node_pairs.truncate(top);
+    let mut node_list: Vec<NodeHotspot> = nodes
+        .into_iter()
+        .map(|(n, a)| NodeHotspot {
+            node: name(n),
+            penalty_weighted_bytes: a.weighted,
+            excess_bytes: a.excess,
+            cause: a.cause(),
+        })
+        .collect();
+    node_list.sort_by(|a, b| by_excess(a.excess_bytes, b.excess_bytes).then(a.node.cmp(&b.node)));
+    node_list.truncate(top);
+    let mut ranks: Vec<RankLoss> = run
+        .ranks
+        .iter()
+        .zip(&pred.calls)
+        .map(|(rk, cs)| RankLoss {
+            rank: rk.meta.rank,
+            node: rk.meta.node.clone(),
+            lost_s: rk
+                .records
+                .iter()
+                .zip(cs)
+                .filter_map(|(r, c)| c.free.map(|f| (r.duration_s() - f).max(0.0)))
+                .sum(),
+        })
+        .collect();
+    ranks.sort_by(|a, b| by_excess(a.lost_s, b.lost_s).then(a.rank.cmp(&b.rank)));
+    ranks.truncate(top);
+    Hotspots {
+        model: pred.model.clone(),
+        intervals,
+        node_pairs,
+        nodes: node_list,
+        ranks,
+    }
+}
+
+fn mb(b: f64) -> String {
+    format!("{:.2} MB", b / 1e6)
+}
+
+/// The short text ranking.
+pub fn text(h: &Hotspots, n: usize) -> String {
+    let mut s = format!(
+        "contention hotspots (penalty model: {}; excess = (penalty - 1) x bytes)\n",
+        h.model
+    );
+    if h.intervals.iter().all(|i| i.excess_bytes <= 0.0) {
+        s += "  no bandwidth sharing between inter-node messages was predicted\n";
+    } else {
+        s += "  intervals:\n";
+        for i in h.intervals.iter().take(n).filter(|i| i.excess_bytes > 0.0) {
+            s += &format!(
+                "    {:.6}-{:.6} s  {} arcs  max penalty {:.2}  excess {}  ({})\n",
+                i.start_s,
+                i.end_s,
+                i.arcs,
+                i.max_penalty,
+                mb(i.excess_bytes),
+                i.cause.text()
+            );
+        }
+        s += "  node pairs:\n";
+        for p in h.node_pairs.iter().take(n).filter(|p| p.excess_bytes > 0.0) {
+            s += &format!(
+                "    {} -> {}  excess {}  ({})\n",
+                p.src,
+                p.dst,
+                mb(p.excess_bytes),
+                p.cause.text()
+            );
+        }
+        s += "  nodes:\n";
+        for p in h.nodes.iter().take(n).filter(|p| p.excess_bytes > 0.0) {
+            s += &format!(
+                "    {}  excess {}  ({})\n",
+                p.node,
+                mb(p.excess_bytes),
+                p.cause.text()
+            );
+        }
+    }
+    s += "  ranks that lost most time to contention (measured - contention-free):\n";
+    for r in h.ranks.iter().take(n) {
+        s += &format!("    rank {} on {}  {:.6} s\n", r.rank, r.node, r.lost_s);
+    }
+    s
+}
