@@ -81,6 +81,19 @@ pub fn kind_of(names: &[String], call: u16) -> &'static str {
     trace::call_id(name).map(trace::call_kind).unwrap_or("?")
 }
 
+/// The kind of every call number of a rank's call table, looked up once per rank.
+pub fn kind_table(names: &[String]) -> Vec<&'static str> {
+    (0..names.len().max(trace::CALL_NAMES.len()))
+        .map(|i| kind_of(names, i as u16))
+        .collect()
+}
+
+/// Kind of `call` from a table built by [`kind_table`].
+#[inline]
+pub fn kind_in(table: &[&'static str], call: u16) -> &'static str {
+    table.get(call as usize).copied().unwrap_or("?")
+}
+
 /// All flows of a run, sorted by start time.
 #[derive(Debug, Clone, Default)]
 pub struct Flows {
@@ -97,13 +110,14 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
         let Some(my_node) = placement.node(me) else {
             continue;
         };
+        let kinds = kind_table(&rk.meta.calls);
         for (i, r) in rk.records.iter().enumerate() {
             let owner = CallRef {
                 rank: ri as u32,
                 rec: i as u32,
             };
             let start = (rk.meta.to_global_ns(r.t_start) - origin) as f64 * 1e-9;
-            let kind = kind_of(&rk.meta.calls, r.call);
+            let kind = kind_in(&kinds, r.call);
             let mut push = |dst: i32, bytes: u64| {
                 if let Some(dn) = placement.node(dst) {
                     flows.push(Flow {

@@ -104,6 +104,47 @@ pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
     }
 }
 
+/// Flow indices of every call, as compressed rows: rank → record → flows.
+struct CallFlows {
+    /// Per rank, offsets into `ids` (one more than the rank's records).
+    start: Vec<Vec<u32>>,
+    ids: Vec<Vec<u32>>,
+}
+
+impl CallFlows {
+    fn new(run: &RunTrace, flows: &Flows) -> CallFlows {
+        let mut count: Vec<Vec<u32>> = run
+            .ranks
+            .iter()
+            .map(|r| vec![0; r.records.len() + 1])
+            .collect();
+        for f in &flows.flows {
+            count[f.owner.rank as usize][f.owner.rec as usize + 1] += 1;
+        }
+        for c in count.iter_mut() {
+            for k in 1..c.len() {
+                c[k] += c[k - 1];
+            }
+        }
+        let mut fill = count.clone();
+        let mut ids: Vec<Vec<u32>> = count
+            .iter()
+            .map(|c| vec![0; *c.last().unwrap_or(&0) as usize])
+            .collect();
+        for (i, f) in flows.flows.iter().enumerate() {
+            let (r, k) = (f.owner.rank as usize, f.owner.rec as usize);
+            ids[r][fill[r][k] as usize] = i as u32;
+            fill[r][k] += 1;
+        }
+        CallFlows { start: count, ids }
+    }
+
+    fn of(&self, rank: u32, rec: u32) -> &[u32] {
+        let s = &self.start[rank as usize];
+        &self.ids[rank as usize][s[rec as usize] as usize..s[rec as usize + 1] as usize]
+    }
+}
+
 /// Runs the engine on a recorded run.
 pub fn predict_run(
     run: &RunTrace,
@@ -155,18 +196,19 @@ pub fn predict_run(
         .iter()
         .map(|r| vec![CallPrediction::default(); r.records.len()])
         .collect();
-    // Flows of each call, and of each point-to-point (src, dst) pair in send order.
-    let mut by_call: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+    let kinds: Vec<Vec<&'static str>> = run
+        .ranks
+        .iter()
+        .map(|r| graph::kind_table(&r.meta.calls))
+        .collect();
+    // Flows of each call (compressed rows: per rank, per record), and of each
+    // point-to-point (src, dst) pair in send order.
+    let call_flows = CallFlows::new(run, &flows);
     let mut pair_queue: HashMap<(i32, i32), VecDeque<usize>> = HashMap::new();
     for (i, f) in flows.flows.iter().enumerate() {
-        by_call
-            .entry((f.owner.rank, f.owner.rec))
-            .or_default()
-            .push(i);
-        let rk = &run.ranks[f.owner.rank as usize];
-        let r = &rk.records[f.owner.rec as usize];
+        let r = &run.ranks[f.owner.rank as usize].records[f.owner.rec as usize];
         if matches!(
-            graph::class_of(graph::kind_of(&rk.meta.calls, r.call)),
+            graph::class_of(graph::kind_in(&kinds[f.owner.rank as usize], r.call)),
             CallClass::Send | CallClass::SendRecv
         ) {
             pair_queue
@@ -175,12 +217,12 @@ pub fn predict_run(
                 .push_back(i);
         }
     }
-    let span = |ids: &[usize]| -> (f64, f64) {
+    let span = |ids: &[u32]| -> (f64, f64) {
         let d = ids
             .iter()
-            .map(|&i| flow_end[i] - flows.flows[i].start)
+            .map(|&i| flow_end[i as usize] - flows.flows[i as usize].start)
             .fold(0.0, f64::max);
-        let t = ids.iter().map(|&i| tref[i]).fold(0.0, f64::max);
+        let t = ids.iter().map(|&i| tref[i as usize]).fold(0.0, f64::max);
         (d, t)
     };
     let multi_node = placement.nodes() > 1;
@@ -190,25 +232,28 @@ pub fn predict_run(
     } else {
         crate::model::PLogP::from_hockney(&profile.hockney.intra)
     };
-    let world = run.world_size.max(0) as u64;
+    let origin = run.origin_ns();
 
     // Collective instances on WORLD: the k-th WORLD collective of every rank is the same
     // operation (MPI orders collectives on a communicator identically on all ranks).
-    let mut instance_of: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut instance_of: Vec<Vec<u32>> = Vec::with_capacity(run.ranks.len());
     let mut instances: Vec<Vec<(u32, u32)>> = Vec::new();
     for (ri, rk) in run.ranks.iter().enumerate() {
         let mut k = 0usize;
+        let mut ids = vec![u32::MAX; rk.records.len()];
         for (i, r) in rk.records.iter().enumerate() {
-            let kind = graph::kind_of(&rk.meta.calls, r.call);
-            if graph::class_of(kind) == CallClass::Collective && r.comm == 0 {
+            if r.comm == 0
+                && graph::class_of(graph::kind_in(&kinds[ri], r.call)) == CallClass::Collective
+            {
                 if instances.len() <= k {
                     instances.push(Vec::new());
                 }
                 instances[k].push((ri as u32, i as u32));
-                instance_of.insert((ri as u32, i as u32), k);
+                ids[i] = k as u32;
                 k += 1;
             }
         }
+        instance_of.push(ids);
     }
     // Mean penalty (bytes-weighted) and graph span of each instance's flows.
     let inst_stats: Vec<(f64, Option<f64>)> = instances
@@ -218,11 +263,9 @@ pub fn predict_run(
             for m in members {
                 let rk = &run.ranks[m.0 as usize];
                 let r = &rk.records[m.1 as usize];
-                t0 = f64::min(
-                    t0,
-                    (rk.meta.to_global_ns(r.t_start) - run.origin_ns()) as f64 * 1e-9,
-                );
-                for &i in by_call.get(m).map(Vec::as_slice).unwrap_or(&[]) {
+                t0 = f64::min(t0, (rk.meta.to_global_ns(r.t_start) - origin) as f64 * 1e-9);
+                for &i in call_flows.of(m.0, m.1) {
+                    let i = i as usize;
                     let b = flows.flows[i].bytes as f64;
                     w += b;
                     wp += b * (flow_end[i] - flows.flows[i].start) / tref[i].max(f64::MIN_POSITIVE);
@@ -236,12 +279,12 @@ pub fn predict_run(
 
     for (ri, rk) in run.ranks.iter().enumerate() {
         for (i, r) in rk.records.iter().enumerate() {
-            let key = (ri as u32, i as u32);
-            let kind = graph::kind_of(&rk.meta.calls, r.call);
+            let kind = graph::kind_in(&kinds[ri], r.call);
             let p = &mut calls[ri][i];
             match graph::class_of(kind) {
                 CallClass::Send | CallClass::SendRecv => {
-                    if let Some(ids) = by_call.get(&key) {
+                    let ids = call_flows.of(ri as u32, i as u32);
+                    if !ids.is_empty() {
                         let (d, t) = span(ids);
                         *p = CallPrediction {
                             predicted: Some(d),
@@ -296,10 +339,12 @@ pub fn predict_run(
                     } else {
                         block
                     };
-                    let (pen, graph_t) = instance_of
-                        .get(&key)
-                        .map(|&k| inst_stats[k])
-                        .unwrap_or((1.0, None));
+                    let inst = instance_of[ri][i];
+                    let (pen, graph_t) = if inst == u32::MAX {
+                        (1.0, None)
+                    } else {
+                        inst_stats[inst as usize]
+                    };
                     let free = free_collective(kind, &h_coll, n, block);
                     let predicted = match kind {
                         "alltoall" if n >= 2 => {
@@ -330,7 +375,6 @@ pub fn predict_run(
                         }
                         _ => free,
                     };
-                    let _ = world;
                     *p = CallPrediction {
                         predicted,
                         free,
