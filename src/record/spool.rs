@@ -61,7 +61,9 @@ impl Spooler {
                     drain_loop(file, registry, every, &stop2, &stats2, &shown, on_signal)
                 }));
                 if r.is_err() {
-                    eprintln!("pmpi-predict: internal error in the spool thread; records after this point are lost");
+                    crate::interpose::say(
+                        "internal error in the spool thread; records after this point are lost",
+                    );
                 }
             })
             .map_err(|e| format!("cannot start the spool thread: {e}"))?;
@@ -117,7 +119,9 @@ fn drain_loop(
                 stats.records_lost.fetch_add(n, Ordering::Relaxed);
             } else if let Err(e) = file.write_all(&buf) {
                 // Keep draining so the program never blocks; count what is lost.
-                eprintln!("pmpi-predict: cannot write spool {path}: {e}; further records are lost");
+                crate::interpose::say(&format!(
+                    "cannot write spool {path}: {e}; further records are lost"
+                ));
                 stats.write_failed.store(true, Ordering::Relaxed);
                 stats.records_lost.fetch_add(n, Ordering::Relaxed);
             } else {
