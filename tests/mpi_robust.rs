@@ -129,9 +129,32 @@ fn die(mode: &str) -> std::path::PathBuf {
         Some(&[("PMPI_PREDICT_OUT", &out_s)]),
         &dir,
     );
-    assert_identical(mode, &plain, &with);
-    assert!(!plain.status.success());
+    // The launcher's own messages name PIDs, and whether rank 0's line gets out before the
+    // launcher kills it is a race of the launcher (MPICH's hydra): compare the exit status
+    // and the program's lines that did get out. (Exit without finalize: Open MPI fails
+    // the job, MPICH's hydra returns 0; the layer changes neither.)
+    assert_eq!(
+        with.status.code(),
+        plain.status.code(),
+        "{mode}: exit status"
+    );
+    let prog = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with("rank 0 received"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    for l in prog(&plain).iter().chain(&prog(&with)) {
+        assert_eq!(l, "rank 0 received 50", "{mode}");
+    }
     out
+}
+
+/// True unless the tests run under MPICH's launcher, which ends the other ranks of a
+/// failed job with SIGKILL rather than SIGTERM.
+fn openmpi() -> bool {
+    !launcher().contains("mpich")
 }
 
 fn meta_ended(out: &Path, rank: i32) -> (bool, Option<String>, usize) {
@@ -148,8 +171,11 @@ fn meta_ended(out: &Path, rank: i32) -> (bool, Option<String>, usize) {
 fn sigterm_flushes_and_dies_by_the_signal() {
     let out = die("term");
     assert_eq!(meta_ended(&out, 1), (false, Some("signal 15".into()), 50));
-    // mpirun then stops rank 0 with SIGTERM too: its 50 receives are on disk.
-    assert_eq!(meta_ended(&out, 0), (false, Some("signal 15".into()), 50));
+    // Open MPI's mpirun then stops rank 0 with SIGTERM too: its 50 receives are on disk.
+    // (MPICH's hydra cleans up with SIGKILL: rank 0 keeps only what the drainer wrote.)
+    if openmpi() {
+        assert_eq!(meta_ended(&out, 0), (false, Some("signal 15".into()), 50));
+    }
     let a = cli(&["analyze", out.to_str().unwrap()]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(summary(&out)["complete"], false);
@@ -164,7 +190,9 @@ fn mpi_abort_flushes_and_marks_the_rank() {
     );
     let (fin, _, n0) = meta_ended(&out, 0);
     assert!(!fin);
-    assert_eq!(n0, 50);
+    if openmpi() {
+        assert_eq!(n0, 50);
+    }
 }
 
 #[test]
