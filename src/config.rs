@@ -25,6 +25,9 @@ pub struct Config {
     pub max_threads: usize,
     /// `PMPI_PREDICT_CLOCK_ROUNDS`: ping-pongs per rank for clock offsets.
     pub clock_rounds: u32,
+    /// `PMPI_PREDICT_SIGNALS`: 1 (default) catches SIGTERM and SIGINT to flush the spool
+    /// before the process dies; 0 leaves signal dispositions alone.
+    pub catch_signals: bool,
 }
 
 impl Default for Config {
@@ -39,6 +42,7 @@ impl Default for Config {
             quiet: false,
             max_threads: 1024,
             clock_rounds: 10,
+            catch_signals: true,
         }
     }
 }
@@ -54,6 +58,7 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_QUIET",
     "PMPI_PREDICT_MAX_THREADS",
     "PMPI_PREDICT_CLOCK_ROUNDS",
+    "PMPI_PREDICT_SIGNALS",
 ];
 
 fn int_var(
@@ -140,6 +145,7 @@ impl Config {
                 d.clock_rounds as u64,
                 &mut w,
             ) as u32,
+            catch_signals: bool_var(get, "PMPI_PREDICT_SIGNALS", true, &mut w),
         };
         (c, w)
     }

@@ -29,6 +29,7 @@ pub fn key<T: Copy>(h: T) -> usize {
 
 unsafe extern "C" {
     static pmpi_predict_IN_PLACE: *mut c_void;
+    static pmpi_predict_DATATYPE_NULL: ffi::MPI_Datatype;
 }
 
 /// MPI constants read once at init (they are link-time symbols or macros).
@@ -43,14 +44,13 @@ pub struct Sentinels {
     pub any_source: c_int,
     pub status_ignore: usize,
     pub statuses_ignore: usize,
-    pub world_rank: c_int,
     pub world_size: c_int,
 }
 
 static SENTINELS: OnceLock<Sentinels> = OnceLock::new();
 
 /// Reads the sentinels; call after PMPI_Init succeeded.
-pub fn init_sentinels(world_rank: c_int, world_size: c_int) -> &'static Sentinels {
+pub fn init_sentinels(world_size: c_int) -> &'static Sentinels {
     SENTINELS.get_or_init(|| {
         // SAFETY: these extern statics are constants defined by mpi-sys's C shim and ours.
         unsafe {
@@ -64,7 +64,6 @@ pub fn init_sentinels(world_rank: c_int, world_size: c_int) -> &'static Sentinel
                 any_source: ffi::RSMPI_ANY_SOURCE,
                 status_ignore: ffi::RSMPI_STATUS_IGNORE as usize,
                 statuses_ignore: ffi::RSMPI_STATUSES_IGNORE as usize,
-                world_rank,
                 world_size,
             }
         }
@@ -77,9 +76,15 @@ pub fn sentinels() -> Option<&'static Sentinels> {
     SENTINELS.get()
 }
 
-/// Size in bytes of one element of `dt`; 0 when MPI cannot tell.
+/// Size in bytes of one element of `dt`; 0 when MPI cannot tell. MPI_DATATYPE_NULL
+/// (legal where a type is not significant) is answered without asking MPI, whose error
+/// handler would otherwise abort the job.
 #[inline]
 pub fn type_size(dt: ffi::MPI_Datatype) -> u64 {
+    // SAFETY: a constant defined by our C shim.
+    if key(dt) == key(unsafe { pmpi_predict_DATATYPE_NULL }) {
+        return 0;
+    }
     let mut s: c_int = 0;
     // SAFETY: PMPI_Type_size only writes the int we pass; an invalid handle yields an error code.
     let rc = unsafe { ffi::PMPI_Type_size(dt, &mut s) };
@@ -112,6 +117,18 @@ pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
         }
     }
     total * type_size(dt)
+}
+
+/// Entry `i` of a C count array (comm-size entries), in bytes of `dt`; 0 when `i` is
+/// out of range or the array is null.
+#[inline]
+pub fn count_at(counts: *const c_int, i: c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
+    if counts.is_null() || i < 0 || i as u32 >= n {
+        return 0;
+    }
+    // SAFETY: MPI requires `counts` to hold comm-size entries where it is significant, and
+    // callers only pass it there; i < n.
+    bytes(unsafe { *counts.add(i as usize) }, dt)
 }
 
 const EMPTY: usize = 0;
@@ -373,8 +390,6 @@ pub struct Pending {
     pub tag: i32,
     pub comm: u32,
     pub comm_size: u32,
-    /// Datatype size, to turn a status count into bytes.
-    pub elem_size: u64,
     /// The communicator's translation table, for an ANY_SOURCE status.
     pub world: Option<&'static [i32]>,
 }

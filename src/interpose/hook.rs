@@ -159,6 +159,13 @@ fn status_source(st: *const ffi::MPI_Status) -> c_int {
     unsafe { (*st).MPI_SOURCE }
 }
 
+/// The matched tag in a status (the real tag of an MPI_ANY_TAG receive).
+#[inline]
+fn status_tag(st: *const ffi::MPI_Status) -> c_int {
+    // SAFETY: `st` points to a status MPI just filled.
+    unsafe { (*st).MPI_TAG }
+}
+
 /// Translates the source in a status through a communicator's table.
 #[inline]
 fn source_world(src: c_int, world: Option<&'static [i32]>, size: u32, s: &Sentinels) -> i32 {
@@ -187,6 +194,7 @@ fn complete(req: usize, st: *const ffi::MPI_Status, t_end: u64, s: &Sentinels) {
     if p.is_recv && !st.is_null() {
         if p.peer != PROC_NULL {
             p.peer = source_world(status_source(st), p.world, p.comm_size, s);
+            p.tag = status_tag(st);
         }
         if let Some(b) = status_bytes(st) {
             p.bytes = b;
@@ -256,6 +264,7 @@ pub fn recv(
             r.peer = PROC_NULL;
         } else if rc == 0 {
             r.peer = ci.world_rank(status_source(st), s);
+            r.tag = status_tag(st);
             r.bytes_recv = status_bytes(st).unwrap_or_else(|| handles::bytes(count, dtype));
         } else {
             r.peer = ci.world_rank(peer, s);
@@ -265,6 +274,7 @@ pub fn recv(
     rc
 }
 
+#[allow(clippy::too_many_arguments)]
 fn post(
     call: u16,
     is_recv: bool,
@@ -302,7 +312,6 @@ fn post(
             tag,
             comm: ci.id,
             comm_size: ci.size,
-            elem_size: elem,
             world: ci.world,
         };
         // SAFETY: MPI wrote a request handle through the caller's pointer (rc == 0).
@@ -474,11 +483,12 @@ pub fn probe(
         let ci = comm_of(comm, s);
         let mut r = base(call, t0, t1, &ci, rc);
         r.tag = tag;
-        r.peer = if peer == s.proc_null || rc != 0 {
-            ci.world_rank(peer, s)
+        if peer == s.proc_null || rc != 0 {
+            r.peer = ci.world_rank(peer, s);
         } else {
-            ci.world_rank(status_source(st), s)
-        };
+            r.peer = ci.world_rank(status_source(st), s);
+            r.tag = status_tag(st);
+        }
         record::push(r);
     });
     rc
@@ -547,10 +557,10 @@ pub fn wait(
     let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
         return f(status);
     };
-    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
     let req = if request.is_null() {
         0
     } else {
+        // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
         key(unsafe { *request })
     };
     let st = status_ptr(status, s, scr);
@@ -581,10 +591,10 @@ pub fn test(
     let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
         return f(status);
     };
-    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
     let req = if request.is_null() {
         0
     } else {
+        // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
         key(unsafe { *request })
     };
     let st = status_ptr(status, s, scr);
@@ -713,6 +723,7 @@ pub fn testall(
     rc
 }
 
+#[allow(clippy::too_many_arguments)]
 fn any_done(
     call: u16,
     m: usize,
@@ -723,10 +734,10 @@ fn any_done(
     rc: c_int,
     s: &Sentinels,
 ) {
-    // SAFETY: MPI wrote the index through the caller's pointer.
     let i = if index.is_null() {
         -1
     } else {
+        // SAFETY: MPI wrote the index through the caller's pointer.
         unsafe { *index }
     };
     if i >= 0 && (i as usize) < m {
@@ -799,6 +810,7 @@ pub fn testany(
     rc
 }
 
+#[allow(clippy::too_many_arguments)]
 fn some_done(
     call: u16,
     m: usize,
@@ -811,10 +823,10 @@ fn some_done(
     poll: bool,
 ) {
     let (t0, t1) = times;
-    // SAFETY: MPI wrote outcount through the caller's pointer.
     let k = if outcount.is_null() {
         0
     } else {
+        // SAFETY: MPI wrote outcount through the caller's pointer.
         unsafe { *outcount }
     };
     if k <= 0 || indices.is_null() {
@@ -887,10 +899,10 @@ pub fn testsome(
 pub fn request_free(call: u16, request: *mut ffi::MPI_Request, f: impl FnOnce() -> c_int) -> c_int {
     let _ = call;
     let Some((_g, s)) = enter() else { return f() };
-    // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
     let req = if request.is_null() {
         0
     } else {
+        // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
         key(unsafe { *request })
     };
     let rc = f();
@@ -1038,12 +1050,7 @@ pub fn allgatherv(
         let ip = is_in_place(sbuf, s);
         let rb = handles::bytes_v(rcounts, ci.size, rtype);
         let sb = if ip {
-            if ci.my_rank >= 0 && !rcounts.is_null() && (ci.my_rank as u32) < ci.size {
-                // SAFETY: rcounts has comm-size entries and my_rank < size.
-                handles::bytes(unsafe { *rcounts.add(ci.my_rank as usize) }, rtype)
-            } else {
-                0
-            }
+            handles::count_at(rcounts, ci.my_rank, ci.size, rtype)
         } else {
             handles::bytes(scount, stype)
         };
@@ -1104,13 +1111,19 @@ pub fn gatherv(
         } else {
             0
         };
-        let sb = if ip { 0 } else { handles::bytes(scount, stype) };
+        // In place, the root's own share counts as sent, as in the out-of-place call.
+        let sb = if ip {
+            handles::count_at(rcounts, ci.my_rank, ci.size, rtype)
+        } else {
+            handles::bytes(scount, stype)
+        };
         (sb, rb, wr, ip)
     })
 }
 
 /// MPI_Scatter: send counts are significant only at the root; MPI_IN_PLACE is the
-/// root's receive buffer.
+/// root's receive buffer, and the root's own share counts as received, as in the
+/// out-of-place call (MPI ignores the receive count and type then).
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn scatter(
@@ -1132,7 +1145,11 @@ pub fn scatter(
         } else {
             0
         };
-        let rb = if ip { 0 } else { handles::bytes(rcount, rtype) };
+        let rb = if ip {
+            handles::bytes(scount, stype)
+        } else {
+            handles::bytes(rcount, rtype)
+        };
         (sb, rb, wr, ip)
     })
 }
@@ -1159,7 +1176,11 @@ pub fn scatterv(
         } else {
             0
         };
-        let rb = if ip { 0 } else { handles::bytes(rcount, rtype) };
+        let rb = if ip {
+            handles::count_at(scounts, ci.my_rank, ci.size, stype)
+        } else {
+            handles::bytes(rcount, rtype)
+        };
         (sb, rb, wr, ip)
     })
 }

@@ -7,14 +7,17 @@
 use super::handles;
 use super::hook::{OFF, ON, PASS, POLL_COUNT, POLL_NS, STATE};
 use crate::config::Config;
-use crate::record::{self, spool::Spooler};
+use crate::record::{
+    self,
+    spool::{PENDING_SIGNAL, Spooler},
+};
 use crate::topo::clock::{PingPong, estimate_offset, now_ns};
 use crate::trace::{self, ClockSample, PollStat, RankMeta};
 use mpi_sys as ffi;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// What the layer holds between init and finalize.
@@ -37,9 +40,16 @@ static RUN: Mutex<Option<Run>> = Mutex::new(None);
 static IS_CHILD: AtomicBool = AtomicBool::new(false);
 
 const TAG_CLOCK: c_int = 31_415;
+/// Rank 0's decision at init, broadcast to every rank.
+const DECISION_RECORD: u8 = 0;
+const DECISION_DISABLED: u8 = 1;
+const DECISION_NO_DIR: u8 = 2;
 const PATH_MAX: usize = 4096;
 
 /// Interposer for `MPI_Init`.
+///
+/// # Safety
+/// The arguments must be valid for the MPI call of the same name.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     // SAFETY: the caller's arguments go unchanged to PMPI_Init.
@@ -51,6 +61,9 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
 }
 
 /// Interposer for `MPI_Init_thread`.
+///
+/// # Safety
+/// The arguments must be valid for the MPI call of the same name.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init_thread(
     argc: *mut c_int,
@@ -68,6 +81,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
 
 /// Interposer for `MPI_Finalize`: closes the spool, and rank 0 writes the report, all
 /// before PMPI_Finalize.
+///
+/// # Safety
+/// As for MPI_Finalize.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     if std::panic::catch_unwind(finish).is_err() {
@@ -78,6 +94,9 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 }
 
 /// Interposer for `MPI_Abort`: flushes what this rank recorded, then aborts.
+///
+/// # Safety
+/// The arguments must be valid for MPI_Abort.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
     let _ = std::panic::catch_unwind(|| flush_on_exit(&format!("MPI_Abort({errorcode})")));
@@ -121,17 +140,30 @@ fn start_inner() -> Result<(), String> {
         }
         comm.assume_init()
     };
+    super::RANK.store(rank, Ordering::Relaxed);
     if rank == 0 {
         for w in &warnings {
-            eprintln!("pmpi-predict: {w}");
+            super::say(w);
         }
     }
     // Rank 0 decides for everyone (enabled, directory), so that the collective steps
-    // below and at finalize match on every rank even if environments differ.
+    // below and at finalize match on every rank even if environments differ. It also
+    // creates the directory first, so that a directory that cannot be created is
+    // reported once, by rank 0, and every rank passes through.
     let mut shared = [0u8; PATH_MAX + 1];
     if rank == 0 {
-        shared[0] = cfg.disabled as u8;
         let dir = cfg.out_dir.clone().unwrap_or_else(default_dir);
+        shared[0] = if cfg.disabled {
+            DECISION_DISABLED
+        } else if let Err(e) = std::fs::create_dir_all(&dir) {
+            super::fail(&format!(
+                "cannot create output directory {} (PMPI_PREDICT_OUT): {e}",
+                dir.display()
+            ));
+            DECISION_NO_DIR
+        } else {
+            DECISION_RECORD
+        };
         let b = dir.as_os_str().as_encoded_bytes();
         let n = b.len().min(PATH_MAX - 1);
         shared[1..1 + n].copy_from_slice(&b[..n]);
@@ -146,12 +178,18 @@ fn start_inner() -> Result<(), String> {
             comm,
         )
     };
-    let disabled = shared[0] != 0;
+    let disabled = shared[0] == DECISION_DISABLED;
+    if shared[0] == DECISION_NO_DIR {
+        super::fail_quietly();
+        let mut comm = comm;
+        // SAFETY: frees the private communicator duplicated above, on every rank.
+        unsafe { ffi::PMPI_Comm_free(&mut comm) };
+        return Ok(());
+    }
     let end = shared[1..].iter().position(|&b| b == 0).unwrap_or(PATH_MAX);
     let dir = PathBuf::from(String::from_utf8_lossy(&shared[1..1 + end]).into_owned());
 
-    let s = handles::init_sentinels(rank, size);
-    let _ = s;
+    handles::init_sentinels(size);
     handles::init_comms(4096, size, rank);
     handles::init_requests(1 << 15);
     let clock = sync_clock(comm, rank, size, cfg.clock_rounds);
@@ -195,6 +233,7 @@ fn start_inner() -> Result<(), String> {
             &trace::spool_path(&dir, rank),
             reg,
             Duration::from_millis(run.cfg.flush_ms),
+            on_signal_drained,
         )
     })();
     meta.init_ns = run.meta.init_ns;
@@ -202,10 +241,18 @@ fn start_inner() -> Result<(), String> {
         Ok(sp) => {
             run.spooler = Some(sp);
             run.dir = Some(dir);
-            // SAFETY: registers a plain extern "C" function as the fork child handler.
-            unsafe { libc::pthread_atfork(None, None, Some(on_fork_child)) };
+            let catch = run.cfg.catch_signals;
+            // SAFETY: registers plain extern "C" functions as the fork child handler and
+            // as an exit handler.
+            unsafe {
+                libc::pthread_atfork(None, None, Some(on_fork_child));
+                libc::atexit(on_exit);
+            }
             *RUN.lock().unwrap_or_else(|e| e.into_inner()) = Some(run);
             STATE.store(ON, Ordering::Release);
+            if catch {
+                install_signal_handlers();
+            }
             Ok(())
         }
         Err(e) => {
@@ -376,7 +423,7 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     run.meta.ended_by = ended_by;
     let dir = run.dir.clone()?;
     if let Err(e) = trace::write_meta(&dir, &run.meta) {
-        eprintln!("pmpi-predict: {e}");
+        super::say(&e);
     }
     Some(dir)
 }
@@ -396,8 +443,8 @@ fn finish() {
     // Every rank's spool and metadata are complete before rank 0 reads them.
     // SAFETY: barrier and free of the layer's private communicator, on every rank.
     unsafe { ffi::PMPI_Barrier(run.comm) };
-    if run.rank == 0 && run.cfg.report {
-        if let Some(dir) = dir {
+    if let (0, true, Some(dir)) = (run.rank, run.cfg.report, dir) {
+        {
             match crate::report::write_report(&dir) {
                 Ok(s) => {
                     if !run.cfg.quiet {
@@ -420,16 +467,136 @@ fn finish() {
     unsafe { ffi::PMPI_Comm_free(&mut run.comm) };
 }
 
-/// Called where the process is about to end without MPI_Finalize (MPI_Abort).
+/// Called where the process is about to end without MPI_Finalize (MPI_Abort, exit):
+/// drains the spool and writes the metadata with `ended_by = why`, once; makes no MPI
+/// call.
 pub fn flush_on_exit(why: &str) {
     if IS_CHILD.load(Ordering::Relaxed) {
         return;
     }
     STATE.store(PASS, Ordering::Relaxed);
-    let guard = RUN.try_lock();
-    if let Ok(mut g) = guard {
-        if let Some(run) = g.as_mut() {
-            close_spool(run, Some(why.to_string()));
+    // try_lock: never wait on a thread that holds the lock (it may be this one, if exit
+    // was called from inside the layer).
+    let run = match RUN.try_lock() {
+        Ok(mut g) => g.take(),
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().take(),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    };
+    if let Some(mut run) = run {
+        close_spool(&mut run, Some(why.to_string()));
+    }
+}
+
+/// atexit handler: a process that ends without MPI_Finalize (exit, or return from main)
+/// still leaves its records and metadata. Does nothing after MPI_Finalize or in a
+/// forked child.
+extern "C" fn on_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if STATE.load(Ordering::Relaxed) == ON {
+            flush_on_exit("exit without MPI_Finalize");
+        }
+    });
+}
+
+/// The application's handlers of the signals we catch, as (sa_sigaction, sa_flags),
+/// indexed by signal number; 0 = default disposition.
+static PREV_HANDLER: [AtomicUsize; 32] = [const { AtomicUsize::new(0) }; 32];
+static PREV_FLAGS: [AtomicUsize; 32] = [const { AtomicUsize::new(0) }; 32];
+
+/// Signals whose default action ends the process and that a batch system or mpirun sends
+/// to stop a job.
+const CAUGHT: [c_int; 2] = [libc::SIGTERM, libc::SIGINT];
+
+/// Installs [`on_signal`] for SIGTERM and SIGINT, unless the application ignores them.
+fn install_signal_handlers() {
+    for sig in CAUGHT {
+        // SAFETY: sigaction with locals we own; the handler is async-signal-safe.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                || old.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
+            let idx = sig as usize;
+            if old.sa_sigaction != libc::SIG_DFL {
+                PREV_HANDLER[idx].store(old.sa_sigaction, Ordering::Relaxed);
+                PREV_FLAGS[idx].store(old.sa_flags as usize, Ordering::Relaxed);
+            }
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
     }
+}
+
+/// Restores the default action of `sig` and sends it to the process again.
+fn die_by(sig: c_int) {
+    // SAFETY: sigaction, getpid and kill are async-signal-safe; locals only.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+        libc::kill(libc::getpid(), sig);
+    }
+}
+
+/// The signal handler. Async-signal-safe: atomics, sigaction and kill only. With an
+/// application handler installed before ours, that handler decides (we only chain to
+/// it; an exit it makes runs our atexit flush). Otherwise the drainer is asked to flush
+/// and end the process; a second signal, or a layer that is not recording, ends it at once.
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    let idx = sig as usize;
+    let prev = PREV_HANDLER
+        .get(idx)
+        .map_or(0, |p| p.load(Ordering::Relaxed));
+    if prev != 0 {
+        let flags = PREV_FLAGS[idx].load(Ordering::Relaxed) as c_int;
+        // SAFETY: `prev` is the handler the application installed for this signal, called
+        // with the arguments its flags ask for.
+        unsafe {
+            if flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                    std::mem::transmute(prev);
+                f(sig, info, ctx);
+            } else {
+                let f: extern "C" fn(c_int) = std::mem::transmute(prev);
+                f(sig);
+            }
+        }
+        return;
+    }
+    if STATE.load(Ordering::Relaxed) != ON
+        || IS_CHILD.load(Ordering::Relaxed)
+        || PENDING_SIGNAL
+            .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+    {
+        die_by(sig);
+    }
+}
+
+/// Runs on the drainer thread once everything recorded before signal `sig` is on disk:
+/// writes the metadata (ended by the signal), then lets the signal's default action end
+/// the process.
+fn on_signal_drained(sig: i32) {
+    STATE.store(PASS, Ordering::Relaxed);
+    let _ = std::panic::catch_unwind(|| {
+        let g = RUN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(run) = g.as_ref() {
+            let mut meta = run.meta.clone();
+            meta.dropped = record::registry().map_or(0, |r| r.dropped());
+            meta.dropped_requests = handles::dropped_requests();
+            meta.polls = polls();
+            meta.finalized = false;
+            meta.ended_by = Some(format!("signal {sig}"));
+            if let Some(dir) = &run.dir {
+                let _ = trace::write_meta(dir, &meta);
+            }
+        }
+    });
+    die_by(sig);
 }

@@ -8,9 +8,17 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// A terminating signal caught by the layer's handler (0: none). The handler only stores
+/// here (async-signal-safe); the drainer notices within [`SIGNAL_POLL`], drains every
+/// ring, syncs the file and calls [`Spooler::start`]'s `on_signal` with the number.
+pub static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// How often the drainer looks at [`PENDING_SIGNAL`] between flushes.
+pub const SIGNAL_POLL: Duration = Duration::from_millis(10);
 
 /// Counters shared between the drainer and the layer.
 #[derive(Default, Debug)]
@@ -30,10 +38,13 @@ pub struct Spooler {
 
 impl Spooler {
     /// Creates the spool file (with its header) and starts draining `registry` into it.
+    /// `on_signal` runs on the drainer thread once everything recorded before a caught
+    /// signal is on disk.
     pub fn start(
         path: &Path,
         registry: &'static Registry,
         every: Duration,
+        on_signal: fn(i32),
     ) -> Result<Spooler, String> {
         let mut file = File::create(path)
             .map_err(|e| format!("cannot create spool {}: {e}", path.display()))?;
@@ -47,10 +58,12 @@ impl Spooler {
             .name("pmpi-predict-spool".into())
             .spawn(move || {
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    drain_loop(file, registry, every, &stop2, &stats2, &shown)
+                    drain_loop(file, registry, every, &stop2, &stats2, &shown, on_signal)
                 }));
                 if r.is_err() {
-                    eprintln!("pmpi-predict: internal error in the spool thread; records after this point are lost");
+                    crate::interpose::say(
+                        "internal error in the spool thread; records after this point are lost",
+                    );
                 }
             })
             .map_err(|e| format!("cannot start the spool thread: {e}"))?;
@@ -89,10 +102,13 @@ fn drain_loop(
     stop: &AtomicBool,
     stats: &SpoolStats,
     path: &str,
+    on_signal: fn(i32),
 ) {
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    let mut signalled = false;
     loop {
         let last = stop.load(Ordering::Acquire);
+        let sig = PENDING_SIGNAL.load(Ordering::Acquire);
         buf.clear();
         let mut n = 0u64;
         for ring in registry.rings() {
@@ -103,7 +119,9 @@ fn drain_loop(
                 stats.records_lost.fetch_add(n, Ordering::Relaxed);
             } else if let Err(e) = file.write_all(&buf) {
                 // Keep draining so the program never blocks; count what is lost.
-                eprintln!("pmpi-predict: cannot write spool {path}: {e}; further records are lost");
+                crate::interpose::say(&format!(
+                    "cannot write spool {path}: {e}; further records are lost"
+                ));
                 stats.write_failed.store(true, Ordering::Relaxed);
                 stats.records_lost.fetch_add(n, Ordering::Relaxed);
             } else {
@@ -114,7 +132,24 @@ fn drain_loop(
             let _ = file.sync_data();
             return;
         }
-        std::thread::park_timeout(every);
+        if sig != 0 && !signalled {
+            signalled = true;
+            let _ = file.sync_data();
+            on_signal(sig);
+        }
+        // Sleep in short slices so that a caught signal is handled promptly; `finish`
+        // unparks the thread.
+        let until = std::time::Instant::now() + every;
+        loop {
+            let now = std::time::Instant::now();
+            if now >= until
+                || stop.load(Ordering::Acquire)
+                || (!signalled && PENDING_SIGNAL.load(Ordering::Relaxed) != 0)
+            {
+                break;
+            }
+            std::thread::park_timeout((until - now).min(SIGNAL_POLL));
+        }
     }
 }
 
@@ -129,7 +164,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pmpi-spool-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.spool");
-        let sp = Spooler::start(&path, reg, Duration::from_millis(10)).unwrap();
+        let sp = Spooler::start(&path, reg, Duration::from_millis(10), |_| {}).unwrap();
         let ring = reg.register(None).unwrap();
         for i in 0..50 {
             ring.push(Record {
@@ -165,6 +200,7 @@ mod tests {
             Path::new("/nonexistent-dir/x.spool"),
             reg,
             Duration::from_millis(10),
+            |_| {},
         )
         .err()
         .unwrap();

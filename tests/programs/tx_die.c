@@ -1,0 +1,54 @@
+/* Runs that never reach MPI_Finalize. Run with 2 ranks; argv[1] selects how rank 1 ends
+ * after sending M (argv[2], default 50) messages to rank 0, which receives them and then
+ * waits forever:
+ *   term  - rank 1 sends itself SIGTERM
+ *   abort - rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7)
+ *   exit  - rank 1 calls exit(0)
+ *   loop  - no ending: rank 0 sends to rank 1 forever and writes its count of completed
+ *           sends and its pid to the file "progress" every 100 sends (for a SIGKILL test). */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const char *mode = argc > 1 ? argv[1] : "term";
+    int m = argc > 2 ? atoi(argv[2]) : 50;
+    int buf[16] = {0};
+    if (strcmp(mode, "loop") == 0) {
+        if (rank == 0) {
+            for (long k = 1;; k++) {
+                MPI_Send(buf, 16, MPI_INT, 1, 1, MPI_COMM_WORLD);
+                if (k % 100 == 0) {
+                    FILE *f = fopen("progress.tmp", "w");
+                    fprintf(f, "%ld %d\n", k, (int)getpid());
+                    fclose(f);
+                    rename("progress.tmp", "progress");
+                }
+                usleep(20);
+            }
+        } else {
+            for (;;) MPI_Recv(buf, 16, MPI_INT, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    if (rank == 1) {
+        for (int k = 0; k < m; k++) MPI_Send(buf, 16, MPI_INT, 0, 1, MPI_COMM_WORLD);
+        if (strcmp(mode, "term") == 0) kill(getpid(), SIGTERM);
+        else if (strcmp(mode, "abort") == 0) MPI_Abort(MPI_COMM_WORLD, 7);
+        else exit(0);
+        for (;;) sleep(1);
+    } else {
+        for (int k = 0; k < m; k++)
+            MPI_Recv(buf, 16, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        printf("rank 0 received %d\n", m);
+        fflush(stdout);
+        MPI_Recv(buf, 16, MPI_INT, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Finalize();
+    return 0;
+}
