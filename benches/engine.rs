@@ -38,7 +38,7 @@ fn main() {
                 comm_size: ranks as u32,
                 ..Default::default()
             };
-            if step % 1000 == 0 {
+            if step.is_multiple_of(1000) {
                 recs.push(Record {
                     t_start: t,
                     t_end: t + 50_000,
@@ -48,7 +48,7 @@ fn main() {
                     call: call::MPI_Alltoall,
                     ..base
                 });
-            } else if (step + r as u64) % 2 == 0 {
+            } else if (step + r as u64).is_multiple_of(2) {
                 recs.push(Record {
                     t_start: t,
                     t_end: t + 20_000,
