@@ -28,6 +28,12 @@ pub struct Config {
     /// `PMPI_PREDICT_SIGNALS`: 1 (default) catches SIGTERM and SIGINT to flush the spool
     /// before the process dies; 0 leaves signal dispositions alone.
     pub catch_signals: bool,
+    /// `PMPI_PREDICT_PROFILE`: calibration profile for the predictions at MPI_Finalize
+    /// (default: the built-in profile).
+    pub profile: Option<PathBuf>,
+    /// `PMPI_PREDICT_MODEL`: penalty model overriding the profile's (gige, myrinet,
+    /// infiniband, maxmin, none); checked when the report is written.
+    pub model: Option<String>,
 }
 
 impl Default for Config {
@@ -43,6 +49,8 @@ impl Default for Config {
             max_threads: 1024,
             clock_rounds: 10,
             catch_signals: true,
+            profile: None,
+            model: None,
         }
     }
 }
@@ -59,6 +67,8 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_MAX_THREADS",
     "PMPI_PREDICT_CLOCK_ROUNDS",
     "PMPI_PREDICT_SIGNALS",
+    "PMPI_PREDICT_PROFILE",
+    "PMPI_PREDICT_MODEL",
 ];
 
 fn int_var(
@@ -146,6 +156,8 @@ impl Config {
                 &mut w,
             ) as u32,
             catch_signals: bool_var(get, "PMPI_PREDICT_SIGNALS", true, &mut w),
+            profile: non_empty("PMPI_PREDICT_PROFILE").map(PathBuf::from),
+            model: non_empty("PMPI_PREDICT_MODEL").map(|m| m.trim().to_string()),
         };
         (c, w)
     }

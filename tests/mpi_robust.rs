@@ -95,6 +95,7 @@ fn fork_and_system_children_write_nothing() {
         files,
         [
             "calls.csv",
+            "hotspots.json",
             "rank-00000.json",
             "rank-00000.spool",
             "rank-00001.json",

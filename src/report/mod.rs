@@ -22,23 +22,20 @@ pub struct ReportOptions {
     pub model: Option<String>,
     /// Bad profile or model is an error (CLI) rather than a notice and a fallback (layer).
     pub strict: bool,
-    /// Print the hotspot ranking on stderr.
+    /// Print notices and the hotspot ranking on stderr (off with `PMPI_PREDICT_QUIET=1`).
     pub print_hotspots: bool,
 }
 
 impl ReportOptions {
-    /// Reads `PMPI_PREDICT_PROFILE`, `PMPI_PREDICT_MODEL` and `PMPI_PREDICT_QUIET`: the
-    /// layer's view at MPI_Finalize.
+    /// The layer's view at MPI_Finalize: `PMPI_PREDICT_PROFILE`, `PMPI_PREDICT_MODEL`
+    /// and `PMPI_PREDICT_QUIET` (see `config`).
     pub fn from_env() -> ReportOptions {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let (c, _) = crate::config::Config::from_env();
         ReportOptions {
-            profile: var("PMPI_PREDICT_PROFILE").map(PathBuf::from),
-            model: var("PMPI_PREDICT_MODEL").map(|m| m.trim().to_string()),
+            profile: c.profile,
+            model: c.model,
             strict: false,
-            print_hotspots: !matches!(
-                var("PMPI_PREDICT_QUIET").as_deref(),
-                Some("1" | "yes" | "true" | "on")
-            ),
+            print_hotspots: !c.quiet,
         }
     }
 
@@ -57,7 +54,7 @@ impl ReportOptions {
                 }
             },
             None => {
-                if !self.strict {
+                if !self.strict && self.print_hotspots {
                     eprintln!(
                         "pmpi-predict: no profile given (PMPI_PREDICT_PROFILE); predicting with the built-in default profile"
                     );
