@@ -50,16 +50,42 @@ impl CommGraph {
 
     /// Dense renumbering of the graph's nodes, so models can use vectors, not maps.
     pub(crate) fn dense(&self) -> Dense {
-        let mut ids: HashMap<u32, usize> = HashMap::new();
         let mut arcs = Vec::with_capacity(self.edges.len());
-        for e in &self.edges {
-            let n = ids.len();
-            let s = *ids.entry(e.src).or_insert(n);
-            let n = ids.len();
-            let d = *ids.entry(e.dst).or_insert(n);
-            arcs.push((s, d));
-        }
-        let nodes = ids.len();
+        let max_id = self
+            .edges
+            .iter()
+            .map(|e| e.src.max(e.dst))
+            .max()
+            .unwrap_or(0) as usize;
+        let nodes = if max_id < 4 * self.edges.len() + 1024 {
+            // Small ids (the engine's dense node numbers): a table beats hashing.
+            let mut ids = vec![usize::MAX; max_id + 1];
+            let mut next = 0usize;
+            let mut id = |x: u32| {
+                let slot = &mut ids[x as usize];
+                if *slot == usize::MAX {
+                    *slot = next;
+                    next += 1;
+                }
+                *slot
+            };
+            for e in &self.edges {
+                let s = id(e.src);
+                let d = id(e.dst);
+                arcs.push((s, d));
+            }
+            next
+        } else {
+            let mut ids: HashMap<u32, usize> = HashMap::new();
+            for e in &self.edges {
+                let n = ids.len();
+                let s = *ids.entry(e.src).or_insert(n);
+                let n = ids.len();
+                let d = *ids.entry(e.dst).or_insert(n);
+                arcs.push((s, d));
+            }
+            ids.len()
+        };
         let mut out_deg = vec![0usize; nodes];
         let mut in_deg = vec![0usize; nodes];
         for &(s, d) in &arcs {

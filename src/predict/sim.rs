@@ -48,12 +48,29 @@ impl Sim {
 
 /// Runs the simulation. `flows` must be sorted by start. Without a model every penalty is 1
 /// (each flow takes its `tref`).
+///
+/// Penalties depend only on the connected component of the graph an arc is in (true of
+/// every model here), so after a start or an end only the components of the nodes it
+/// touched are re-evaluated; `simulate_reference` re-evaluates the whole graph and is the
+/// oracle of the tests.
 pub fn simulate(flows: &[SimFlow], model: Option<&dyn PenaltyModel>) -> Sim {
     let n = flows.len();
+    let nodes = flows
+        .iter()
+        .map(|f| f.src.max(f.dst) as usize + 1)
+        .max()
+        .unwrap_or(0);
     let mut end = vec![f64::NAN; n];
     let mut remaining = vec![1.0f64; n];
-    let mut active: Vec<usize> = Vec::new();
-    let mut pen: Vec<f64> = Vec::new();
+    let mut pen = vec![1.0f64; n];
+    let mut active: Vec<u32> = Vec::new();
+    let mut pos = vec![u32::MAX; n];
+    let mut at_node: Vec<Vec<u32>> = vec![Vec::new(); nodes];
+    let mut dirty: Vec<u32> = Vec::new();
+    let mut seen_node = vec![false; nodes];
+    let mut seen_flow = vec![false; n];
+    let mut comp: Vec<u32> = Vec::new();
+    let mut stack: Vec<u32> = Vec::new();
     let mut graph = CommGraph::default();
     let mut sim = Sim::default();
     let mut next = 0usize;
@@ -62,37 +79,76 @@ pub fn simulate(flows: &[SimFlow], model: Option<&dyn PenaltyModel>) -> Sim {
         while next < n && flows[next].start <= t {
             let f = &flows[next];
             if f.tref > 0.0 {
-                active.push(next);
+                pos[next] = active.len() as u32;
+                active.push(next as u32);
+                at_node[f.src as usize].push(next as u32);
+                if f.dst != f.src {
+                    at_node[f.dst as usize].push(next as u32);
+                }
+                dirty.extend([f.src, f.dst]);
             } else {
                 end[next] = f.start;
             }
             next += 1;
         }
         if active.is_empty() {
+            dirty.clear();
             if next >= n {
                 break;
             }
             t = flows[next].start;
             continue;
         }
-        graph.edges.clear();
-        graph.edges.extend(active.iter().map(|&i| Edge {
-            src: flows[i].src,
-            dst: flows[i].dst,
-            bytes: flows[i].bytes,
-        }));
-        pen.clear();
-        match model {
-            Some(m) => pen.extend(
-                m.penalties(&graph)
-                    .into_iter()
-                    .map(|p| if p.is_finite() && p > 0.0 { p } else { 1.0 }),
-            ),
-            None => pen.resize(active.len(), 1.0),
+        if let Some(m) = model.filter(|_| !dirty.is_empty()) {
+            // The components of the touched nodes.
+            comp.clear();
+            stack.clear();
+            for &d in &dirty {
+                if !seen_node[d as usize] {
+                    seen_node[d as usize] = true;
+                    stack.push(d);
+                }
+            }
+            let mut touched: Vec<u32> = stack.clone();
+            while let Some(v) = stack.pop() {
+                for &fi in &at_node[v as usize] {
+                    if seen_flow[fi as usize] {
+                        continue;
+                    }
+                    seen_flow[fi as usize] = true;
+                    comp.push(fi);
+                    let f = &flows[fi as usize];
+                    for w in [f.src, f.dst] {
+                        if !seen_node[w as usize] {
+                            seen_node[w as usize] = true;
+                            touched.push(w);
+                            stack.push(w);
+                        }
+                    }
+                }
+            }
+            graph.edges.clear();
+            graph.edges.extend(comp.iter().map(|&i| {
+                let f = &flows[i as usize];
+                Edge {
+                    src: f.src,
+                    dst: f.dst,
+                    bytes: f.bytes,
+                }
+            }));
+            for (&i, p) in comp.iter().zip(m.penalties(&graph)) {
+                pen[i as usize] = if p.is_finite() && p > 0.0 { p } else { 1.0 };
+                seen_flow[i as usize] = false;
+            }
+            for v in touched {
+                seen_node[v as usize] = false;
+            }
         }
-        let finish_in = |k: usize| remaining[active[k]] * pen[k] * flows[active[k]].tref;
-        let dt_finish = (0..active.len())
-            .map(finish_in)
+        dirty.clear();
+        let finish_in = |i: u32| remaining[i as usize] * pen[i as usize] * flows[i as usize].tref;
+        let dt_finish = active
+            .iter()
+            .map(|&i| finish_in(i))
             .fold(f64::INFINITY, f64::min);
         let dt_start = if next < n {
             flows[next].start - t
@@ -103,7 +159,7 @@ pub fn simulate(flows: &[SimFlow], model: Option<&dyn PenaltyModel>) -> Sim {
         if dt > 0.0 {
             let first = sim.arcs.len() as u32;
             sim.arcs
-                .extend(active.iter().zip(&pen).map(|(&i, &p)| (i as u32, p)));
+                .extend(active.iter().map(|&i| (i, pen[i as usize])));
             sim.intervals.push(Interval {
                 start: t,
                 end: t + dt,
@@ -113,22 +169,101 @@ pub fn simulate(flows: &[SimFlow], model: Option<&dyn PenaltyModel>) -> Sim {
         }
         // Flows whose finish falls at the end of this step complete exactly then.
         let finishing = dt_finish <= dt_start;
-        let mut k = 0;
         let t_next = t + dt;
+        let mut k = 0;
         while k < active.len() {
-            let i = active[k];
+            let i = active[k] as usize;
             let done =
-                finishing && remaining[i] * pen[k] * flows[i].tref <= dt * (1.0 + 1e-12) + 1e-15;
+                finishing && remaining[i] * pen[i] * flows[i].tref <= dt * (1.0 + 1e-12) + 1e-15;
             if done {
                 end[i] = t_next;
                 active.swap_remove(k);
-                pen.swap_remove(k);
+                if k < active.len() {
+                    pos[active[k] as usize] = k as u32;
+                }
+                pos[i] = u32::MAX;
+                let f = &flows[i];
+                for v in [f.src, f.dst] {
+                    let list = &mut at_node[v as usize];
+                    if let Some(j) = list.iter().position(|&x| x as usize == i) {
+                        list.swap_remove(j);
+                    }
+                }
+                dirty.extend([f.src, f.dst]);
             } else {
-                remaining[i] -= dt / (pen[k] * flows[i].tref);
+                remaining[i] -= dt / (pen[i] * flows[i].tref);
                 k += 1;
             }
         }
         t = t_next;
+    }
+    sim.end = end;
+    sim
+}
+
+/// The obviously-correct version of [`simulate`]: re-evaluates the penalties of the whole
+/// graph at every step. Slow; the oracle of the tests.
+pub fn simulate_reference(flows: &[SimFlow], model: Option<&dyn PenaltyModel>) -> Sim {
+    let n = flows.len();
+    let mut end = vec![f64::NAN; n];
+    let mut remaining = vec![1.0f64; n];
+    let mut active: Vec<usize> = Vec::new();
+    let mut sim = Sim::default();
+    let mut next = 0usize;
+    let mut t = flows.first().map_or(0.0, |f| f.start);
+    loop {
+        while next < n && flows[next].start <= t {
+            if flows[next].tref > 0.0 {
+                active.push(next);
+            } else {
+                end[next] = flows[next].start;
+            }
+            next += 1;
+        }
+        if active.is_empty() {
+            if next >= n {
+                break;
+            }
+            t = flows[next].start;
+            continue;
+        }
+        let graph = CommGraph {
+            edges: active
+                .iter()
+                .map(|&i| Edge {
+                    src: flows[i].src,
+                    dst: flows[i].dst,
+                    bytes: flows[i].bytes,
+                })
+                .collect(),
+        };
+        let pen: Vec<f64> = match model {
+            Some(m) => m.penalties(&graph),
+            None => vec![1.0; active.len()],
+        };
+        let fin: Vec<f64> = active
+            .iter()
+            .zip(&pen)
+            .map(|(&i, p)| remaining[i] * p * flows[i].tref)
+            .collect();
+        let dt_finish = fin.iter().copied().fold(f64::INFINITY, f64::min);
+        let dt_start = if next < n {
+            flows[next].start - t
+        } else {
+            f64::INFINITY
+        };
+        let dt = dt_finish.min(dt_start).max(0.0);
+        let mut still = Vec::new();
+        for (k, &i) in active.iter().enumerate() {
+            if dt_finish <= dt_start && fin[k] <= dt * (1.0 + 1e-12) + 1e-15 {
+                end[i] = t + dt;
+            } else {
+                remaining[i] -= dt / (pen[k] * flows[i].tref);
+                still.push(i);
+            }
+        }
+        active = still;
+        t += dt;
     }
     sim.end = end;
     sim
@@ -182,6 +317,51 @@ mod tests {
         );
         for e in &s.end {
             assert!((e - 2.25).abs() < 1e-12, "{:?}", s.end);
+        }
+    }
+
+    #[test]
+    fn component_local_evaluation_matches_the_whole_graph_reference() {
+        use crate::model::{InfiniBand, MaxMinFair, Myrinet};
+        // A small deterministic generator: flows on 6 nodes with random starts and sizes.
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let models: Vec<Box<dyn PenaltyModel>> = vec![
+            Box::new(GigabitEthernet::default()),
+            Box::new(InfiniBand::default()),
+            Box::new(MaxMinFair),
+            Box::new(Myrinet::default()),
+        ];
+        for round in 0..40 {
+            let mut flows: Vec<SimFlow> = (0..30)
+                .map(|_| {
+                    let src = rnd(6) as u32;
+                    let dst = (src + 1 + rnd(5) as u32) % 6;
+                    f(
+                        src,
+                        dst,
+                        rnd(100) as f64 * 0.05,
+                        0.1 + rnd(50) as f64 * 0.02,
+                    )
+                })
+                .collect();
+            flows.sort_by(|a, b| a.start.total_cmp(&b.start));
+            for m in &models {
+                let fast = simulate(&flows, Some(m.as_ref()));
+                let slow = simulate_reference(&flows, Some(m.as_ref()));
+                for (a, b) in fast.end.iter().zip(&slow.end) {
+                    assert!(
+                        (a - b).abs() < 1e-9,
+                        "round {round} model {}: {a} vs {b}",
+                        m.name()
+                    );
+                }
+            }
         }
     }
 
