@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod accuracy;
 pub mod analyze;
 pub mod model;
 
@@ -18,8 +19,10 @@ enum Cmd {
     /// Evaluate a model on given input (penalties on a graph, collective times).
     #[command(subcommand)]
     Model(model::ModelCmd),
-    /// Rebuild calls.csv and summary.json from a run's spool files, without MPI.
+    /// Rebuild calls.csv, summary.json and hotspots.json from a run's spool files, without MPI.
     Analyze(analyze::AnalyzeArgs),
+    /// Measured against predicted (and the contention-free baseline) per group of like calls.
+    Accuracy(accuracy::AccuracyArgs),
 }
 
 /// Runs the CLI and returns the process exit status: 0 on success, 2 on bad input,
@@ -36,6 +39,7 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Model(m) => model::run(m),
         Cmd::Analyze(a) => analyze::run(a),
+        Cmd::Accuracy(a) => accuracy::run(a),
     }
 }
 

@@ -3,6 +3,7 @@
 //! `hotspots.json`. The same code runs at MPI_Finalize on rank 0 and in
 //! `pmpi-predict analyze`.
 
+pub mod accuracy;
 pub mod hotspots;
 
 use crate::predict::{self, CallPrediction, RunPrediction};

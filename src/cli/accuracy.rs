@@ -1,0 +1,67 @@
+//! `pmpi-predict accuracy DIR`: measured against predicted per group of like calls, with
+//! the contention-free baseline beside it.
+
+use super::{CliError, exit_status};
+use crate::report::{ReportOptions, accuracy};
+use std::path::PathBuf;
+
+/// Arguments of `accuracy`.
+#[derive(clap::Args, Debug)]
+pub struct AccuracyArgs {
+    /// Output directory of a run.
+    pub dir: PathBuf,
+    /// Calibration profile (default: the built-in profile).
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Only these calls (comma-separated MPI names, e.g. MPI_Alltoall,MPI_Isend).
+    #[arg(long, value_delimiter = ',')]
+    pub calls: Vec<String>,
+    /// JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `accuracy`.
+pub fn run(a: AccuracyArgs) -> i32 {
+    exit_status(accuracy_cmd(&a))
+}
+
+fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
+    if !a.dir.is_dir() {
+        return Err(CliError::input(format!(
+            "{} is not a directory",
+            a.dir.display()
+        )));
+    }
+    for c in &a.calls {
+        if crate::trace::call_id(c).is_none() {
+            return Err(CliError::input(format!(
+                "--calls: unknown call {c:?} (e.g. MPI_Alltoall)"
+            )));
+        }
+    }
+    let opts = ReportOptions {
+        profile: a.profile.clone(),
+        model: a.model.clone(),
+        strict: true,
+        print_hotspots: false,
+    };
+    let (profile, model, _) = opts.resolve().map_err(CliError::input)?;
+    let run = crate::trace::load_run(&a.dir).map_err(CliError::input)?;
+    let pred =
+        crate::predict::predict_run(&run, &profile, model.as_deref()).map_err(CliError::input)?;
+    let (groups, fam) = accuracy::groups(&run, &pred, &a.calls);
+    if a.json {
+        let v = serde_json::json!({"model": pred.model, "groups": groups, "family": fam});
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(|e| CliError::failure(e.to_string()))?
+        );
+    } else {
+        print!("{}", accuracy::table(&groups, &fam));
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Accuracy tables: measured against predicted (and against the contention-free
+//! baseline) per group of like calls, for the accuracy benchmark and for users who want
+//! to know how far to trust a profile.
+//!
+//! A collective on MPI_COMM_WORLD is one *operation* across ranks: its measured time is the
+//! longest of its ranks' calls (the time until every rank has its result). Point-to-point
+//! calls count one by one. Groups are (call, processes, bytes per message, tag).
+
+use crate::graph;
+use crate::predict::RunPrediction;
+use crate::trace::RunTrace;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One group of like calls.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Group {
+    pub call: String,
+    pub procs: u32,
+    /// Bytes per message (per pair for an all-to-all, per destination for a scatter).
+    pub bytes: u64,
+    pub tag: i32,
+    pub count: usize,
+    pub measured_s: f64,
+    pub predicted_s: f64,
+    pub free_s: f64,
+    /// Median E_rel (%) of the model.
+    pub e_rel: f64,
+    /// Median E_rel (%) of the contention-free baseline.
+    pub e_rel_free: f64,
+}
+
+/// Summary of a set of groups: median |E_rel| of the model and of the baseline over all
+/// samples.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Family {
+    pub samples: usize,
+    pub median_abs_e_rel: f64,
+    pub median_abs_e_rel_free: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[derive(Default)]
+struct Samples {
+    measured: Vec<f64>,
+    predicted: Vec<f64>,
+    free: Vec<f64>,
+}
+
+/// Measured/predicted samples of the calls named in `calls` (all predicted calls if empty).
+fn samples(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    calls: &[String],
+) -> BTreeMap<(String, u32, u64, i32), Samples> {
+    let mut out: BTreeMap<(String, u32, u64, i32), Samples> = BTreeMap::new();
+    // Collective operations on WORLD: k-th collective of each rank, longest call wins.
+    let mut ops: BTreeMap<usize, (String, u32, u64, f64, f64, f64)> = BTreeMap::new();
+    for (ri, rk) in run.ranks.iter().enumerate() {
+        let kinds = graph::kind_table(&rk.meta.calls);
+        let mut k = 0usize;
+        for (i, r) in rk.records.iter().enumerate() {
+            let name = rk
+                .meta
+                .calls
+                .get(r.call as usize)
+                .cloned()
+                .unwrap_or_default();
+            let kind = graph::kind_in(&kinds, r.call);
+            let class = graph::class_of(kind);
+            let is_op = class == graph::CallClass::Collective && r.comm == 0;
+            let this_k = k;
+            if is_op {
+                k += 1;
+            }
+            if !calls.is_empty() && !calls.contains(&name) {
+                continue;
+            }
+            let p = pred.calls[ri][i];
+            let (Some(pr), Some(fr)) = (p.predicted, p.free) else {
+                continue;
+            };
+            let m = r.duration_s();
+            if is_op {
+                let n = r.comm_size.max(1) as u64;
+                let bytes = match kind {
+                    "alltoall" => r.bytes_send.max(r.bytes_recv) / n,
+                    "scatter" => r.bytes_recv.max(r.bytes_send / n),
+                    _ => r.bytes_send.max(r.bytes_recv),
+                };
+                let e = ops
+                    .entry(this_k)
+                    .or_insert((name, r.comm_size, bytes, 0.0, pr, fr));
+                e.3 = e.3.max(m);
+            } else {
+                let s = out
+                    .entry((name, r.comm_size, r.bytes_send.max(r.bytes_recv), r.tag))
+                    .or_default();
+                s.measured.push(m);
+                s.predicted.push(pr);
+                s.free.push(fr);
+            }
+        }
+    }
+    for (_, (name, n, bytes, m, p, f)) in ops {
+        let s = out.entry((name, n, bytes, 0)).or_default();
+        s.measured.push(m);
+        s.predicted.push(p);
+        s.free.push(f);
+    }
+    out
+}
+
+/// Groups of like calls with their medians and errors.
+pub fn groups(run: &RunTrace, pred: &RunPrediction, calls: &[String]) -> (Vec<Group>, Family) {
+    let mut all_e = Vec::new();
+    let mut all_f = Vec::new();
+    let mut groups = Vec::new();
+    for ((call, procs, bytes, tag), mut s) in samples(run, pred, calls) {
+        let mut e: Vec<f64> = s
+            .measured
+            .iter()
+            .zip(&s.predicted)
+            .filter(|(m, _)| **m > 0.0)
+            .map(|(m, p)| (p - m) / m * 100.0)
+            .collect();
+        let mut ef: Vec<f64> = s
+            .measured
+            .iter()
+            .zip(&s.free)
+            .filter(|(m, _)| **m > 0.0)
+            .map(|(m, f)| (f - m) / m * 100.0)
+            .collect();
+        all_e.extend(e.iter().map(|x| x.abs()));
+        all_f.extend(ef.iter().map(|x| x.abs()));
+        groups.push(Group {
+            call,
+            procs,
+            bytes,
+            tag,
+            count: s.measured.len(),
+            measured_s: median(&mut s.measured),
+            predicted_s: median(&mut s.predicted),
+            free_s: median(&mut s.free),
+            e_rel: median(&mut e),
+            e_rel_free: median(&mut ef),
+        });
+    }
+    let fam = Family {
+        samples: all_e.len(),
+        median_abs_e_rel: median(&mut all_e),
+        median_abs_e_rel_free: median(&mut all_f),
+    };
+    (groups, fam)
+}
+
+/// The table as text.
+pub fn table(groups: &[Group], fam: &Family) -> String {
+    let mut s = format!(
+        "{:<14} {:>5} {:>10} {:>5} {:>5} {:>12} {:>12} {:>12} {:>9} {:>9}\n",
+        "call",
+        "procs",
+        "bytes",
+        "tag",
+        "n",
+        "measured_s",
+        "predicted_s",
+        "free_s",
+        "E_rel%",
+        "E_free%"
+    );
+    for g in groups {
+        s += &format!(
+            "{:<14} {:>5} {:>10} {:>5} {:>5} {:>12.6} {:>12.6} {:>12.6} {:>9.1} {:>9.1}\n",
+            g.call,
+            g.procs,
+            g.bytes,
+            g.tag,
+            g.count,
+            g.measured_s,
+            g.predicted_s,
+            g.free_s,
+            g.e_rel,
+            g.e_rel_free
+        );
+    }
+    s += &format!(
+        "median |E_rel| over {} samples: model {:.1} %, contention-free baseline {:.1} %\n",
+        fam.samples, fam.median_abs_e_rel, fam.median_abs_e_rel_free
+    );
+    s
+}
