@@ -9,7 +9,8 @@
 //! - MPI_Alltoall: the contention-signature model (`predicted_s`) and the graph-based
 //!   time of its flows (`graph_s`);
 //! - MPI_Bcast, MPI_Scatter: the pLogP strategy model of the algorithm assumed for Open MPI
-//!   (binomial broadcast, flat scatter), times the mean penalty of the call's flows;
+//!   (binomial broadcast, flat scatter), times the slowdown other traffic causes to the
+//!   operation's flows (their span among all flows over their span alone);
 //! - other collectives: contention-free formulas (see [`free_collective`]);
 //! - completions, probes and calls that move no data: no prediction.
 
@@ -255,25 +256,57 @@ pub fn predict_run(
         }
         instance_of.push(ids);
     }
-    // Mean penalty (bytes-weighted) and graph span of each instance's flows.
+    // Slowdown and graph span of each instance. The strategy models already account for
+    // the operation's own messages (a flat scatter's root sends them one after another),
+    // so the slowdown is that of its flows among all traffic against its flows alone.
     let inst_stats: Vec<(f64, Option<f64>)> = instances
         .iter()
         .map(|members| {
-            let (mut w, mut wp, mut t0, mut t1) = (0.0, 0.0, f64::INFINITY, f64::NEG_INFINITY);
+            let mut t0 = f64::INFINITY;
+            let mut own: Vec<usize> = Vec::new();
             for m in members {
                 let rk = &run.ranks[m.0 as usize];
                 let r = &rk.records[m.1 as usize];
                 t0 = f64::min(t0, (rk.meta.to_global_ns(r.t_start) - origin) as f64 * 1e-9);
-                for &i in call_flows.of(m.0, m.1) {
-                    let i = i as usize;
-                    let b = flows.flows[i].bytes as f64;
-                    w += b;
-                    wp += b * (flow_end[i] - flows.flows[i].start) / tref[i].max(f64::MIN_POSITIVE);
-                    t1 = f64::max(t1, flow_end[i]);
-                }
+                own.extend(call_flows.of(m.0, m.1).iter().map(|&i| i as usize));
             }
-            let pen = if w > 0.0 { wp / w } else { 1.0 };
-            (pen, (t1 > t0).then_some(t1 - t0))
+            if own.is_empty() {
+                return (1.0, None);
+            }
+            own.sort_unstable();
+            let t1 = own
+                .iter()
+                .map(|&i| flow_end[i])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let alone: Vec<SimFlow> = own
+                .iter()
+                .filter(|&&i| !flows.flows[i].intra_node())
+                .map(|&i| {
+                    let f = &flows.flows[i];
+                    SimFlow {
+                        src: f.src_node,
+                        dst: f.dst_node,
+                        bytes: f.bytes,
+                        start: f.start,
+                        tref: tref[i],
+                    }
+                })
+                .collect();
+            let t1_alone = sim::simulate(&alone, model.as_deref())
+                .end
+                .into_iter()
+                .chain(
+                    own.iter()
+                        .filter(|&&i| flows.flows[i].intra_node())
+                        .map(|&i| flow_end[i]),
+                )
+                .fold(f64::NEG_INFINITY, f64::max);
+            let slowdown = if t1_alone > t0 {
+                ((t1 - t0) / (t1_alone - t0)).max(1.0)
+            } else {
+                1.0
+            };
+            (slowdown, (t1 > t0).then_some(t1 - t0))
         })
         .collect();
 

@@ -247,16 +247,19 @@ pub fn meta_path(dir: &Path, rank: i32) -> PathBuf {
 impl RankMeta {
     /// Converts a local timestamp to rank 0's clock: offsets measured at init and
     /// finalize are interpolated linearly (drift); with one sample, a constant offset.
+    /// Saturates at the ends of `i64` (a corrupt metadata file must not overflow).
     pub fn to_global_ns(&self, t: u64) -> i64 {
+        let ti = i64::try_from(t).unwrap_or(i64::MAX);
         match (self.clock_init, self.clock_finalize) {
             (Some(a), Some(b)) if b.at_ns > a.at_ns => {
                 let f = (t as f64 - a.at_ns as f64) / (b.at_ns - a.at_ns) as f64;
-                let off = a.offset_ns as f64 + f * (b.offset_ns - a.offset_ns) as f64;
-                t as i64 + off.round() as i64
+                let off = a.offset_ns as f64 + f * (b.offset_ns as f64 - a.offset_ns as f64);
+                // `as` saturates a finite f64 to the i64 range.
+                ti.saturating_add(off.round() as i64)
             }
-            (Some(a), _) => t as i64 + a.offset_ns,
-            (None, Some(b)) => t as i64 + b.offset_ns,
-            (None, None) => t as i64,
+            (Some(a), _) => ti.saturating_add(a.offset_ns),
+            (None, Some(b)) => ti.saturating_add(b.offset_ns),
+            (None, None) => ti,
         }
     }
 }
@@ -312,6 +315,35 @@ mod tests {
         assert_eq!(m.to_global_ns(1000), 1100);
         assert_eq!(m.to_global_ns(2000), 2200);
         assert_eq!(m.to_global_ns(3000), 3300);
+    }
+
+    /// Found by fuzz/fuzz_targets/meta.rs: extreme timestamps and offsets overflowed i64
+    /// (a panic in debug builds); they now saturate.
+    #[test]
+    fn clock_conversion_saturates() {
+        let s = |at_ns, offset_ns| ClockSample {
+            at_ns,
+            offset_ns,
+            rtt_ns: 0,
+        };
+        let mut m = RankMeta {
+            clock_init: Some(s(1, i64::MIN)),
+            clock_finalize: Some(s(2, i64::MAX)),
+            ..Default::default()
+        };
+        assert_eq!(m.to_global_ns(u64::MAX), i64::MAX);
+        assert_eq!(m.to_global_ns(0), i64::MIN);
+        m.clock_init = Some(s(0, 0));
+        m.clock_finalize = Some(s(10, 0));
+        assert_eq!(m.to_global_ns(i64::MAX as u64), i64::MAX);
+        assert_eq!(m.to_global_ns(u64::MAX), i64::MAX);
+        m.clock_finalize = None;
+        m.clock_init = Some(s(0, i64::MAX));
+        assert_eq!(m.to_global_ns(5), i64::MAX);
+        m.clock_init = None;
+        m.clock_finalize = Some(s(0, i64::MIN));
+        assert_eq!(m.to_global_ns(0), i64::MIN);
+        assert_eq!(RankMeta::default().to_global_ns(u64::MAX), i64::MAX);
     }
 }
 
