@@ -43,6 +43,10 @@ fn quick_accuracy_pipeline_produces_complete_output() {
     eprintln!("{}", String::from_utf8_lossy(&run.stderr));
     assert!(run.status.success(), "bench-accuracy --quick failed");
 
+    // Calibration wrote a valid profile.
+    let profile = pmpi_predict::profile::Profile::load(out.join("profile.json"))
+        .expect("calibrate wrote profile.json");
+    assert!(profile.hockney.inter.beta > 0.0);
     // Every workload ran to MPI_Finalize and has predictions for the calls it measures.
     for (dir, call) in [
         ("alltoall-n4", "MPI_Alltoall"),
@@ -90,6 +94,30 @@ fn quick_accuracy_pipeline_produces_complete_output() {
     assert_eq!(groups("coll-n4/accuracy-bcast.json"), 3);
     assert_eq!(groups("coll-n4/accuracy-scatter.json"), 3);
     assert_eq!(groups("conflicts/accuracy-conflicts.json"), 6);
+    // `analyze` on the spools reproduces the predictions written at MPI_Finalize.
+    let copy = out.join("alltoall-n4-analyze");
+    std::fs::create_dir_all(&copy).unwrap();
+    for e in std::fs::read_dir(out.join("alltoall-n4")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("rank-") {
+            std::fs::copy(e.path(), copy.join(&name)).unwrap();
+        }
+    }
+    let a = Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+        .arg("analyze")
+        .arg(&copy)
+        .arg("--quiet")
+        .arg("--profile")
+        .arg(out.join("profile.json"))
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(
+        std::fs::read_to_string(copy.join("calls.csv")).unwrap(),
+        std::fs::read_to_string(out.join("alltoall-n4/calls.csv")).unwrap(),
+        "analyze and MPI_Finalize disagree"
+    );
     // One summary line per family.
     for fam in ["alltoall", "bcast", "scatter", "conflicts"] {
         assert!(
