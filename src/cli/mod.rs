@@ -3,7 +3,9 @@
 use clap::{Parser, Subcommand};
 
 pub mod analyze;
+pub mod calibrate;
 pub mod model;
+pub mod profile_cmd;
 
 /// Profile MPI programs, and predict their communication time under contention models.
 #[derive(Parser, Debug)]
@@ -20,6 +22,12 @@ enum Cmd {
     Model(model::ModelCmd),
     /// Rebuild calls.csv and summary.json from a run's spool files, without MPI.
     Analyze(analyze::AnalyzeArgs),
+    /// Measure the network under an MPI launcher and write a calibration profile
+    /// (`mpirun -np N pmpi-predict calibrate -o PROFILE.json`).
+    Calibrate(calibrate::CalibrateArgs),
+    /// Inspect calibration profiles.
+    #[command(subcommand)]
+    Profile(profile_cmd::ProfileCmd),
 }
 
 /// Runs the CLI and returns the process exit status: 0 on success, 2 on bad input,
@@ -36,6 +44,8 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Model(m) => model::run(m),
         Cmd::Analyze(a) => analyze::run(a),
+        Cmd::Calibrate(a) => calibrate::run(a),
+        Cmd::Profile(p) => profile_cmd::run(p),
     }
 }
 
