@@ -68,10 +68,12 @@ pub struct HockneyFit {
     pub rms_rel: f64,
 }
 
-/// Fits `T = α + β·m` to `(bytes, seconds)` samples (one-way times) by least squares on
-/// relative error (weights 1/T²), so that small messages determine α and large ones β
-/// instead of the largest message dominating everything. Negative α is clamped to 0 (then
-/// β is refitted through the origin).
+/// Fits `T = α + β·m` to `(bytes, seconds)` samples (one-way times): β is the ordinary
+/// least-squares slope (absolute errors, so the large messages that measure bandwidth
+/// decide it); α is the latency, the time of the smallest message less its `β·m` (an empty
+/// message when the grid starts at 0), averaged over the samples of that size and clamped
+/// at 0. A single regression for both would let a few small messages that skip the
+/// bandwidth limit (a shaper's burst allowance, an eager protocol) drag β or α far off.
 pub fn fit_hockney(samples: &[(f64, f64)]) -> Result<HockneyFit, FitError> {
     let good: Vec<(f64, f64)> = samples
         .iter()
@@ -80,20 +82,17 @@ pub fn fit_hockney(samples: &[(f64, f64)]) -> Result<HockneyFit, FitError> {
         .collect();
     let xs: Vec<f64> = good.iter().map(|s| s.0).collect();
     let ys: Vec<f64> = good.iter().map(|s| s.1).collect();
-    let ws: Vec<f64> = ys.iter().map(|t| 1.0 / (t * t)).collect();
-    let Some((mut a, mut b)) = linreg(&xs, &ys, &ws) else {
+    let Some((_, b)) = linreg(&xs, &ys, &vec![1.0; xs.len()]) else {
         return err("Hockney fit needs at least two different message sizes with times > 0");
     };
-    if a < 0.0 {
-        a = 0.0;
-        let (sxy, sxx) = good
-            .iter()
-            .zip(&ws)
-            .fold((0.0, 0.0), |(p, q), (&(x, y), &w)| {
-                (p + w * x * y, q + w * x * x)
-            });
-        b = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    }
+    let b = b.max(0.0);
+    let m0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let small: Vec<f64> = good
+        .iter()
+        .filter(|s| s.0 == m0)
+        .map(|&(m, t)| t - b * m)
+        .collect();
+    let a = (small.iter().sum::<f64>() / small.len() as f64).max(0.0);
     let hockney = Hockney::new(a, b.max(0.0)).map_err(|e| FitError(e.to_string()))?;
     let (residuals, rms_rel) = relative(
         samples.iter().map(|&(m, _)| hockney.time_bytes(m)),
@@ -684,7 +683,8 @@ pub fn lom_thresholds(
     out.gather_m2 = Some(gx[m2_idx]);
     let k = (0..gx.len() - 1)
         .find(|&i| gy[0] > 0.0 && gy[i + 1] / gy[0] > 10.0)
-        .unwrap_or(m2_idx.max(1));
+        .unwrap_or(m2_idx.max(1))
+        .min(m2_idx.max(1));
     out.gather_m1 = Some(gx[k]);
     let per_byte = |j: &usize| lom.t[*j] + 1.0 / lom.rate[root][*j];
     let w = |n: usize| vec![1.0; n];
@@ -731,6 +731,21 @@ mod tests {
         assert!(f.rms_rel < 0.05);
         assert_eq!(f.residuals.len(), s.len());
         assert!(fit_hockney(&[(1.0, 1.0)]).is_err());
+    }
+
+    #[test]
+    fn hockney_ignores_a_burst_allowance() {
+        // A token-bucket shaper lets messages up to 16 KiB through at line speed: small
+        // messages only pay the latency. β must still be the shaped rate.
+        let (alpha, beta) = (10e-6, 8.3e-8);
+        let t = |m: f64| alpha + beta * (m - 16384.0).max(0.0) + 1e-10 * m;
+        let s: Vec<(f64, f64)> = [0.0, 4096.0, 65536.0, 524288.0]
+            .iter()
+            .map(|&m| (m, t(m)))
+            .collect();
+        let f = fit_hockney(&s).unwrap();
+        assert!((f.hockney.beta / beta - 1.0).abs() < 0.05, "{f:?}");
+        assert!((f.hockney.alpha - alpha).abs() < 2e-6, "{f:?}");
     }
 
     #[test]

@@ -305,7 +305,7 @@ pub fn run(opts: &Options) -> i32 {
         let list = schemes_for(nnodes);
         let t_lone = h.time_bytes(bytes as f64);
         let arcs_total: usize = list.iter().map(|s| s.1.len()).sum();
-        let mut reps = if q { 2 } else { 3 };
+        let mut reps = if q { 2 } else { 5 };
         if over(&pg, reps as f64 * t_lone * arcs_total as f64 + 15.0) {
             reps = 1;
         }
@@ -371,7 +371,7 @@ pub fn run(opts: &Options) -> i32 {
         let grid = if q {
             sizes(&[2048, 16384, 65536, 131072])
         } else {
-            sizes(&[1024, 4096, 16384, 65536, 262144])
+            sizes(&[1024, 4096, 16384, 65536, 262144, 1048576])
         };
         let mut reps = if q { 2 } else { 3 };
         let est: f64 = grid
