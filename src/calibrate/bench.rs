@@ -34,7 +34,8 @@ pub struct Ctx<'a> {
     pub leader_comm: Option<Comm>,
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// The median (mean of the middle two for an even count; 0 for none).
+pub fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return 0.0;
     }
@@ -266,9 +267,9 @@ enum Slot {
 /// One penalty scheme: every arc `(src node, dst node)` sends `bytes` bytes at once (after
 /// a barrier) from the source node's leader to the destination node's leader, which
 /// answers each message with an empty acknowledgement. An arc's time runs from the
-/// barrier to the acknowledgement's arrival at its sender. Returns the median per arc over
-/// `reps` repetitions.
-pub fn scheme(ctx: &Ctx, arcs: &[(usize, usize)], bytes: usize, reps: u32) -> Vec<f64> {
+/// barrier to the acknowledgement's arrival at its sender. Returns every repetition's
+/// times, one value per arc.
+pub fn scheme(ctx: &Ctx, arcs: &[(usize, usize)], bytes: usize, reps: u32) -> Vec<Vec<f64>> {
     let m = ctx.mpi;
     let l = &ctx.leaders;
     let sendbuf = vec![1u8; bytes];
@@ -277,7 +278,7 @@ pub fn scheme(ctx: &Ctx, arcs: &[(usize, usize)], bytes: usize, reps: u32) -> Ve
         .collect();
     let mut recvbufs: Vec<Vec<u8>> = incoming.iter().map(|_| vec![0u8; bytes]).collect();
     let mut acks: Vec<[u8; 0]> = vec![[]; arcs.len()];
-    let mut per_rep: Vec<Vec<f64>> = vec![Vec::new(); arcs.len()];
+    let mut per_rep: Vec<Vec<f64>> = Vec::new();
     for _ in 0..reps.max(1) {
         let mut times = vec![0.0; arcs.len()];
         m.barrier(m.world);
@@ -308,12 +309,10 @@ pub fn scheme(ctx: &Ctx, arcs: &[(usize, usize)], bytes: usize, reps: u32) -> Ve
             }
         }
         ctx.share(&mut times);
-        for (i, t) in times.into_iter().enumerate() {
-            per_rep[i].push(t);
-        }
+        per_rep.push(times);
     }
     recvbufs.iter().for_each(|b| touch(b));
-    per_rep.iter_mut().map(|v| median(v)).collect()
+    per_rep
 }
 
 /// All-to-all sample runs among the node leaders (one process per node): for each size,

@@ -382,21 +382,85 @@ pub struct AlltoallFit {
     pub tried: Vec<(u64, f64)>,
 }
 
+/// Weighted least squares of γ and δ for one threshold `m_th`: per sample,
+/// `T/(n−1) − α = γ·(β·m) + δ·[m ≥ M]`, weights 1/T² (relative errors, the paper's
+/// generalised least squares with a spread proportional to the time, so a 1 MiB sample
+/// does not outweigh all the others). Negative values are clamped at 0.
+fn signature_wls(h: &Hockney, n: u64, samples: &[(u64, f64)], m_th: u64) -> (f64, f64) {
+    let k = (n - 1) as f64;
+    let (mut sxx, mut sxz, mut szz, mut sxy, mut szy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(m, t) in samples {
+        if t <= 0.0 {
+            continue;
+        }
+        let w = 1.0 / (t / k).powi(2);
+        let x = h.beta * m as f64;
+        let z = if m >= m_th { 1.0 } else { 0.0 };
+        let y = t / k - h.alpha;
+        sxx += w * x * x;
+        sxz += w * x * z;
+        szz += w * z * z;
+        sxy += w * x * y;
+        szy += w * z * y;
+    }
+    let det = sxx * szz - sxz * sxz;
+    let gamma_only = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    if szz == 0.0 || det.abs() <= 1e-12 * sxx * szz {
+        return (gamma_only.max(0.0), 0.0);
+    }
+    let g = (sxy * szz - szy * sxz) / det;
+    let d = (sxx * szy - sxz * sxy) / det;
+    if g < 0.0 || d < 0.0 {
+        // The unconstrained optimum leaves the feasible region: the best feasible point is
+        // on an edge, γ alone or δ alone.
+        let d_only = (szy / szz).max(0.0);
+        return if gamma_only >= 0.0 && d_only == 0.0 {
+            (gamma_only, 0.0)
+        } else {
+            (g.max(0.0), d.max(0.0))
+        };
+    }
+    (g, d)
+}
+
+/// Does a model with one more parameter (RMS `rms1`) fit `n` samples significantly better
+/// than the smaller one (RMS `rms0`)? F test at 5%: `F = (SSE0 − SSE1)/(SSE1/(n − 2))`
+/// against the critical value of `F(1, n − 2)`.
+fn significant(rms0: f64, rms1: f64, n: usize) -> bool {
+    const CRIT: [f64; 8] = [161.4, 18.5, 10.1, 7.71, 6.61, 5.99, 5.59, 5.32];
+    if n < 3 {
+        return false;
+    }
+    let dof = n - 2;
+    let crit = CRIT.get(dof - 1).copied().unwrap_or(4.5);
+    let (sse0, sse1) = (rms0 * rms0 * n as f64, rms1 * rms1 * n as f64);
+    if sse1 <= 1e-30 {
+        return sse0 > 1e-30;
+    }
+    (sse0 - sse1) / (sse1 / dof as f64) > crit
+}
+
 /// Fits γ, δ and the threshold M from one sample run with `n` processes (`(m, seconds)`
-/// samples, ≥ 4 sizes recommended): for each candidate M (every sampled size, and "none",
-/// i.e. above the largest size so that δ = 0) [`Signature::fit`] gives γ and δ, and the M
-/// with the smallest relative squared error wins; δ must lower that error by at least 10%
-/// over "none" to be kept, so noise does not invent a start-up cost.
+/// samples, ≥ 4 sizes recommended): for each candidate M (every sampled size with at
+/// least two samples at or above it, and "none", i.e. above the largest size so that
+/// δ = 0) γ and δ come from a relative-error least squares fit, and the M with the
+/// smallest relative squared error wins. δ is kept only when it lowers that error
+/// significantly (F test of the extra parameter at 5%, `F(1, N−2)`), so noise does not
+/// invent a start-up cost.
 pub fn fit_alltoall(h: &Hockney, n: u64, samples: &[(u64, f64)]) -> Result<AlltoallFit, FitError> {
     if samples.len() < 2 {
         return err("all-to-all fit needs at least 2 message sizes");
     }
+    crate::model::alltoall::lower_bound(h, n, 0).map_err(|e| FitError(e.to_string()))?;
     let meas: Vec<f64> = samples.iter().map(|s| s.1).collect();
-    let eval = |sig: &Signature| -> Result<(Vec<f64>, f64), FitError> {
+    let eval = |th: u64| -> Result<(Signature, Vec<f64>, f64), FitError> {
+        let (g, d) = signature_wls(h, n, samples, th);
+        let sig = Signature::new(g, d, th).map_err(|e| FitError(e.to_string()))?;
         let pred: Result<Vec<f64>, _> =
             samples.iter().map(|&(m, _)| sig.predict(h, n, m)).collect();
         let pred = pred.map_err(|e| FitError(e.to_string()))?;
-        Ok(relative(pred.into_iter(), &meas))
+        let (r, rms) = relative(pred.into_iter(), &meas);
+        Ok((sig, r, rms))
     };
     let none_m = samples
         .iter()
@@ -404,10 +468,10 @@ pub fn fit_alltoall(h: &Hockney, n: u64, samples: &[(u64, f64)]) -> Result<Allto
         .max()
         .unwrap_or(0)
         .saturating_add(1);
-    let base = Signature::fit(h, n, samples, none_m).map_err(|e| FitError(e.to_string()))?;
-    let (base_r, base_rms) = eval(&base)?;
+    let base = eval(none_m)?;
+    let base_rms = base.2;
     let mut tried = vec![(none_m, base_rms)];
-    let mut best = (base, base_r, base_rms);
+    let mut best = base;
     let mut sizes: Vec<u64> = samples.iter().map(|s| s.0).collect();
     sizes.sort_unstable();
     sizes.dedup();
@@ -416,11 +480,10 @@ pub fn fit_alltoall(h: &Hockney, n: u64, samples: &[(u64, f64)]) -> Result<Allto
         if samples.iter().filter(|s| s.0 >= m).count() < 2 {
             continue;
         }
-        let sig = Signature::fit(h, n, samples, m).map_err(|e| FitError(e.to_string()))?;
-        let (r, rms) = eval(&sig)?;
-        tried.push((m, rms));
-        if sig.delta > 0.0 && rms < best.2 && rms < 0.9 * base_rms {
-            best = (sig, r, rms);
+        let cand = eval(m)?;
+        tried.push((m, cand.2));
+        if cand.0.delta > 0.0 && cand.2 < best.2 && significant(base_rms, cand.2, samples.len()) {
+            best = cand;
         }
     }
     Ok(AlltoallFit {

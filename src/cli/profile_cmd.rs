@@ -147,7 +147,7 @@ pub fn render(p: &Profile, title: &str) -> String {
         let tref = pen.get("t_ref_s").and_then(Value::as_f64).unwrap_or(0.0);
         let _ = writeln!(
             o,
-            "  measured penalties ({} KiB messages, T_ref = {:.4} s):",
+            "  measured penalties ({} KiB messages, T_ref = {:.4} s): scheme (last arrival), per arc",
             bytes / 1024,
             tref
         );
@@ -172,11 +172,16 @@ pub fn render(p: &Profile, title: &str) -> String {
                 .flatten()
                 .map(|x| format!("{:.2}", x.as_f64().unwrap_or(0.0)))
                 .collect();
+            let whole = s
+                .get("scheme_penalty")
+                .and_then(Value::as_f64)
+                .map_or("-".into(), |w| format!("{w:.2}"));
             let _ = writeln!(
                 o,
-                "    {:<14} {:<28} {}",
+                "    {:<14} {:<28} {:>6}   {}",
                 name,
                 arcs.join(" "),
+                whole,
                 ps.join(" ")
             );
         }
