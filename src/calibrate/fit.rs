@@ -383,9 +383,11 @@ pub struct AlltoallFit {
 }
 
 /// Weighted least squares of γ and δ for one threshold `m_th`: per sample,
-/// `T/(n−1) − α = γ·(β·m) + δ·[m ≥ M]`, weights 1/T² (relative errors, the paper's
-/// generalised least squares with a spread proportional to the time, so a 1 MiB sample
-/// does not outweigh all the others). Negative values are clamped at 0.
+/// `T/(n−1) − α = γ·(β·m) + δ·[m ≥ M]`, weights 1/T (generalised least squares with a
+/// variance proportional to the time: a 1 MiB sample does not outweigh all the others,
+/// and a small one that beats the Hockney lower bound, e.g. inside a shaper's burst
+/// allowance, does not drag γ down as relative weights 1/T² would). Negative values are
+/// clamped at 0.
 fn signature_wls(h: &Hockney, n: u64, samples: &[(u64, f64)], m_th: u64) -> (f64, f64) {
     let k = (n - 1) as f64;
     let (mut sxx, mut sxz, mut szz, mut sxy, mut szy) = (0.0, 0.0, 0.0, 0.0, 0.0);
@@ -393,7 +395,7 @@ fn signature_wls(h: &Hockney, n: u64, samples: &[(u64, f64)], m_th: u64) -> (f64
         if t <= 0.0 {
             continue;
         }
-        let w = 1.0 / (t / k).powi(2);
+        let w = 1.0 / (t / k);
         let x = h.beta * m as f64;
         let z = if m >= m_th { 1.0 } else { 0.0 };
         let y = t / k - h.alpha;
@@ -529,9 +531,10 @@ fn sym(t: &[Vec<f64>], i: usize, j: usize) -> f64 {
 /// from one-to-two experiments, `t_i = (T_i(M) − T_ij(M) − 2C_i)/M` where j is the slower
 /// of the two destinations, averaged; rates from `1/β_ij = (T_ij(M) − 2C_i − 2C_j)/M − t_i
 /// − t_j`. With two nodes C is split evenly and t = 0. Values are clamped at ≥ 0 (rates
-/// at a tiny positive floor) so noise cannot produce an invalid model.
+/// at a tiny positive floor) so noise cannot produce an invalid model. The note says when
+/// the variable delays had to be dropped (see the comment in the body).
 #[allow(clippy::needless_range_loop)]
-pub fn fit_lom(ms: &LomMeasurements) -> Result<Lom, FitError> {
+pub fn fit_lom(ms: &LomMeasurements) -> Result<(Lom, Option<String>), FitError> {
     let n = ms.n;
     if n < 2 || ms.rt0.len() < n || ms.rtm.len() < n || ms.bytes <= 0.0 {
         return err("LOM needs round trips between at least 2 nodes and a message size > 0");
@@ -574,16 +577,28 @@ pub fn fit_lom(ms: &LomMeasurements) -> Result<Lom, FitError> {
             }
         })
         .collect();
+    let inv = |t: &[f64], i: usize, j: usize| {
+        (sym(&ms.rtm, i, j) - 2.0 * c[i] - 2.0 * c[j]) / m - t[i] - t[j]
+    };
+    let pairs = || (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)));
+    // On a link-bound network the sender's port, not its processor, serialises the two
+    // messages of a one-to-two experiment, and t_i absorbs the link time; a link would
+    // then need a non-positive transfer time. Fall back to t = 0 (rates from the round
+    // trips alone), which keeps every point-to-point time exact.
+    let fallback = pairs().any(|(i, j)| inv(&t, i, j) <= 0.0);
+    let t = if fallback { vec![0.0; n] } else { t };
     let mut rate = vec![vec![0.0; n]; n];
-    for i in 0..n {
-        for j in 0..n {
-            if i != j {
-                let inv = (sym(&ms.rtm, i, j) - 2.0 * c[i] - 2.0 * c[j]) / m - t[i] - t[j];
-                rate[i][j] = if inv > 1e-15 { 1.0 / inv } else { 1e15 };
-            }
-        }
+    for (i, j) in pairs() {
+        let x = inv(&t, i, j);
+        rate[i][j] = if x > 1e-15 { 1.0 / x } else { 1e15 };
     }
-    Lom::new(c, t, rate).map_err(|e| FitError(e.to_string()))
+    let lom = Lom::new(c, t, rate).map_err(|e| FitError(e.to_string()))?;
+    let note = fallback.then(|| {
+        "one-to-two experiments gave per-byte node delays that leave a link no transfer \
+         time (a link-bound network): t set to 0, rates from the round trips"
+            .to_string()
+    });
+    Ok((lom, note))
 }
 
 /// One segmentation of a data row into linear pieces: the indices where each segment after
@@ -959,14 +974,15 @@ mod tests {
                 }
             }
         }
-        let lom = fit_lom(&LomMeasurements {
+        let (lom, note) = fit_lom(&LomMeasurements {
             n,
             bytes: m,
-            rt0,
-            rtm,
-            one_to_two: o2,
+            rt0: rt0.clone(),
+            rtm: rtm.clone(),
+            one_to_two: o2.clone(),
         })
         .unwrap();
+        assert!(note.is_none());
         for i in 0..n {
             assert!((lom.c[i] - c[i]).abs() < 2e-6, "C {i}: {:?}", lom.c);
             assert!((lom.t[i] - t[i]).abs() < 0.3e-9, "t {i}: {:?}", lom.t);
@@ -976,6 +992,22 @@ mod tests {
                 }
             }
         }
+        // A link-bound network: one-to-two takes twice the link time.
+        let o2: Vec<_> = o2
+            .iter()
+            .map(|&(i, j, k, t)| (i, j, k, t + 2.0 * m / rate(i, j)))
+            .collect();
+        let (lom, note) = fit_lom(&LomMeasurements {
+            n,
+            bytes: m,
+            rt0,
+            rtm,
+            one_to_two: o2,
+        })
+        .unwrap();
+        assert!(note.is_some());
+        assert!(lom.t.iter().all(|&x| x == 0.0));
+        assert!(lom.rate[0][1] > 0.0 && lom.rate[0][1] < 1e12);
     }
 
     #[test]

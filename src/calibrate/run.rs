@@ -206,6 +206,7 @@ pub fn run(opts: &Options) -> i32 {
     let mut raw = serde_json::Map::new();
     let mut res = serde_json::Map::new();
     let mut skipped: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let mut profile = Profile::builtin_default();
     profile.date = Some(utc_now());
     profile.mpi_library = Some(mpi.library_version());
@@ -510,7 +511,10 @@ pub fn run(opts: &Options) -> i32 {
                 json!({"measurements": ms, "scatter": sc, "gather": ga}),
             );
             match fit::fit_lom(&ms) {
-                Ok(mut lom) => {
+                Ok((mut lom, note)) => {
+                    if let Some(n) = note {
+                        notes.push(format!("lom: {n}"));
+                    }
                     if !sc.is_empty() {
                         let peers: Vec<usize> = (1..nnodes).collect();
                         let th = fit::lom_thresholds(&lom, 0, &peers, &sc, &ga);
@@ -537,6 +541,7 @@ pub fn run(opts: &Options) -> i32 {
         return 0;
     }
     raw.insert("skipped".into(), json!(skipped));
+    raw.insert("notes".into(), json!(notes));
     raw.insert("wall_s".into(), json!(wall));
     profile.raw = Some(Value::Object(raw));
     profile.residuals = Some(Value::Object(res));

@@ -257,16 +257,18 @@ pub fn render(p: &Profile, title: &str) -> String {
             l.kappa2
         );
     }
-    if let Some(sk) = p
-        .raw
-        .as_ref()
-        .and_then(|r| r.get("skipped"))
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())
-    {
-        let _ = writeln!(o, "\nNot measured:");
-        for s in sk {
-            let _ = writeln!(o, "  {}", s.as_str().unwrap_or(""));
+    for (key, head) in [("skipped", "Not measured:"), ("notes", "Notes:")] {
+        if let Some(list) = p
+            .raw
+            .as_ref()
+            .and_then(|r| r.get(key))
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty())
+        {
+            let _ = writeln!(o, "\n{head}");
+            for s in list {
+                let _ = writeln!(o, "  {}", s.as_str().unwrap_or(""));
+            }
         }
     }
     if let Some(w) = p
