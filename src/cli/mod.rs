@@ -4,7 +4,9 @@ use clap::{Parser, Subcommand};
 
 pub mod accuracy;
 pub mod analyze;
+pub mod calibrate;
 pub mod model;
+pub mod profile_cmd;
 
 /// Profile MPI programs, and predict their communication time under contention models.
 #[derive(Parser, Debug)]
@@ -23,6 +25,12 @@ enum Cmd {
     Analyze(analyze::AnalyzeArgs),
     /// Measured against predicted (and the contention-free baseline) per group of like calls.
     Accuracy(accuracy::AccuracyArgs),
+    /// Measure the network under an MPI launcher and write a calibration profile
+    /// (`mpirun -np N pmpi-predict calibrate -o PROFILE.json`).
+    Calibrate(calibrate::CalibrateArgs),
+    /// Inspect calibration profiles.
+    #[command(subcommand)]
+    Profile(profile_cmd::ProfileCmd),
 }
 
 /// Runs the CLI and returns the process exit status: 0 on success, 2 on bad input,
@@ -40,6 +48,8 @@ pub fn main() -> i32 {
         Cmd::Model(m) => model::run(m),
         Cmd::Analyze(a) => analyze::run(a),
         Cmd::Accuracy(a) => accuracy::run(a),
+        Cmd::Calibrate(a) => calibrate::run(a),
+        Cmd::Profile(p) => profile_cmd::run(p),
     }
 }
 

@@ -1,0 +1,470 @@
+//! The calibration measurements, run under MPI on every rank: node discovery, ping-pong
+//! over a size grid (inter- and intra-node), Kielmann's pLogP measurements, the
+//! bandwidth-sharing penalty schemes (Fig. 2 of the penalty paper), all-to-all sample
+//! runs, and the LOM round trips, one-to-two experiments and scatter/gather rows.
+//!
+//! Every function is collective over WORLD (all ranks call it with the same arguments, in
+//! the same order) and returns the same values on every rank: each measuring rank fills
+//! its entries and an element-wise MAX all-reduce shares them. Times are taken with a
+//! monotonic clock by the rank that can see the whole operation (the sender, which waits
+//! for the receiver's empty acknowledgement, so buffering in the MPI library or the TCP
+//! stack never shortens a measurement).
+
+use std::time::Instant;
+
+use super::fit::{LomMeasurements, PLogPPoint};
+use super::mpi::{Comm, Mpi, Request, touch};
+
+const TAG_DATA: i32 = 1000;
+const TAG_ACK: i32 = 30000;
+
+/// Longest node name exchanged (longer names are cut).
+const NAME_MAX: usize = 256;
+
+/// Ranks, nodes, and one leader rank per node (its lowest rank).
+pub struct Ctx<'a> {
+    pub mpi: &'a Mpi,
+    /// Node names, indexed by node id (in order of their lowest rank).
+    pub nodes: Vec<String>,
+    /// Node id of every WORLD rank.
+    pub node_of: Vec<usize>,
+    /// Lowest WORLD rank of every node.
+    pub leaders: Vec<i32>,
+    /// Node leaders only (None on other ranks); leader of node k has rank k in it.
+    pub leader_comm: Option<Comm>,
+}
+
+/// The median (mean of the middle two for an even count; 0 for none).
+pub fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// Exchanges node names (`name` is this rank's) and builds the node map.
+    pub fn discover(mpi: &'a Mpi, name: &str) -> Ctx<'a> {
+        let mut mine = [0u8; NAME_MAX];
+        let b = name.as_bytes();
+        let n = b.len().min(NAME_MAX - 1);
+        mine[..n].copy_from_slice(&b[..n]);
+        let all = mpi.allgather_bytes(&mine, mpi.world, mpi.size as usize);
+        let mut nodes: Vec<String> = Vec::new();
+        let mut node_of = Vec::new();
+        let mut leaders = Vec::new();
+        for (r, chunk) in all.chunks(NAME_MAX).enumerate() {
+            let end = chunk.iter().position(|&c| c == 0).unwrap_or(NAME_MAX);
+            let s = String::from_utf8_lossy(&chunk[..end]).into_owned();
+            let id = match nodes.iter().position(|x| *x == s) {
+                Some(i) => i,
+                None => {
+                    nodes.push(s);
+                    leaders.push(r as i32);
+                    nodes.len() - 1
+                }
+            };
+            node_of.push(id);
+        }
+        let is_leader = leaders.contains(&mpi.rank);
+        let key = node_of[mpi.rank as usize] as i32;
+        let leader_comm = mpi.split(mpi.world, is_leader.then_some(0), key);
+        Ctx {
+            mpi,
+            nodes,
+            node_of,
+            leaders,
+            leader_comm,
+        }
+    }
+
+    /// Two ranks on one node, if any node has two.
+    pub fn intra_pair(&self) -> Option<(i32, i32)> {
+        (0..self.nodes.len()).find_map(|k| {
+            let mut r = (0..self.node_of.len()).filter(|&r| self.node_of[r] == k);
+            Some((r.next()? as i32, r.next()? as i32))
+        })
+    }
+
+    /// Every pair of node leaders exchanges one byte both ways, so that connection setup
+    /// (TCP connect in Open MPI's tcp BTL, done lazily) is not measured later.
+    pub fn warm_up(&self) {
+        let m = self.mpi;
+        let l = &self.leaders;
+        let mut b = [0u8; 1];
+        for i in 0..l.len() {
+            for j in (i + 1)..l.len() {
+                if m.rank == l[i] {
+                    m.send(&b, l[j], 1, m.world);
+                    m.recv(&mut b, l[j], 1, m.world);
+                } else if m.rank == l[j] {
+                    m.recv(&mut b, l[i], 1, m.world);
+                    m.send(&b, l[i], 1, m.world);
+                }
+            }
+        }
+        m.barrier(m.world);
+    }
+
+    /// Agreed elapsed time: rank 0's clock, broadcast (so every rank takes the same
+    /// budget decisions).
+    pub fn agreed(&self, v: f64) -> f64 {
+        let mut x = [v];
+        self.mpi.bcast_f64(&mut x, 0, self.mpi.world);
+        x[0]
+    }
+
+    fn share(&self, v: &mut [f64]) {
+        self.mpi.allreduce_max(v, self.mpi.world);
+    }
+}
+
+/// Ping-pong between WORLD ranks `a` and `b`: for each size, the smallest round trip over
+/// `reps` (after one warm-up exchange), halved: one-way seconds per size.
+pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Vec<f64> {
+    let m = ctx.mpi;
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let mut buf = vec![0u8; max];
+    let mut out = vec![0.0; sizes.len()];
+    for (i, &s) in sizes.iter().enumerate() {
+        let reps = reps.get(i).copied().unwrap_or(3).max(1);
+        let buf = &mut buf[..s];
+        let mut best = f64::INFINITY;
+        for r in 0..=reps {
+            if m.rank == a {
+                let t = Instant::now();
+                m.send(buf, b, 2, m.world);
+                m.recv(buf, b, 2, m.world);
+                let rtt = t.elapsed().as_secs_f64();
+                if r > 0 {
+                    best = best.min(rtt);
+                }
+            } else if m.rank == b {
+                m.recv(buf, a, 2, m.world);
+                m.send(buf, a, 2, m.world);
+            }
+        }
+        if m.rank == a {
+            out[i] = best / 2.0;
+        }
+    }
+    ctx.share(&mut out);
+    out
+}
+
+/// Kielmann's pLogP measurements between `a` and `b` for each size: `os` = time of the
+/// send call; `or` = time of the receive call when the message has had time to arrive
+/// (the receiver waits twice the measured one-way time first, `one_way[i]`); streams of
+/// `k1 = 1` and `k2 = 4` back-to-back messages closed by an empty reply. Returns the
+/// empty round trip and one point per size (minimum over `reps`).
+pub fn plogp(
+    ctx: &Ctx,
+    a: i32,
+    b: i32,
+    sizes: &[usize],
+    one_way: &[f64],
+    reps: u32,
+) -> (f64, Vec<PLogPPoint>) {
+    const K1: u32 = 1;
+    const K2: u32 = 4;
+    let m = ctx.mpi;
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let mut buf = vec![0u8; max];
+    let mut ack = [0u8; 0];
+    // Per size: os, or, t1, t2; plus the empty round trip at the end.
+    let mut v = vec![0.0; sizes.len() * 4 + 1];
+    let mut rtt0 = f64::INFINITY;
+    for _ in 0..=reps {
+        if m.rank == a {
+            let t = Instant::now();
+            m.send(&ack, b, 3, m.world);
+            m.recv(&mut ack, b, 3, m.world);
+            rtt0 = rtt0.min(t.elapsed().as_secs_f64());
+        } else if m.rank == b {
+            m.recv(&mut ack, a, 3, m.world);
+            m.send(&ack, a, 3, m.world);
+        }
+    }
+    for (i, &s) in sizes.iter().enumerate() {
+        let buf = &mut buf[..s];
+        let (mut os, mut or, mut t1, mut t2) = (f64::INFINITY, f64::INFINITY, 0.0, 0.0);
+        let wait = 2.0 * one_way.get(i).copied().unwrap_or(0.0) + 100e-6;
+        let mut s1 = f64::INFINITY;
+        let mut s2 = f64::INFINITY;
+        for _ in 0..reps.max(1) {
+            // os and or in one exchange: a times its send, b waits, then times its receive.
+            if m.rank == a {
+                let t = Instant::now();
+                m.send(buf, b, 4, m.world);
+                os = os.min(t.elapsed().as_secs_f64());
+                m.recv(&mut ack, b, 4, m.world);
+            } else if m.rank == b {
+                let t = Instant::now();
+                while t.elapsed().as_secs_f64() < wait {
+                    std::hint::spin_loop();
+                }
+                let t = Instant::now();
+                m.recv(buf, a, 4, m.world);
+                or = or.min(t.elapsed().as_secs_f64());
+                m.send(&ack, a, 4, m.world);
+            }
+            for (k, best) in [(K1, &mut s1), (K2, &mut s2)] {
+                if m.rank == a {
+                    let t = Instant::now();
+                    for _ in 0..k {
+                        m.send(buf, b, 5, m.world);
+                    }
+                    m.recv(&mut ack, b, 5, m.world);
+                    *best = best.min(t.elapsed().as_secs_f64());
+                } else if m.rank == b {
+                    for _ in 0..k {
+                        m.recv(buf, a, 5, m.world);
+                    }
+                    m.send(&ack, a, 5, m.world);
+                }
+            }
+        }
+        if m.rank == a {
+            t1 = s1;
+            t2 = s2;
+        }
+        v[i * 4] = if m.rank == a { os } else { 0.0 };
+        v[i * 4 + 1] = if m.rank == b { or } else { 0.0 };
+        v[i * 4 + 2] = t1;
+        v[i * 4 + 3] = t2;
+    }
+    let last = v.len() - 1;
+    v[last] = if m.rank == a { rtt0 } else { 0.0 };
+    ctx.share(&mut v);
+    let pts = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| PLogPPoint {
+            bytes: s as f64,
+            os: v[i * 4],
+            or: v[i * 4 + 1],
+            k1: K1,
+            t1: v[i * 4 + 2],
+            k2: K2,
+            t2: v[i * 4 + 3],
+        })
+        .collect();
+    (v[last], pts)
+}
+
+enum Slot {
+    DataIn(usize),
+    AckIn(usize),
+    DataOut,
+}
+
+/// One penalty scheme: every arc `(src node, dst node)` sends `bytes` bytes at once (after
+/// a barrier) from the source node's leader to the destination node's leader, which
+/// answers each message with an empty acknowledgement. An arc's time runs from the
+/// barrier to the acknowledgement's arrival at its sender. Returns every repetition's
+/// times, one value per arc.
+pub fn scheme(ctx: &Ctx, arcs: &[(usize, usize)], bytes: usize, reps: u32) -> Vec<Vec<f64>> {
+    let m = ctx.mpi;
+    let l = &ctx.leaders;
+    let sendbuf = vec![1u8; bytes];
+    let incoming: Vec<usize> = (0..arcs.len())
+        .filter(|&i| l[arcs[i].1] == m.rank)
+        .collect();
+    let mut recvbufs: Vec<Vec<u8>> = incoming.iter().map(|_| vec![0u8; bytes]).collect();
+    let mut acks: Vec<[u8; 0]> = vec![[]; arcs.len()];
+    let mut per_rep: Vec<Vec<f64>> = Vec::new();
+    for _ in 0..reps.max(1) {
+        let mut times = vec![0.0; arcs.len()];
+        m.barrier(m.world);
+        let t0 = Instant::now();
+        let mut reqs: Vec<Request> = Vec::new();
+        let mut slots: Vec<Slot> = Vec::new();
+        for (buf, &i) in recvbufs.iter_mut().zip(&incoming) {
+            reqs.push(m.irecv(buf, l[arcs[i].0], TAG_DATA + i as i32, m.world));
+            slots.push(Slot::DataIn(i));
+        }
+        for (i, ack) in acks.iter_mut().enumerate() {
+            if l[arcs[i].0] == m.rank {
+                reqs.push(m.irecv(ack, l[arcs[i].1], TAG_ACK + i as i32, m.world));
+                slots.push(Slot::AckIn(i));
+            }
+        }
+        for (i, &(_, d)) in arcs.iter().enumerate() {
+            if l[arcs[i].0] == m.rank {
+                reqs.push(m.isend(&sendbuf, l[d], TAG_DATA + i as i32, m.world));
+                slots.push(Slot::DataOut);
+            }
+        }
+        while let Some(k) = m.wait_any(&mut reqs) {
+            match slots[k] {
+                Slot::DataIn(i) => m.send(&[], l[arcs[i].0], TAG_ACK + i as i32, m.world),
+                Slot::AckIn(i) => times[i] = t0.elapsed().as_secs_f64(),
+                Slot::DataOut => {}
+            }
+        }
+        ctx.share(&mut times);
+        per_rep.push(times);
+    }
+    recvbufs.iter().for_each(|b| touch(b));
+    per_rep
+}
+
+/// All-to-all sample runs among the node leaders (one process per node): for each size,
+/// the median over `reps` of the slowest process's time. Non-leaders wait.
+pub fn alltoall(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<f64> {
+    let m = ctx.mpi;
+    let mut out = vec![0.0; sizes.len()];
+    if let Some(c) = ctx.leader_comm {
+        let n = m.comm_size(c);
+        let max = sizes.iter().copied().max().unwrap_or(0);
+        let send = vec![1u8; max * n];
+        let mut recv = vec![0u8; max * n];
+        // One warm-up run at the smallest size.
+        if let Some(&s) = sizes.first() {
+            m.alltoall(&send, &mut recv, s, c);
+        }
+        for (i, &s) in sizes.iter().enumerate() {
+            let mut v = Vec::new();
+            for _ in 0..reps.max(1) {
+                m.barrier(c);
+                let t = Instant::now();
+                m.alltoall(&send, &mut recv, s, c);
+                let mut x = [t.elapsed().as_secs_f64()];
+                m.allreduce_max(&mut x, c);
+                v.push(x[0]);
+            }
+            out[i] = median(&mut v);
+        }
+        touch(&recv);
+    }
+    ctx.share(&mut out);
+    out
+}
+
+/// LOM experiments between node leaders: empty round trips and round trips of `bytes`
+/// bytes with empty replies for every pair, and one-to-two experiments for every root and
+/// pair of destinations; medians over `reps`. Experiments run one at a time (a barrier
+/// separates them) so that they never share a port.
+pub fn lom(ctx: &Ctx, bytes: usize, reps: u32) -> LomMeasurements {
+    let m = ctx.mpi;
+    let l = &ctx.leaders;
+    let n = l.len();
+    let buf = vec![1u8; bytes];
+    let mut rbuf = vec![0u8; bytes];
+    let mut ack = [0u8; 0];
+    let mut run = |root: usize, dests: &[usize], size: usize| -> f64 {
+        let mut v = Vec::new();
+        for _ in 0..reps.max(1) {
+            m.barrier(m.world);
+            let mut t = 0.0;
+            if m.rank == l[root] {
+                let t0 = Instant::now();
+                let mut reqs: Vec<Request> = dests
+                    .iter()
+                    .map(|&d| m.isend(&buf[..size], l[d], 7, m.world))
+                    .collect();
+                m.wait_all(&mut reqs);
+                for &d in dests {
+                    m.recv(&mut ack, l[d], 8, m.world);
+                }
+                t = t0.elapsed().as_secs_f64();
+            } else if dests.iter().any(|&d| l[d] == m.rank) {
+                m.recv(&mut rbuf[..size], l[root], 7, m.world);
+                m.send(&ack, l[root], 8, m.world);
+            }
+            let mut x = [t];
+            m.allreduce_max(&mut x, m.world);
+            v.push(x[0]);
+        }
+        median(&mut v)
+    };
+    let mut rt0 = vec![vec![0.0; n]; n];
+    let mut rtm = vec![vec![0.0; n]; n];
+    for i in 0..n {
+        for j in (i + 1)..n {
+            rt0[i][j] = run(i, &[j], 0);
+            rtm[i][j] = run(i, &[j], bytes);
+        }
+    }
+    let mut one_to_two = Vec::new();
+    for i in 0..n {
+        for j in 0..n {
+            for k in (j + 1)..n {
+                if j != i && k != i {
+                    one_to_two.push((i, j, k, run(i, &[j, k], bytes)));
+                }
+            }
+        }
+    }
+    touch(&rbuf);
+    LomMeasurements {
+        n,
+        bytes: bytes as f64,
+        rt0,
+        rtm,
+        one_to_two,
+    }
+}
+
+/// A data row of `(bytes, seconds)`.
+pub type Row = Vec<(f64, f64)>;
+
+/// Linear scatter and gather rows from node 0's leader to the other leaders: for each
+/// size, the median over `reps` of the slowest process's time. Returns `(scatter,
+/// gather)` as `(bytes, seconds)` rows.
+pub fn scatter_gather(ctx: &Ctx, sizes: &[usize], reps: u32) -> (Row, Row) {
+    let m = ctx.mpi;
+    let mut v = vec![0.0; sizes.len() * 2];
+    if let Some(c) = ctx.leader_comm {
+        let n = m.comm_size(c);
+        let max = sizes.iter().copied().max().unwrap_or(0);
+        let big = vec![1u8; max * n];
+        let mut bigr = vec![0u8; max * n];
+        let mut small = vec![0u8; max];
+        for (i, &s) in sizes.iter().enumerate() {
+            for (op, slot) in [(0, i * 2), (1, i * 2 + 1)] {
+                let mut xs = Vec::new();
+                for _ in 0..reps.max(1) {
+                    m.barrier(c);
+                    let t = Instant::now();
+                    if op == 0 {
+                        m.scatter(&big, &mut small, s, 0, c);
+                    } else {
+                        m.gather(&big[..max], &mut bigr, s, 0, c);
+                    }
+                    let mut x = [t.elapsed().as_secs_f64()];
+                    m.allreduce_max(&mut x, c);
+                    xs.push(x[0]);
+                }
+                v[slot] = median(&mut xs);
+            }
+        }
+        touch(&small);
+        touch(&bigr);
+    }
+    ctx.share(&mut v);
+    let row = |k: usize| -> Row {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (s as f64, v[i * 2 + k]))
+            .collect()
+    };
+    (row(0), row(1))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn median_of_even_and_odd() {
+        assert_eq!(super::median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(super::median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(super::median(&mut []), 0.0);
+    }
+}

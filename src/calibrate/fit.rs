@@ -1,0 +1,1086 @@
+//! Pure fitting of model parameters from calibration measurements (no MPI): Hockney α β,
+//! pLogP tables (Kielmann's method), penalty-model parameters and the choice of the best
+//! penalty model, the all-to-all contention signature with its threshold, and LOM
+//! processing delays, link rates and scatter/gather thresholds (Bai–Perron segmentation).
+//!
+//! Every fit returns its residuals so that the profile can say how well it fits.
+#![forbid(unsafe_code)]
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::alltoall::{Signature, upper_lower_bounds};
+use crate::model::{
+    CommGraph, GigabitEthernet, Hockney, InfiniBand, Lom, PLogP, PenaltyModel, PiecewiseLinear,
+    penalty_model_by_name,
+};
+use crate::profile::{GigeParams, InfinibandParams};
+
+/// Why a fit could not be made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitError(pub String);
+
+impl std::fmt::Display for FitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FitError {}
+
+fn err<T>(s: impl Into<String>) -> Result<T, FitError> {
+    Err(FitError(s.into()))
+}
+
+/// Weighted least squares line `y = a + b·x`: returns `(a, b)`. Needs two distinct x.
+pub fn linreg(xs: &[f64], ys: &[f64], ws: &[f64]) -> Option<(f64, f64)> {
+    let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for ((&x, &y), &w) in xs.iter().zip(ys).zip(ws) {
+        sw += w;
+        sx += w * x;
+        sy += w * y;
+        sxx += w * x * x;
+        sxy += w * x * y;
+    }
+    let det = sw * sxx - sx * sx;
+    if sw <= 0.0 || det.abs() <= 1e-300 * sw * sxx.max(1.0) {
+        return None;
+    }
+    let b = (sw * sxy - sx * sy) / det;
+    let a = (sy - b * sx) / sw;
+    Some((a, b))
+}
+
+/// Relative residuals `(predicted − measured)/measured` and their root mean square.
+fn relative(pred: impl Iterator<Item = f64>, meas: &[f64]) -> (Vec<f64>, f64) {
+    let r: Vec<f64> = pred
+        .zip(meas)
+        .map(|(p, &m)| if m > 0.0 { (p - m) / m } else { 0.0 })
+        .collect();
+    let rms = (r.iter().map(|x| x * x).sum::<f64>() / r.len().max(1) as f64).sqrt();
+    (r, rms)
+}
+
+/// A Hockney fit with its relative residuals (one per sample, in input order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HockneyFit {
+    pub hockney: Hockney,
+    pub residuals: Vec<f64>,
+    pub rms_rel: f64,
+}
+
+/// Fits `T = α + β·m` to `(bytes, seconds)` samples (one-way times): β is the ordinary
+/// least-squares slope (absolute errors, so the large messages that measure bandwidth
+/// decide it); α is the latency, the time of the smallest message less its `β·m` (an empty
+/// message when the grid starts at 0), averaged over the samples of that size and clamped
+/// at 0. A single regression for both would let a few small messages that skip the
+/// bandwidth limit (a shaper's burst allowance, an eager protocol) drag β or α far off.
+pub fn fit_hockney(samples: &[(f64, f64)]) -> Result<HockneyFit, FitError> {
+    let good: Vec<(f64, f64)> = samples
+        .iter()
+        .copied()
+        .filter(|&(m, t)| m.is_finite() && m >= 0.0 && t.is_finite() && t > 0.0)
+        .collect();
+    let xs: Vec<f64> = good.iter().map(|s| s.0).collect();
+    let ys: Vec<f64> = good.iter().map(|s| s.1).collect();
+    let Some((_, b)) = linreg(&xs, &ys, &vec![1.0; xs.len()]) else {
+        return err("Hockney fit needs at least two different message sizes with times > 0");
+    };
+    let b = b.max(0.0);
+    let m0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let small: Vec<f64> = good
+        .iter()
+        .filter(|s| s.0 == m0)
+        .map(|&(m, t)| t - b * m)
+        .collect();
+    let a = (small.iter().sum::<f64>() / small.len() as f64).max(0.0);
+    let hockney = Hockney::new(a, b.max(0.0)).map_err(|e| FitError(e.to_string()))?;
+    let (residuals, rms_rel) = relative(
+        samples.iter().map(|&(m, _)| hockney.time_bytes(m)),
+        &samples.iter().map(|s| s.1).collect::<Vec<_>>(),
+    );
+    Ok(HockneyFit {
+        hockney,
+        residuals,
+        rms_rel,
+    })
+}
+
+/// One size of Kielmann's pLogP measurement: `m` bytes; `os`, `or` the send and receive
+/// overheads; streams of `k1` and `k2` back-to-back messages (then a 0-byte reply) took
+/// `t1` and `t2` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PLogPPoint {
+    pub bytes: f64,
+    pub os: f64,
+    pub or: f64,
+    pub k1: u32,
+    pub t1: f64,
+    pub k2: u32,
+    pub t2: f64,
+}
+
+/// Builds pLogP tables: `g(m)` is the slope of stream time against message count
+/// (`(t2 − t1)/(k2 − k1)`: the per-message gap at saturation, free of latency), `L` is
+/// half the empty round trip `rtt0` minus `g(0)` (`RTT(0) = 2·(L + g(0))`). Negative or
+/// non-finite values (noise) are clamped at 0; sizes are sorted and deduplicated.
+pub fn build_plogp(rtt0: f64, points: &[PLogPPoint]) -> Result<PLogP, FitError> {
+    let mut pts: Vec<PLogPPoint> = points
+        .iter()
+        .copied()
+        .filter(|p| p.bytes.is_finite() && p.bytes >= 0.0 && p.k2 > p.k1)
+        .collect();
+    if pts.is_empty() {
+        return err("pLogP needs at least one message size measured with two stream lengths");
+    }
+    pts.sort_by(|a, b| a.bytes.total_cmp(&b.bytes));
+    pts.dedup_by(|a, b| a.bytes == b.bytes);
+    let clamp = |x: f64| if x.is_finite() { x.max(0.0) } else { 0.0 };
+    let gap = |p: &PLogPPoint| clamp((p.t2 - p.t1) / (p.k2 - p.k1) as f64);
+    let g0 = gap(&pts[0]);
+    let l = clamp(rtt0 / 2.0 - g0);
+    let table = |f: &dyn Fn(&PLogPPoint) -> f64| PiecewiseLinear {
+        points: pts.iter().map(|p| (p.bytes, f(p))).collect(),
+    };
+    PLogP::new(
+        l,
+        table(&gap),
+        table(&|p| clamp(p.os)),
+        table(&|p| clamp(p.or)),
+    )
+    .map_err(|e| FitError(e.to_string()))
+}
+
+/// One penalty-benchmark scheme: arcs between node indices, and the measured penalty
+/// `T_i / T_ref` of each arc.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchemePenalties {
+    pub name: String,
+    pub arcs: Vec<(u32, u32)>,
+    pub penalties: Vec<f64>,
+}
+
+impl SchemePenalties {
+    fn graph(&self) -> CommGraph {
+        CommGraph::from_triples(
+            &self
+                .arcs
+                .iter()
+                .map(|&(s, d)| (s, d, 1))
+                .collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// Mean |E_rel| (percent) of a penalty model over every arc of every scheme, the paper's
+/// `E_abs`, taking the predicted and measured penalties as the times (same T_ref).
+pub fn penalty_error(model: &dyn PenaltyModel, schemes: &[SchemePenalties]) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for s in schemes {
+        for (p, &m) in model.penalties(&s.graph()).iter().zip(&s.penalties) {
+            if m > 0.0 {
+                sum += ((p - m) / m).abs() * 100.0;
+                n += 1;
+            }
+        }
+    }
+    if n == 0 { 0.0 } else { sum / n as f64 }
+}
+
+fn sq_rel(model: &dyn PenaltyModel, schemes: &[SchemePenalties]) -> f64 {
+    let mut s = 0.0;
+    for sc in schemes {
+        for (p, &m) in model.penalties(&sc.graph()).iter().zip(&sc.penalties) {
+            if m > 0.0 {
+                s += ((p - m) / m).powi(2);
+            }
+        }
+    }
+    s
+}
+
+/// Nelder–Mead minimisation of `f` inside the box `[lo, hi]` (points are clamped into it).
+fn nelder_mead(
+    f: &dyn Fn(&[f64]) -> f64,
+    x0: &[f64],
+    lo: &[f64],
+    hi: &[f64],
+    iters: usize,
+) -> Vec<f64> {
+    let n = x0.len();
+    let clamp = |x: Vec<f64>| -> Vec<f64> {
+        x.iter()
+            .enumerate()
+            .map(|(i, v)| v.clamp(lo[i], hi[i]))
+            .collect()
+    };
+    let mut simplex: Vec<Vec<f64>> = vec![clamp(x0.to_vec())];
+    for i in 0..n {
+        let mut x = x0.to_vec();
+        let step = 0.1 * (hi[i] - lo[i]);
+        x[i] = if x[i] + step <= hi[i] {
+            x[i] + step
+        } else {
+            x[i] - step
+        };
+        simplex.push(clamp(x));
+    }
+    let mut vals: Vec<f64> = simplex.iter().map(|x| f(x)).collect();
+    for _ in 0..iters {
+        let mut idx: Vec<usize> = (0..=n).collect();
+        idx.sort_by(|&a, &b| vals[a].total_cmp(&vals[b]));
+        simplex = idx.iter().map(|&i| simplex[i].clone()).collect();
+        vals = idx.iter().map(|&i| vals[i]).collect();
+        if (vals[n] - vals[0]).abs() <= 1e-14 * (1.0 + vals[0].abs()) {
+            break;
+        }
+        let centroid: Vec<f64> = (0..n)
+            .map(|j| simplex[..n].iter().map(|x| x[j]).sum::<f64>() / n as f64)
+            .collect();
+        let along = |t: f64| -> Vec<f64> {
+            clamp(
+                (0..n)
+                    .map(|j| centroid[j] + t * (simplex[n][j] - centroid[j]))
+                    .collect(),
+            )
+        };
+        let xr = along(-1.0);
+        let fr = f(&xr);
+        if fr < vals[0] {
+            let xe = along(-2.0);
+            let fe = f(&xe);
+            if fe < fr {
+                simplex[n] = xe;
+                vals[n] = fe;
+            } else {
+                simplex[n] = xr;
+                vals[n] = fr;
+            }
+        } else if fr < vals[n - 1] {
+            simplex[n] = xr;
+            vals[n] = fr;
+        } else {
+            let xc = along(0.5);
+            let fc = f(&xc);
+            if fc < vals[n] {
+                simplex[n] = xc;
+                vals[n] = fc;
+            } else {
+                for i in 1..=n {
+                    simplex[i] = clamp(
+                        (0..n)
+                            .map(|j| simplex[0][j] + 0.5 * (simplex[i][j] - simplex[0][j]))
+                            .collect(),
+                    );
+                    vals[i] = f(&simplex[i]);
+                }
+            }
+        }
+    }
+    let best = (0..=n)
+        .min_by(|&a, &b| vals[a].total_cmp(&vals[b]))
+        .unwrap_or(0);
+    simplex[best].clone()
+}
+
+/// Fits the Gigabit Ethernet model's β, γo, γi to measured penalties by minimising the sum
+/// of squared relative errors (Nelder–Mead from the paper's values, β in (0, 4], γ in
+/// [0, 0.95]). Parameters the schemes cannot identify (e.g. γ without a mixed conflict) stay
+/// near the paper's values. Returns the parameters and the mean |E_rel| in percent.
+pub fn fit_gige(schemes: &[SchemePenalties]) -> (GigeParams, f64) {
+    let obj = |x: &[f64]| match GigabitEthernet::new(x[0], x[1], x[2]) {
+        Ok(m) => sq_rel(&m, schemes),
+        Err(_) => f64::INFINITY,
+    };
+    let d = GigabitEthernet::default();
+    let mut best = vec![d.beta, d.gamma_o, d.gamma_i];
+    for start in [
+        [d.beta, d.gamma_o, d.gamma_i],
+        [1.0, 0.0, 0.0],
+        [1.0, 0.3, 0.3],
+    ] {
+        let x = nelder_mead(&obj, &start, &[0.01, 0.0, 0.0], &[4.0, 0.95, 0.95], 600);
+        if obj(&x) < obj(&best) {
+            best = x;
+        }
+    }
+    let p = GigeParams {
+        beta: best[0],
+        gamma_o: best[1],
+        gamma_i: best[2],
+    };
+    let m = GigabitEthernet::new(p.beta, p.gamma_o, p.gamma_i).unwrap_or_default();
+    (p, penalty_error(&m, schemes))
+}
+
+/// Fits the InfiniBand model's βe, βs, γr (each in [0.05, 4]) like [`fit_gige`], starting
+/// from SimGrid's values. Returns the parameters and the mean |E_rel| in percent.
+pub fn fit_infiniband(schemes: &[SchemePenalties]) -> (InfinibandParams, f64) {
+    let obj = |x: &[f64]| match InfiniBand::new(x[0], x[1], x[2]) {
+        Ok(m) => sq_rel(&m, schemes),
+        Err(_) => f64::INFINITY,
+    };
+    let d = InfiniBand::default();
+    let mut best = vec![d.beta_e, d.beta_s, d.gamma_r];
+    for start in [[d.beta_e, d.beta_s, d.gamma_r], [1.0, 1.0, 1.0]] {
+        let x = nelder_mead(&obj, &start, &[0.05, 0.05, 0.05], &[4.0, 4.0, 4.0], 600);
+        if obj(&x) < obj(&best) {
+            best = x;
+        }
+    }
+    let p = InfinibandParams {
+        beta_e: best[0],
+        beta_s: best[1],
+        gamma_r: best[2],
+    };
+    let m = InfiniBand::new(p.beta_e, p.beta_s, p.gamma_r).unwrap_or_default();
+    (p, penalty_error(&m, schemes))
+}
+
+/// The fitted penalty models and the one chosen: the smallest mean |E_rel| among gige and
+/// infiniband (fitted) and myrinet and maxmin (no fitted parameters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PenaltyChoice {
+    pub model: String,
+    pub gige: GigeParams,
+    pub infiniband: InfinibandParams,
+    /// `(model, mean |E_rel| %)` for every model, in the order tried.
+    pub errors: Vec<(String, f64)>,
+}
+
+/// Fits every penalty model to the schemes and picks the best. On a tie (within 0.5
+/// percentage points) the earlier of gige, infiniband, maxmin, myrinet wins.
+pub fn choose_penalty(schemes: &[SchemePenalties]) -> PenaltyChoice {
+    let (gige, eg) = fit_gige(schemes);
+    let (infiniband, ei) = fit_infiniband(schemes);
+    let mut errors = vec![("gige".to_string(), eg), ("infiniband".to_string(), ei)];
+    for m in ["maxmin", "myrinet"] {
+        if let Ok(model) = penalty_model_by_name(m, &[]) {
+            errors.push((m.to_string(), penalty_error(model.as_ref(), schemes)));
+        }
+    }
+    let mut model = errors[0].clone();
+    for e in &errors[1..] {
+        if e.1 < model.1 - 0.5 {
+            model = e.clone();
+        }
+    }
+    PenaltyChoice {
+        model: model.0,
+        gige,
+        infiniband,
+        errors,
+    }
+}
+
+/// An all-to-all signature fit: the signature, its relative residuals (input order) and
+/// their root mean square, and the RMS of every threshold tried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlltoallFit {
+    pub signature: Signature,
+    pub residuals: Vec<f64>,
+    pub rms_rel: f64,
+    pub tried: Vec<(u64, f64)>,
+}
+
+/// Weighted least squares of γ and δ for one threshold `m_th`: per sample,
+/// `T/(n−1) − α = γ·(β·m) + δ·[m ≥ M]`, weights 1/T (generalised least squares with a
+/// variance proportional to the time: a 1 MiB sample does not outweigh all the others,
+/// and a small one that beats the Hockney lower bound, e.g. inside a shaper's burst
+/// allowance, does not drag γ down as relative weights 1/T² would). Negative values are
+/// clamped at 0.
+fn signature_wls(h: &Hockney, n: u64, samples: &[(u64, f64)], m_th: u64) -> (f64, f64) {
+    let k = (n - 1) as f64;
+    let (mut sxx, mut sxz, mut szz, mut sxy, mut szy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for &(m, t) in samples {
+        if t <= 0.0 {
+            continue;
+        }
+        let w = 1.0 / (t / k);
+        let x = h.beta * m as f64;
+        let z = if m >= m_th { 1.0 } else { 0.0 };
+        let y = t / k - h.alpha;
+        sxx += w * x * x;
+        sxz += w * x * z;
+        szz += w * z * z;
+        sxy += w * x * y;
+        szy += w * z * y;
+    }
+    let det = sxx * szz - sxz * sxz;
+    let gamma_only = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    if szz == 0.0 || det.abs() <= 1e-12 * sxx * szz {
+        return (gamma_only.max(0.0), 0.0);
+    }
+    let g = (sxy * szz - szy * sxz) / det;
+    let d = (sxx * szy - sxz * sxy) / det;
+    if g < 0.0 || d < 0.0 {
+        // The unconstrained optimum leaves the feasible region: the best feasible point is
+        // on an edge, γ alone or δ alone.
+        let d_only = (szy / szz).max(0.0);
+        return if gamma_only >= 0.0 && d_only == 0.0 {
+            (gamma_only, 0.0)
+        } else {
+            (g.max(0.0), d.max(0.0))
+        };
+    }
+    (g, d)
+}
+
+/// Does a model with one more parameter (RMS `rms1`) fit `n` samples significantly better
+/// than the smaller one (RMS `rms0`)? F test at 5%: `F = (SSE0 − SSE1)/(SSE1/(n − 2))`
+/// against the critical value of `F(1, n − 2)`.
+fn significant(rms0: f64, rms1: f64, n: usize) -> bool {
+    const CRIT: [f64; 8] = [161.4, 18.5, 10.1, 7.71, 6.61, 5.99, 5.59, 5.32];
+    if n < 3 {
+        return false;
+    }
+    let dof = n - 2;
+    let crit = CRIT.get(dof - 1).copied().unwrap_or(4.5);
+    let (sse0, sse1) = (rms0 * rms0 * n as f64, rms1 * rms1 * n as f64);
+    if sse1 <= 1e-30 {
+        return sse0 > 1e-30;
+    }
+    (sse0 - sse1) / (sse1 / dof as f64) > crit
+}
+
+/// Fits γ, δ and the threshold M from one sample run with `n` processes (`(m, seconds)`
+/// samples, ≥ 4 sizes recommended): for each candidate M (every sampled size with at
+/// least two samples at or above it, and "none", i.e. above the largest size so that
+/// δ = 0) γ and δ come from a relative-error least squares fit, and the M with the
+/// smallest relative squared error wins. δ is kept only when it lowers that error
+/// significantly (F test of the extra parameter at 5%, `F(1, N−2)`), so noise does not
+/// invent a start-up cost.
+pub fn fit_alltoall(h: &Hockney, n: u64, samples: &[(u64, f64)]) -> Result<AlltoallFit, FitError> {
+    if samples.len() < 2 {
+        return err("all-to-all fit needs at least 2 message sizes");
+    }
+    crate::model::alltoall::lower_bound(h, n, 0).map_err(|e| FitError(e.to_string()))?;
+    let meas: Vec<f64> = samples.iter().map(|s| s.1).collect();
+    let eval = |th: u64| -> Result<(Signature, Vec<f64>, f64), FitError> {
+        let (g, d) = signature_wls(h, n, samples, th);
+        let sig = Signature::new(g, d, th).map_err(|e| FitError(e.to_string()))?;
+        let pred: Result<Vec<f64>, _> =
+            samples.iter().map(|&(m, _)| sig.predict(h, n, m)).collect();
+        let pred = pred.map_err(|e| FitError(e.to_string()))?;
+        let (r, rms) = relative(pred.into_iter(), &meas);
+        Ok((sig, r, rms))
+    };
+    let none_m = samples
+        .iter()
+        .map(|s| s.0)
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1);
+    let base = eval(none_m)?;
+    let base_rms = base.2;
+    let mut tried = vec![(none_m, base_rms)];
+    let mut best = base;
+    let mut sizes: Vec<u64> = samples.iter().map(|s| s.0).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for &m in &sizes {
+        // δ must rest on at least two samples, or it would fit one point exactly.
+        if samples.iter().filter(|s| s.0 >= m).count() < 2 {
+            continue;
+        }
+        let cand = eval(m)?;
+        tried.push((m, cand.2));
+        if cand.0.delta > 0.0 && cand.2 < best.2 && significant(base_rms, cand.2, samples.len()) {
+            best = cand;
+        }
+    }
+    Ok(AlltoallFit {
+        signature: best.0,
+        residuals: best.1,
+        rms_rel: best.2,
+        tried,
+    })
+}
+
+/// γ of the Table 3 model `T = Lower + (Upper − Lower)·γ`, by least squares over the
+/// all-to-all samples; None when Upper = Lower everywhere.
+pub fn fit_upper_lower_gamma(pl: &PLogP, n: u64, samples: &[(u64, f64)]) -> Option<f64> {
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for &(m, t) in samples {
+        let (u, l) = upper_lower_bounds(pl, n, m).ok()?;
+        sxy += (u - l) * (t - l);
+        sxx += (u - l) * (u - l);
+    }
+    (sxx > 0.0).then(|| (sxy / sxx).max(0.0))
+}
+
+/// LOM measurements between `n` nodes (indices `0..n`): empty round trips `rt0[i][j]`
+/// (i < j used), round trips with an `m`-byte message and an empty reply `rtm[i][j]` (from
+/// i to j, i < j used), and one-to-two experiments `(i, j, k, seconds)` with root i sending
+/// `m` bytes to j and k and receiving empty replies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LomMeasurements {
+    pub n: usize,
+    pub bytes: f64,
+    pub rt0: Vec<Vec<f64>>,
+    pub rtm: Vec<Vec<f64>>,
+    pub one_to_two: Vec<(usize, usize, usize, f64)>,
+}
+
+fn sym(t: &[Vec<f64>], i: usize, j: usize) -> f64 {
+    if i < j { t[i][j] } else { t[j][i] }
+}
+
+/// Estimates LOM parameters (heterogeneous-model-estimation section 3):
+/// fixed delays from empty round trips, `T_ij(0) = 2C_i + 2C_j`, so for every triplet
+/// `C_i = (T_ij(0) + T_ik(0) − T_jk(0))/4`, averaged over all pairs (j, k); variable delays
+/// from one-to-two experiments, `t_i = (T_i(M) − T_ij(M) − 2C_i)/M` where j is the slower
+/// of the two destinations, averaged; rates from `1/β_ij = (T_ij(M) − 2C_i − 2C_j)/M − t_i
+/// − t_j`. With two nodes C is split evenly and t = 0. Values are clamped at ≥ 0 (rates
+/// at a tiny positive floor) so noise cannot produce an invalid model. The note says when
+/// the variable delays had to be dropped (see the comment in the body).
+#[allow(clippy::needless_range_loop)]
+pub fn fit_lom(ms: &LomMeasurements) -> Result<(Lom, Option<String>), FitError> {
+    let n = ms.n;
+    if n < 2 || ms.rt0.len() < n || ms.rtm.len() < n || ms.bytes <= 0.0 {
+        return err("LOM needs round trips between at least 2 nodes and a message size > 0");
+    }
+    let mut c = vec![0.0; n];
+    for i in 0..n {
+        let (mut s, mut k) = (0.0, 0usize);
+        for j in 0..n {
+            for l in (j + 1)..n {
+                if j != i && l != i {
+                    s += (sym(&ms.rt0, i, j) + sym(&ms.rt0, i, l) - sym(&ms.rt0, j, l)) / 4.0;
+                    k += 1;
+                }
+            }
+        }
+        c[i] = if k > 0 {
+            (s / k as f64).max(0.0)
+        } else {
+            let other = if i == 0 { 1 } else { 0 };
+            (sym(&ms.rt0, i, other) / 4.0).max(0.0)
+        };
+    }
+    let m = ms.bytes;
+    let mut tsum = vec![0.0; n];
+    let mut tcnt = vec![0usize; n];
+    for &(i, j, k, t) in &ms.one_to_two {
+        if i >= n || j >= n || k >= n {
+            continue;
+        }
+        let slow = sym(&ms.rtm, i, j).max(sym(&ms.rtm, i, k));
+        tsum[i] += (t - slow - 2.0 * c[i]) / m;
+        tcnt[i] += 1;
+    }
+    let t: Vec<f64> = (0..n)
+        .map(|i| {
+            if tcnt[i] > 0 {
+                (tsum[i] / tcnt[i] as f64).max(0.0)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let inv = |t: &[f64], i: usize, j: usize| {
+        (sym(&ms.rtm, i, j) - 2.0 * c[i] - 2.0 * c[j]) / m - t[i] - t[j]
+    };
+    let pairs = || (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)));
+    // On a link-bound network the sender's port, not its processor, serialises the two
+    // messages of a one-to-two experiment, and t_i absorbs the link time; a link would
+    // then need a non-positive transfer time. Fall back to t = 0 (rates from the round
+    // trips alone), which keeps every point-to-point time exact.
+    let fallback = pairs().any(|(i, j)| inv(&t, i, j) <= 0.0);
+    let t = if fallback { vec![0.0; n] } else { t };
+    let mut rate = vec![vec![0.0; n]; n];
+    for (i, j) in pairs() {
+        let x = inv(&t, i, j);
+        rate[i][j] = if x > 1e-15 { 1.0 / x } else { 1e15 };
+    }
+    let lom = Lom::new(c, t, rate).map_err(|e| FitError(e.to_string()))?;
+    let note = fallback.then(|| {
+        "one-to-two experiments gave per-byte node delays that leave a link no transfer \
+         time (a link-bound network): t set to 0, rates from the round trips"
+            .to_string()
+    });
+    Ok((lom, note))
+}
+
+/// One segmentation of a data row into linear pieces: the indices where each segment after
+/// the first starts, and the total squared residual.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segmentation {
+    pub starts: Vec<usize>,
+    pub ssr: f64,
+}
+
+fn ols_ssr(xs: &[f64], ys: &[f64]) -> f64 {
+    let w = vec![1.0; xs.len()];
+    match linreg(xs, ys, &w) {
+        Some((a, b)) => xs
+            .iter()
+            .zip(ys)
+            .map(|(x, y)| (y - a - b * x).powi(2))
+            .sum(),
+        None => {
+            let mean = ys.iter().sum::<f64>() / ys.len().max(1) as f64;
+            ys.iter().map(|y| (y - mean).powi(2)).sum()
+        }
+    }
+}
+
+/// Bai–Perron multiple structural change fit: for every number of breaks `0..=max_breaks`,
+/// the partition of the row (sorted by x) into linear segments of at least `min_len` points
+/// that minimises the total squared residual, found by dynamic programming over the
+/// segment-cost matrix (O(n²) segment regressions, O(breaks·n²) recursion).
+pub fn segment(xs: &[f64], ys: &[f64], max_breaks: usize, min_len: usize) -> Vec<Segmentation> {
+    let n = xs.len().min(ys.len());
+    let h = min_len.max(2);
+    if n < h {
+        return Vec::new();
+    }
+    // cost[i][j]: SSR of one segment over points i..=j.
+    let mut cost = vec![vec![f64::INFINITY; n]; n];
+    for i in 0..n {
+        for j in (i + h - 1)..n {
+            cost[i][j] = ols_ssr(&xs[i..=j], &ys[i..=j]);
+        }
+    }
+    // best[b][j]: minimal SSR of points 0..=j in b+1 segments, and where the last starts.
+    let mut best = vec![cost[0].clone()];
+    let mut from: Vec<Vec<usize>> = vec![vec![0; n]];
+    let mut out = vec![Segmentation {
+        starts: Vec::new(),
+        ssr: cost[0][n - 1],
+    }];
+    for b in 1..=max_breaks {
+        let mut cur = vec![f64::INFINITY; n];
+        let mut arg = vec![0usize; n];
+        for j in 0..n {
+            for s in ((b * h)..=j).rev() {
+                let v = best[b - 1][s - 1] + cost[s][j];
+                if v < cur[j] {
+                    cur[j] = v;
+                    arg[j] = s;
+                }
+            }
+        }
+        if !cur[n - 1].is_finite() {
+            break;
+        }
+        best.push(cur);
+        from.push(arg);
+        let mut starts = Vec::with_capacity(b);
+        let mut j = n - 1;
+        for k in (1..=b).rev() {
+            let s = from[k][j];
+            starts.push(s);
+            j = s - 1;
+        }
+        starts.reverse();
+        out.push(Segmentation {
+            starts,
+            ssr: best[b][n - 1],
+        });
+    }
+    out
+}
+
+/// Chooses the number of breaks as Bai–Perron's sequential procedure does: starting from
+/// no break, one more break is accepted while its F statistic
+/// `((SSR_k − SSR_{k+1})/q) / (SSR_{k+1}/(n − (k+2)·q − (k+1)))` (q = 2 coefficients per
+/// segment) exceeds 10, about the 5% critical value of their sup F(l+1 | l) test for q = 2.
+/// A fit that is already exact (SSR ≤ 1e-9 of the no-break SSR) takes no further break.
+pub fn choose_segmentation(n: usize, segs: &[Segmentation]) -> Option<&Segmentation> {
+    const Q: f64 = 2.0;
+    const CRIT: f64 = 10.0;
+    let first = segs.first()?;
+    let floor = first.ssr * 1e-9;
+    let mut k = 0;
+    while k + 1 < segs.len() {
+        let (a, b) = (segs[k].ssr, segs[k + 1].ssr);
+        if a <= floor {
+            break;
+        }
+        let dof = n as f64 - (k as f64 + 2.0) * Q - (k as f64 + 1.0);
+        if dof <= 0.0 {
+            break;
+        }
+        let f = ((a - b) / Q) / (b.max(floor) / dof);
+        if f <= CRIT {
+            break;
+        }
+        k += 1;
+    }
+    segs.get(k)
+}
+
+/// LOM collective thresholds from scatter and gather rows (`(M, seconds)`, sorted by M):
+/// S = first size of the second segment of the best 1-break scatter fit; M2 = start of the
+/// last segment of the BIC-chosen gather segmentation (≤ 2 breaks); M1 per the paper, the
+/// first size whose next time exceeds 10× the first (else M2); κ1, κ2 the slopes of lines
+/// fitted below M1 and from M2 on, minus the model's per-byte costs from `root` to `peers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LomThresholds {
+    pub scatter_threshold: Option<f64>,
+    pub gather_m1: Option<f64>,
+    pub gather_m2: Option<f64>,
+    pub kappa1: f64,
+    pub kappa2: f64,
+}
+
+/// Bai–Perron's trimming: segments hold at least 15% of the points (and at least 3).
+fn trim(n: usize) -> usize {
+    (n * 15).div_ceil(100).max(3)
+}
+
+/// See [`LomThresholds`].
+pub fn lom_thresholds(
+    lom: &Lom,
+    root: usize,
+    peers: &[usize],
+    scatter: &[(f64, f64)],
+    gather: &[(f64, f64)],
+) -> LomThresholds {
+    let split = |r: &[(f64, f64)]| -> (Vec<f64>, Vec<f64>) { r.iter().copied().unzip() };
+    let mut out = LomThresholds {
+        scatter_threshold: None,
+        gather_m1: None,
+        gather_m2: None,
+        kappa1: 0.0,
+        kappa2: 0.0,
+    };
+    let (sx, sy) = split(scatter);
+    let segs = segment(&sx, &sy, 1, trim(sx.len()));
+    if let Some(s) = segs.get(1) {
+        out.scatter_threshold = s.starts.first().map(|&i| sx[i]);
+    }
+    let (gx, gy) = split(gather);
+    if gx.len() < 4 {
+        return out;
+    }
+    let segs = segment(&gx, &gy, 2, trim(gx.len()));
+    let m2_idx = choose_segmentation(gx.len(), &segs)
+        .and_then(|s| s.starts.last().copied())
+        .unwrap_or(0);
+    out.gather_m2 = Some(gx[m2_idx]);
+    let k = (0..gx.len() - 1)
+        .find(|&i| gy[0] > 0.0 && gy[i + 1] / gy[0] > 10.0)
+        .unwrap_or(m2_idx.max(1))
+        .min(m2_idx.max(1));
+    out.gather_m1 = Some(gx[k]);
+    let per_byte = |j: &usize| lom.t[*j] + 1.0 / lom.rate[root][*j];
+    let w = |n: usize| vec![1.0; n];
+    if let Some((_, c1)) = linreg(&gx[m2_idx..], &gy[m2_idx..], &w(gx.len() - m2_idx)) {
+        out.kappa2 = c1 - peers.iter().map(per_byte).sum::<f64>();
+    }
+    if let Some((_, c1)) = linreg(&gx[..=k], &gy[..=k], &w(k + 1)) {
+        out.kappa1 = c1 - peers.iter().map(per_byte).fold(0.0, f64::max);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic noise: xorshift64*, uniform in [-1, 1].
+    struct Noise(u64);
+    impl Noise {
+        fn next(&mut self) -> f64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            let v = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            (v >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        }
+        /// Multiplies by 1 ± `rel`.
+        fn jitter(&mut self, x: f64, rel: f64) -> f64 {
+            x * (1.0 + rel * self.next())
+        }
+    }
+
+    #[test]
+    fn hockney_recovered_with_noise() {
+        let (alpha, beta) = (60e-6, 8.4e-8);
+        let mut nz = Noise(7);
+        let s: Vec<(f64, f64)> = [0.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0]
+            .iter()
+            .map(|&m| (m, nz.jitter(alpha + beta * m, 0.03)))
+            .collect();
+        let f = fit_hockney(&s).unwrap();
+        assert!((f.hockney.beta / beta - 1.0).abs() < 0.05, "{f:?}");
+        assert!((f.hockney.alpha / alpha - 1.0).abs() < 0.15, "{f:?}");
+        assert!(f.rms_rel < 0.05);
+        assert_eq!(f.residuals.len(), s.len());
+        assert!(fit_hockney(&[(1.0, 1.0)]).is_err());
+    }
+
+    #[test]
+    fn hockney_ignores_a_burst_allowance() {
+        // A token-bucket shaper lets messages up to 16 KiB through at line speed: small
+        // messages only pay the latency. β must still be the shaped rate.
+        let (alpha, beta) = (10e-6, 8.3e-8);
+        let t = |m: f64| alpha + beta * (m - 16384.0).max(0.0) + 1e-10 * m;
+        let s: Vec<(f64, f64)> = [0.0, 4096.0, 65536.0, 524288.0]
+            .iter()
+            .map(|&m| (m, t(m)))
+            .collect();
+        let f = fit_hockney(&s).unwrap();
+        assert!((f.hockney.beta / beta - 1.0).abs() < 0.05, "{f:?}");
+        assert!((f.hockney.alpha - alpha).abs() < 2e-6, "{f:?}");
+    }
+
+    #[test]
+    fn plogp_from_streams() {
+        let (l, g0, gb) = (20e-6, 5e-6, 8e-8);
+        let g = |m: f64| g0 + gb * m;
+        let pts: Vec<PLogPPoint> = [0.0, 1024.0, 65536.0]
+            .iter()
+            .map(|&m| PLogPPoint {
+                bytes: m,
+                os: 2e-6 + 1e-9 * m,
+                or: 3e-6 + 1e-9 * m,
+                k1: 1,
+                t1: g(m) + 2.0 * l + g0,
+                k2: 8,
+                t2: 8.0 * g(m) + 2.0 * l + g0,
+            })
+            .collect();
+        let p = build_plogp(2.0 * (l + g0), &pts).unwrap();
+        assert!((p.l - l).abs() < 1e-12);
+        assert!((p.gap(65536.0) - g(65536.0)).abs() < 1e-12);
+        assert!((p.gap(32768.0) - g(32768.0)).abs() < 1e-9);
+        assert!((p.recv_overhead(1024.0) - (3e-6 + 1.024e-6)).abs() < 1e-12);
+        assert!(build_plogp(1e-5, &[]).is_err());
+    }
+
+    fn schemes_from(model: &dyn PenaltyModel, nz: &mut Noise, rel: f64) -> Vec<SchemePenalties> {
+        let defs: Vec<(&str, Vec<(u32, u32)>)> = vec![
+            ("lone", vec![(0, 1)]),
+            ("out2", vec![(0, 1), (0, 2)]),
+            ("out3", vec![(0, 1), (0, 2), (0, 3)]),
+            ("in2", vec![(1, 0), (2, 0)]),
+            ("in3", vec![(1, 0), (2, 0), (3, 0)]),
+            ("mixed", vec![(0, 1), (0, 2), (3, 2)]),
+            ("out2-in3", vec![(0, 1), (0, 3), (1, 3), (2, 3)]),
+        ];
+        defs.into_iter()
+            .map(|(name, arcs)| {
+                let s = SchemePenalties {
+                    name: name.into(),
+                    arcs,
+                    penalties: Vec::new(),
+                };
+                let p = model.penalties(&s.graph());
+                SchemePenalties {
+                    penalties: p.iter().map(|&x| nz.jitter(x, rel)).collect(),
+                    ..s
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gige_recovered_and_chosen() {
+        let truth = GigabitEthernet::new(0.9, 0.2, 0.1).unwrap();
+        let mut nz = Noise(11);
+        let s = schemes_from(&truth, &mut nz, 0.01);
+        let (p, e) = fit_gige(&s);
+        assert!((p.beta - 0.9).abs() < 0.03, "{p:?}");
+        assert!((p.gamma_o - 0.2).abs() < 0.05, "{p:?}");
+        assert!((p.gamma_i - 0.1).abs() < 0.05, "{p:?}");
+        assert!(e < 2.0, "{e}");
+        let c = choose_penalty(&s);
+        assert_eq!(c.model, "gige", "{c:?}");
+        assert_eq!(c.errors.len(), 4);
+    }
+
+    #[test]
+    fn infiniband_recovered_and_chosen() {
+        let truth = InfiniBand::new(1.0, 0.9, 1.4).unwrap();
+        let mut nz = Noise(3);
+        let s = schemes_from(&truth, &mut nz, 0.01);
+        let (p, e) = fit_infiniband(&s);
+        assert!((p.beta_e - 1.0).abs() < 0.05, "{p:?}");
+        assert!((p.beta_s - 0.9).abs() < 0.05, "{p:?}");
+        assert!((p.gamma_r - 1.4).abs() < 0.08, "{p:?}");
+        assert!(e < 2.0, "{e}");
+        assert_eq!(choose_penalty(&s).model, "infiniband");
+    }
+
+    #[test]
+    fn alltoall_signature_and_threshold_recovered() {
+        let h = Hockney::new(60e-6, 8.4e-8).unwrap();
+        let truth = Signature::new(3.0, 5e-3, 16384).unwrap();
+        let mut nz = Noise(5);
+        let s: Vec<(u64, f64)> = [1024u64, 4096, 16384, 65536, 262144, 1 << 20]
+            .iter()
+            .map(|&m| (m, nz.jitter(truth.predict(&h, 4, m).unwrap(), 0.02)))
+            .collect();
+        let f = fit_alltoall(&h, 4, &s).unwrap();
+        assert_eq!(f.signature.threshold, 16384, "{f:?}");
+        assert!((f.signature.gamma - 3.0).abs() < 0.1, "{f:?}");
+        assert!((f.signature.delta - 5e-3).abs() < 1e-3, "{f:?}");
+        // Without a start-up cost, no δ is invented.
+        let truth = Signature::new(2.0, 0.0, 0).unwrap();
+        let s: Vec<(u64, f64)> = [4096u64, 65536, 262144, 1 << 20]
+            .iter()
+            .map(|&m| (m, nz.jitter(truth.predict(&h, 4, m).unwrap(), 0.01)))
+            .collect();
+        let f = fit_alltoall(&h, 4, &s).unwrap();
+        assert!((f.signature.gamma - 2.0).abs() < 0.05, "{f:?}");
+        assert!(f.signature.delta < 1e-4, "{f:?}");
+    }
+
+    #[test]
+    fn upper_lower_gamma_recovered() {
+        let pl = PLogP::from_hockney(&Hockney::new(50e-6, 8e-8).unwrap());
+        let s: Vec<(u64, f64)> = [1024u64, 65536, 1 << 20]
+            .iter()
+            .map(|&m| {
+                let (u, l) = upper_lower_bounds(&pl, 4, m).unwrap();
+                (m, l + (u - l) * 1.7)
+            })
+            .collect();
+        let g = fit_upper_lower_gamma(&pl, 4, &s).unwrap();
+        assert!((g - 1.7).abs() < 1e-9);
+    }
+
+    #[test]
+    #[allow(clippy::needless_range_loop)]
+    fn lom_recovered() {
+        let c = [10e-6, 20e-6, 15e-6, 30e-6];
+        let t = [1e-9, 2e-9, 0.5e-9, 1.5e-9];
+        let rate = |i: usize, j: usize| 1.0e7 + 1.0e6 * (i + j) as f64;
+        let m = 65536.0;
+        let n = 4;
+        let mut rt0 = vec![vec![0.0; n]; n];
+        let mut rtm = vec![vec![0.0; n]; n];
+        let mut nz = Noise(9);
+        for i in 0..n {
+            for j in (i + 1)..n {
+                rt0[i][j] = nz.jitter(2.0 * c[i] + 2.0 * c[j], 0.001);
+                rtm[i][j] = nz.jitter(
+                    2.0 * c[i] + t[i] * m + 2.0 * c[j] + t[j] * m + m / rate(i, j),
+                    0.001,
+                );
+            }
+        }
+        let leg = |i: usize, j: usize| 2.0 * c[j] + t[j] * m + m / rate(i, j);
+        let mut o2 = Vec::new();
+        for i in 0..n {
+            for j in 0..n {
+                for k in (j + 1)..n {
+                    if j != i && k != i {
+                        let tt = 4.0 * c[i] + 2.0 * t[i] * m + leg(i, j).max(leg(i, k));
+                        o2.push((i, j, k, nz.jitter(tt, 0.001)));
+                    }
+                }
+            }
+        }
+        let (lom, note) = fit_lom(&LomMeasurements {
+            n,
+            bytes: m,
+            rt0: rt0.clone(),
+            rtm: rtm.clone(),
+            one_to_two: o2.clone(),
+        })
+        .unwrap();
+        assert!(note.is_none());
+        for i in 0..n {
+            assert!((lom.c[i] - c[i]).abs() < 2e-6, "C {i}: {:?}", lom.c);
+            assert!((lom.t[i] - t[i]).abs() < 0.3e-9, "t {i}: {:?}", lom.t);
+            for j in 0..n {
+                if i != j {
+                    assert!((lom.rate[i][j] / rate(i, j) - 1.0).abs() < 0.05);
+                }
+            }
+        }
+        // A link-bound network: one-to-two takes twice the link time.
+        let o2: Vec<_> = o2
+            .iter()
+            .map(|&(i, j, k, t)| (i, j, k, t + 2.0 * m / rate(i, j)))
+            .collect();
+        let (lom, note) = fit_lom(&LomMeasurements {
+            n,
+            bytes: m,
+            rt0,
+            rtm,
+            one_to_two: o2,
+        })
+        .unwrap();
+        assert!(note.is_some());
+        assert!(lom.t.iter().all(|&x| x == 0.0));
+        assert!(lom.rate[0][1] > 0.0 && lom.rate[0][1] < 1e12);
+    }
+
+    #[test]
+    fn bai_perron_finds_breaks() {
+        // Two slopes with a jump at x = 10 and another slope from x = 20.
+        let xs: Vec<f64> = (0..30).map(|i| i as f64).collect();
+        let mut nz = Noise(13);
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|&x| {
+                let y = if x < 10.0 {
+                    1.0 + 0.5 * x
+                } else if x < 20.0 {
+                    20.0 + 2.0 * x
+                } else {
+                    -30.0 + 5.0 * x
+                };
+                y + 0.05 * nz.next()
+            })
+            .collect();
+        let segs = segment(&xs, &ys, 3, 4);
+        assert_eq!(segs.len(), 4);
+        assert_eq!(segs[2].starts, vec![10, 20]);
+        let best = choose_segmentation(xs.len(), &segs).unwrap();
+        assert_eq!(best.starts, vec![10, 20]);
+        // DP agrees with exhaustive search for one break.
+        let brute = (3..=27)
+            .map(|s| ols_ssr(&xs[..s], &ys[..s]) + ols_ssr(&xs[s..], &ys[s..]))
+            .fold(f64::INFINITY, f64::min);
+        assert!((segs[1].ssr - brute).abs() < 1e-9);
+    }
+
+    #[test]
+    fn lom_thresholds_from_rows() {
+        let lom = Lom::new(
+            vec![1e-5; 3],
+            vec![1e-9; 3],
+            vec![vec![1e7; 3], vec![1e7; 3], vec![1e7; 3]],
+        )
+        .unwrap();
+        let ms: Vec<f64> = (1..=16).map(|i| i as f64 * 8192.0).collect();
+        let scatter: Vec<(f64, f64)> = ms
+            .iter()
+            .map(|&m| {
+                (
+                    m,
+                    if m < 65536.0 {
+                        1e-4 + 1e-7 * m
+                    } else {
+                        5e-3 + 2e-7 * m
+                    },
+                )
+            })
+            .collect();
+        let gather: Vec<(f64, f64)> = ms
+            .iter()
+            .map(|&m| {
+                (
+                    m,
+                    if m < 81920.0 {
+                        1e-4 + 1e-7 * m
+                    } else {
+                        2e-7 * m
+                    },
+                )
+            })
+            .collect();
+        let th = lom_thresholds(&lom, 0, &[1, 2], &scatter, &gather);
+        assert_eq!(th.scatter_threshold, Some(65536.0));
+        assert_eq!(th.gather_m2, Some(81920.0));
+        assert!(
+            (th.kappa2 - (2e-7 - 2.0 * (1e-9 + 1e-7))).abs() < 1e-12,
+            "{th:?}"
+        );
+    }
+}

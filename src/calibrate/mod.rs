@@ -1,0 +1,10 @@
+//! `pmpi-predict calibrate`: measures the network under MPI (`bench`, over the PMPI
+//! wrappers of `mpi`), fits every model's parameters (`fit`, pure) and writes the profile
+//! (`run`).
+
+pub mod bench;
+pub mod fit;
+pub mod mpi;
+pub mod run;
+
+pub use run::{Options, run};

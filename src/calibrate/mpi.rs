@@ -1,0 +1,307 @@
+//! The few MPI operations calibration needs, as safe wrappers over `mpi_sys::PMPI_*`.
+//!
+//! Calibration calls the PMPI names directly: this crate also exports interposers named
+//! `MPI_*`, and calling those would record calibrate's own traffic (see DESIGN.md, pitfall
+//! 2). Every buffer is a Rust slice whose length is the MPI count (bytes as `MPI_UINT8_T`,
+//! `f64` as `MPI_DOUBLE`), so no call can read or write out of bounds. Errors abort: MPI's
+//! default error handler (`MPI_ERRORS_ARE_FATAL`) stays in place.
+
+use std::ffi::{c_int, c_void};
+use std::mem::MaybeUninit;
+
+use mpi_sys as ffi;
+
+/// A communicator handle (WORLD or one made by [`Mpi::split`]).
+#[derive(Clone, Copy)]
+pub struct Comm(ffi::MPI_Comm);
+
+/// A pending nonblocking operation.
+pub struct Request(ffi::MPI_Request);
+
+fn count(n: usize) -> c_int {
+    c_int::try_from(n).expect("message larger than INT_MAX bytes")
+}
+
+fn byte() -> ffi::MPI_Datatype {
+    // SAFETY: a constant defined by mpi-sys's C shim.
+    unsafe { ffi::RSMPI_UINT8_T }
+}
+
+fn double() -> ffi::MPI_Datatype {
+    // SAFETY: a constant defined by mpi-sys's C shim.
+    unsafe { ffi::RSMPI_DOUBLE }
+}
+
+/// MPI, initialised by [`Mpi::init`] and finalised on drop.
+pub struct Mpi {
+    pub rank: i32,
+    pub size: i32,
+    pub world: Comm,
+}
+
+impl Mpi {
+    /// `PMPI_Init`, then rank and size in WORLD.
+    pub fn init() -> Result<Mpi, String> {
+        // SAFETY: PMPI_Init accepts null argc/argv; called once per process.
+        let rc = unsafe { ffi::PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) };
+        if rc != 0 {
+            return Err(format!("PMPI_Init failed (error {rc})"));
+        }
+        // SAFETY: a constant defined by mpi-sys's C shim.
+        let world = Comm(unsafe { ffi::RSMPI_COMM_WORLD });
+        let (mut rank, mut size) = (0, 0);
+        // SAFETY: queries on WORLD after a successful init, into local integers.
+        unsafe {
+            ffi::PMPI_Comm_rank(world.0, &mut rank);
+            ffi::PMPI_Comm_size(world.0, &mut size);
+        }
+        Ok(Mpi { rank, size, world })
+    }
+
+    /// `PMPI_Get_library_version`, trimmed.
+    pub fn library_version(&self) -> String {
+        let mut buf = vec![0u8; 8192];
+        let mut len: c_int = 0;
+        // SAFETY: the buffer is larger than MPI_MAX_LIBRARY_VERSION_STRING in every
+        // implementation (Open MPI 256, MPICH 8192).
+        unsafe { ffi::PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
+        let n = (len.max(0) as usize).min(buf.len());
+        let s = String::from_utf8_lossy(&buf[..n]);
+        s.trim_matches(char::from(0)).trim().to_string()
+    }
+
+    pub fn barrier(&self, c: Comm) {
+        // SAFETY: a collective on a valid communicator.
+        unsafe { ffi::PMPI_Barrier(c.0) };
+    }
+
+    pub fn send(&self, buf: &[u8], dst: i32, tag: i32, c: Comm) {
+        // SAFETY: buf is valid for buf.len() bytes for the whole (blocking) call.
+        unsafe { ffi::PMPI_Send(buf.as_ptr().cast(), count(buf.len()), byte(), dst, tag, c.0) };
+    }
+
+    pub fn recv(&self, buf: &mut [u8], src: i32, tag: i32, c: Comm) {
+        // SAFETY: buf is writable for buf.len() bytes for the whole (blocking) call; the
+        // status is ignored.
+        unsafe {
+            ffi::PMPI_Recv(
+                buf.as_mut_ptr().cast(),
+                count(buf.len()),
+                byte(),
+                src,
+                tag,
+                c.0,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+    }
+
+    /// Starts a send. The caller keeps `buf` alive and unmodified until the request
+    /// completes ([`Mpi::wait_any`] / [`Mpi::wait_all`] before the buffer is dropped).
+    pub fn isend(&self, buf: &[u8], dst: i32, tag: i32, c: Comm) -> Request {
+        let mut r = MaybeUninit::<ffi::MPI_Request>::uninit();
+        // SAFETY: buf is valid for buf.len() bytes; callers complete the request before
+        // releasing it (every use in bench.rs waits on all requests in the same scope).
+        unsafe {
+            ffi::PMPI_Isend(
+                buf.as_ptr().cast(),
+                count(buf.len()),
+                byte(),
+                dst,
+                tag,
+                c.0,
+                r.as_mut_ptr(),
+            );
+            Request(r.assume_init())
+        }
+    }
+
+    /// Starts a receive; the same rule as [`Mpi::isend`] holds for `buf`.
+    pub fn irecv(&self, buf: &mut [u8], src: i32, tag: i32, c: Comm) -> Request {
+        let mut r = MaybeUninit::<ffi::MPI_Request>::uninit();
+        // SAFETY: buf is writable for buf.len() bytes; callers complete the request before
+        // releasing or reading it.
+        unsafe {
+            ffi::PMPI_Irecv(
+                buf.as_mut_ptr().cast(),
+                count(buf.len()),
+                byte(),
+                src,
+                tag,
+                c.0,
+                r.as_mut_ptr(),
+            );
+            Request(r.assume_init())
+        }
+    }
+
+    /// Waits for any active request; returns its index (None when all are complete).
+    pub fn wait_any(&self, reqs: &mut [Request]) -> Option<usize> {
+        let mut raw: Vec<ffi::MPI_Request> = reqs.iter().map(|r| r.0).collect();
+        let mut idx: c_int = -1;
+        // SAFETY: raw holds reqs.len() request handles; status ignored.
+        unsafe {
+            ffi::PMPI_Waitany(
+                count(raw.len()),
+                raw.as_mut_ptr(),
+                &mut idx,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        for (r, h) in reqs.iter_mut().zip(raw) {
+            r.0 = h;
+        }
+        (idx >= 0).then_some(idx as usize)
+    }
+
+    /// Waits for every request.
+    pub fn wait_all(&self, reqs: &mut [Request]) {
+        let mut raw: Vec<ffi::MPI_Request> = reqs.iter().map(|r| r.0).collect();
+        // SAFETY: raw holds reqs.len() handles; statuses ignored.
+        unsafe {
+            ffi::PMPI_Waitall(
+                count(raw.len()),
+                raw.as_mut_ptr(),
+                ffi::RSMPI_STATUSES_IGNORE,
+            )
+        };
+        for (r, h) in reqs.iter_mut().zip(raw) {
+            r.0 = h;
+        }
+    }
+
+    /// Element-wise maximum of `v` over all ranks of `c`, in place on every rank.
+    pub fn allreduce_max(&self, v: &mut [f64], c: Comm) {
+        let src = v.to_vec();
+        // SAFETY: both buffers hold v.len() doubles.
+        unsafe {
+            ffi::PMPI_Allreduce(
+                src.as_ptr().cast(),
+                v.as_mut_ptr().cast(),
+                count(v.len()),
+                double(),
+                ffi::RSMPI_MAX,
+                c.0,
+            )
+        };
+    }
+
+    /// Broadcasts `v` from `root` of `c`.
+    pub fn bcast_f64(&self, v: &mut [f64], root: i32, c: Comm) {
+        // SAFETY: v holds v.len() doubles on every rank.
+        unsafe { ffi::PMPI_Bcast(v.as_mut_ptr().cast(), count(v.len()), double(), root, c.0) };
+    }
+
+    /// Gathers `mine` (same length on every rank) from all ranks, in rank order.
+    pub fn allgather_bytes(&self, mine: &[u8], c: Comm, size: usize) -> Vec<u8> {
+        let mut out = vec![0u8; mine.len() * size];
+        // SAFETY: out holds size × mine.len() bytes, the receive count per rank.
+        unsafe {
+            ffi::PMPI_Allgather(
+                mine.as_ptr().cast(),
+                count(mine.len()),
+                byte(),
+                out.as_mut_ptr().cast(),
+                count(mine.len()),
+                byte(),
+                c.0,
+            )
+        };
+        out
+    }
+
+    /// `MPI_Alltoall` of `per` bytes per destination; both buffers hold `per × size` bytes.
+    pub fn alltoall(&self, send: &[u8], recv: &mut [u8], per: usize, c: Comm) {
+        assert!(send.len() >= per * self.comm_size(c) && recv.len() >= send.len());
+        // SAFETY: both buffers hold at least per × (size of c) bytes (asserted above).
+        unsafe {
+            ffi::PMPI_Alltoall(
+                send.as_ptr().cast(),
+                count(per),
+                byte(),
+                recv.as_mut_ptr().cast(),
+                count(per),
+                byte(),
+                c.0,
+            )
+        };
+    }
+
+    /// `MPI_Scatter` of `per` bytes to each rank from `root`; `send` is read on the root
+    /// only and holds `per × size` bytes there.
+    pub fn scatter(&self, send: &[u8], recv: &mut [u8], per: usize, root: i32, c: Comm) {
+        assert!(recv.len() >= per && send.len() >= per * self.comm_size(c));
+        // SAFETY: sizes asserted above.
+        unsafe {
+            ffi::PMPI_Scatter(
+                send.as_ptr().cast(),
+                count(per),
+                byte(),
+                recv.as_mut_ptr().cast(),
+                count(per),
+                byte(),
+                root,
+                c.0,
+            )
+        };
+    }
+
+    /// `MPI_Gather` of `per` bytes from each rank to `root`.
+    pub fn gather(&self, send: &[u8], recv: &mut [u8], per: usize, root: i32, c: Comm) {
+        assert!(send.len() >= per && recv.len() >= per * self.comm_size(c));
+        // SAFETY: sizes asserted above.
+        unsafe {
+            ffi::PMPI_Gather(
+                send.as_ptr().cast(),
+                count(per),
+                byte(),
+                recv.as_mut_ptr().cast(),
+                count(per),
+                byte(),
+                root,
+                c.0,
+            )
+        };
+    }
+
+    /// `MPI_Comm_split`; None for ranks passing `color = None` (MPI_UNDEFINED).
+    pub fn split(&self, c: Comm, color: Option<i32>, key: i32) -> Option<Comm> {
+        let mut out = MaybeUninit::<ffi::MPI_Comm>::uninit();
+        // SAFETY: a collective on a valid communicator writing one handle.
+        let comm = unsafe {
+            let col = color.unwrap_or(ffi::RSMPI_UNDEFINED);
+            ffi::PMPI_Comm_split(c.0, col, key, out.as_mut_ptr());
+            out.assume_init()
+        };
+        color.map(|_| Comm(comm))
+    }
+
+    /// Rank in `c`.
+    pub fn comm_rank(&self, c: Comm) -> i32 {
+        let mut r = 0;
+        // SAFETY: a query on a valid communicator.
+        unsafe { ffi::PMPI_Comm_rank(c.0, &mut r) };
+        r
+    }
+
+    /// Size of `c`.
+    pub fn comm_size(&self, c: Comm) -> usize {
+        let mut s = 0;
+        // SAFETY: a query on a valid communicator.
+        unsafe { ffi::PMPI_Comm_size(c.0, &mut s) };
+        s.max(0) as usize
+    }
+}
+
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        // SAFETY: called once, after every request of this process has completed.
+        unsafe { ffi::PMPI_Finalize() };
+    }
+}
+
+/// Keeps the compiler from proving a buffer unused (benchmarks write into receive buffers
+/// nobody reads).
+pub fn touch(b: &[u8]) {
+    std::hint::black_box(b.as_ptr() as *const c_void);
+}

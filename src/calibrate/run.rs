@@ -1,0 +1,601 @@
+//! The calibration run: which measurements to take for the ranks and nodes at hand and the
+//! time budget, a progress display on rank 0's stderr, the fits, and the profile.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::bench::{self, Ctx};
+use super::fit;
+use super::mpi::Mpi;
+use crate::model::Hockney;
+use crate::profile::{PenaltyParams, Profile};
+
+/// What `pmpi-predict calibrate` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub output: PathBuf,
+    pub quick: bool,
+    /// Wall-time budget in seconds: optional phases that would not fit are skipped, and
+    /// essential ones drop to one repetition.
+    pub budget_s: f64,
+    /// Message size of the penalty schemes (default: scaled to the measured link speed).
+    pub penalty_bytes: Option<usize>,
+    /// This rank's node name (`PMPI_PREDICT_NODE`), else the host name.
+    pub node: Option<String>,
+}
+
+/// Target time of a lone penalty message: the three-arc schemes then take about three
+/// times as long, ≲ 0.3 s per repetition on any link.
+const PENALTY_TREF_S: f64 = 0.08;
+
+/// Environment variables set by the launchers we know (Open MPI, MPICH/Hydra, PMIx, Slurm).
+const LAUNCHER_VARS: &[&str] = &[
+    "OMPI_COMM_WORLD_SIZE",
+    "PMIX_RANK",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALNRANKS",
+    "SLURM_PROCID",
+];
+
+/// Message shown when calibration cannot measure the network.
+pub const NEED_RANKS: &str = "calibrate needs at least 2 MPI ranks on at least 2 nodes to \
+measure inter-node parameters (2 ranks on one node give the intra-node ones only); launch \
+it with e.g. `mpirun -np 4 pmpi-predict calibrate -o PROFILE.json` (MPICH: `mpiexec -n 4 ...`)";
+
+/// Rank 0's progress display on stderr: one line per phase with its duration.
+struct Progress {
+    on: bool,
+    start: Instant,
+    phase: Instant,
+    total: usize,
+    done: usize,
+}
+
+impl Progress {
+    fn begin(&mut self, what: &str) {
+        self.done += 1;
+        self.phase = Instant::now();
+        if self.on {
+            eprint!(
+                "calibrate [{}/{}] {what} ... ",
+                self.done.min(self.total),
+                self.total
+            );
+        }
+    }
+    fn end(&self, note: &str) {
+        if self.on {
+            eprintln!(
+                "{:.2} s{}{note}",
+                self.phase.elapsed().as_secs_f64(),
+                if note.is_empty() { "" } else { "  " }
+            );
+        }
+    }
+    fn skip(&mut self, what: &str, why: &str) {
+        self.done += 1;
+        if self.on {
+            eprintln!(
+                "calibrate [{}/{}] {what}: skipped ({why})",
+                self.done.min(self.total),
+                self.total
+            );
+        }
+    }
+    fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+}
+
+/// Is this process started by an MPI launcher? (A singleton would see one rank.)
+pub fn under_launcher() -> bool {
+    LAUNCHER_VARS.iter().any(|v| std::env::var_os(v).is_some())
+}
+
+fn sizes(v: &[usize]) -> Vec<usize> {
+    v.to_vec()
+}
+
+/// Penalty message size for a link of `beta` s/B: a lone message takes ~80 ms, rounded
+/// to 64 KiB, between 256 KiB and the paper's 20 MB.
+pub fn penalty_bytes(beta: f64) -> usize {
+    let raw = if beta > 0.0 {
+        PENALTY_TREF_S / beta
+    } else {
+        20e6
+    };
+    let b = (raw.clamp(262144.0, 20e6) / 65536.0).round() as usize * 65536;
+    b.max(262144)
+}
+
+/// The Fig. 2 schemes that `nodes` nodes allow, as `(name, arcs)`.
+pub fn schemes_for(nodes: usize) -> Vec<(&'static str, Vec<(usize, usize)>)> {
+    let mut v: Vec<(&'static str, Vec<(usize, usize)>)> = vec![("lone", vec![(0, 1)])];
+    if nodes == 2 {
+        v.push(("bidirectional", vec![(0, 1), (1, 0)]));
+    }
+    if nodes >= 3 {
+        v.push(("out2", vec![(0, 1), (0, 2)]));
+        v.push(("in2", vec![(1, 0), (2, 0)]));
+        v.push(("through", vec![(0, 1), (1, 2)]));
+    }
+    if nodes >= 4 {
+        v.push(("out3", vec![(0, 1), (0, 2), (0, 3)]));
+        v.push(("in3", vec![(1, 0), (2, 0), (3, 0)]));
+        v.push(("mixed", vec![(0, 1), (0, 2), (3, 2)]));
+        v.push(("out2-in3", vec![(0, 1), (0, 3), (1, 3), (2, 3)]));
+    }
+    v
+}
+
+/// UTC date and time, ISO 8601.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Runs the calibration on every rank; rank 0 writes the profile. Returns the exit status
+/// (0 ok, 2 cannot calibrate with these ranks, 1 other failure).
+pub fn run(opts: &Options) -> i32 {
+    if !under_launcher() {
+        eprintln!("pmpi-predict: {NEED_RANKS}");
+        return 2;
+    }
+    let mpi = match Mpi::init() {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("pmpi-predict: {e}");
+            return 1;
+        }
+    };
+    if mpi.size < 2 {
+        eprintln!("pmpi-predict: {NEED_RANKS}");
+        return 2;
+    }
+    let name = crate::topo::node_name(opts.node.as_deref());
+    let ctx = Ctx::discover(&mpi, &name);
+    let nnodes = ctx.nodes.len();
+    let intra = ctx.intra_pair();
+    let inter = nnodes >= 2;
+    let mut pg = Progress {
+        on: mpi.rank == 0,
+        start: Instant::now(),
+        phase: Instant::now(),
+        total: if inter { 6 } else { 0 },
+        done: 0,
+    };
+    if mpi.rank == 0 {
+        eprintln!(
+            "calibrate: {} ranks on {} node(s): {}{}",
+            mpi.size,
+            nnodes,
+            ctx.nodes.join(", "),
+            if opts.quick { "  (--quick)" } else { "" }
+        );
+        if !inter {
+            eprintln!(
+                "calibrate: warning: all ranks are on one node: only intra-node parameters are \
+                 measured; inter-node, penalty and all-to-all parameters keep the built-in \
+                 defaults. {NEED_RANKS}"
+            );
+        }
+    }
+    let q = opts.quick;
+    let mut raw = serde_json::Map::new();
+    let mut res = serde_json::Map::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut profile = Profile::builtin_default();
+    profile.date = Some(utc_now());
+    profile.mpi_library = Some(mpi.library_version());
+    profile.nodes = ctx.nodes.clone();
+    raw.insert("ranks".into(), json!(mpi.size));
+    raw.insert("node_of_rank".into(), json!(ctx.node_of));
+    raw.insert("quick".into(), json!(q));
+    raw.insert("budget_s".into(), json!(opts.budget_s));
+    let over = |pg: &Progress, est: f64| ctx.agreed(pg.elapsed()) + est > opts.budget_s;
+
+    let mut h_inter: Option<Hockney> = None;
+    let mut pp_empty: Option<f64> = None;
+    if inter {
+        pg.begin("warm-up (connections between node leaders)");
+        ctx.warm_up();
+        pg.end("");
+
+        let (a, b) = (ctx.leaders[0], ctx.leaders[1]);
+        pg.begin(&format!(
+            "inter-node ping-pong {} <-> {}",
+            ctx.nodes[0], ctx.nodes[1]
+        ));
+        let grid = if q {
+            sizes(&[0, 4096, 65536, 524288])
+        } else {
+            sizes(&[0, 1024, 4096, 16384, 65536, 262144, 1048576])
+        };
+        let reps: Vec<u32> = grid
+            .iter()
+            .map(|&s| match (q, s >= 262144) {
+                (true, true) => 2,
+                (true, false) => 4,
+                (false, true) => 3,
+                (false, false) => 8,
+            })
+            .collect();
+        let t = bench::ping_pong(&ctx, a, b, &grid, &reps);
+        let samples: Vec<(f64, f64)> = grid.iter().map(|&s| s as f64).zip(t.clone()).collect();
+        pp_empty = samples.iter().find(|s| s.0 == 0.0).map(|s| s.1);
+        raw.insert(
+            "pingpong_inter".into(),
+            json!({"ranks": [a, b], "bytes": grid, "one_way_s": t}),
+        );
+        match fit::fit_hockney(&samples) {
+            Ok(f) => {
+                pg.end(&format!(
+                    "alpha = {:.1} us, beta = {:.3e} s/B ({:.1} Mbit/s)",
+                    f.hockney.alpha * 1e6,
+                    f.hockney.beta,
+                    8e-6 / f.hockney.beta.max(1e-300)
+                ));
+                res.insert(
+                    "hockney_inter".into(),
+                    json!({"rms_rel": f.rms_rel, "relative": f.residuals}),
+                );
+                profile.hockney.inter = f.hockney;
+                h_inter = Some(f.hockney);
+            }
+            Err(e) => {
+                pg.end(&format!("fit failed: {e}"));
+                skipped.push(format!("hockney inter: {e}"));
+            }
+        }
+    }
+
+    if let Some((a, b)) = intra {
+        pg.total += 1;
+        pg.begin(&format!("intra-node ping-pong ranks {a} <-> {b}"));
+        let grid = sizes(&[0, 1024, 16384, 262144, 1048576]);
+        let t = bench::ping_pong(&ctx, a, b, &grid, &[8, 8, 8, 4, 3]);
+        let samples: Vec<(f64, f64)> = grid.iter().map(|&s| s as f64).zip(t.clone()).collect();
+        raw.insert(
+            "pingpong_intra".into(),
+            json!({"ranks": [a, b], "bytes": grid, "one_way_s": t}),
+        );
+        match fit::fit_hockney(&samples) {
+            Ok(f) => {
+                pg.end(&format!(
+                    "alpha = {:.2} us, beta = {:.3e} s/B",
+                    f.hockney.alpha * 1e6,
+                    f.hockney.beta
+                ));
+                res.insert(
+                    "hockney_intra".into(),
+                    json!({"rms_rel": f.rms_rel, "relative": f.residuals}),
+                );
+                profile.hockney.intra = f.hockney;
+            }
+            Err(e) => pg.end(&format!("fit failed: {e}")),
+        }
+    } else if mpi.rank == 0 {
+        skipped
+            .push("intra-node ping-pong: no node holds two ranks (intra keeps the default)".into());
+    }
+
+    if let Some(h) = h_inter {
+        // Penalty benchmark.
+        let bytes = opts.penalty_bytes.unwrap_or_else(|| penalty_bytes(h.beta));
+        let list = schemes_for(nnodes);
+        let t_lone = h.time_bytes(bytes as f64);
+        let arcs_total: usize = list.iter().map(|s| s.1.len()).sum();
+        let mut reps = if q { 3 } else { 5 };
+        // Keep a fifth of the budget for the all-to-all runs after this phase.
+        let est = reps as f64 * t_lone * (arcs_total + 1) as f64;
+        if over(&pg, est + 0.2 * opts.budget_s) {
+            reps = 1;
+        }
+        pg.begin(&format!(
+            "penalty schemes ({} schemes, {} KiB messages, {reps} rep(s))",
+            list.len(),
+            bytes / 1024
+        ));
+        let mut all_reps = Vec::new();
+        let mut reps_now = reps;
+        for (i, (_, arcs)) in list.iter().enumerate() {
+            // The estimate above comes from the link model; a loaded or CPU-bound run can
+            // be slower, so drop to one repetition once the budget is nearly used up.
+            if i > 0 && reps_now > 1 && over(&pg, 0.2 * opts.budget_s) {
+                reps_now = 1;
+            }
+            // T_ref is the denominator of every penalty: measure it twice as often.
+            let r = if i == 0 { 2 * reps_now } else { reps_now };
+            all_reps.push(bench::scheme(&ctx, arcs, bytes, r));
+        }
+        let times: Vec<Vec<f64>> = all_reps
+            .iter()
+            .map(|reps| {
+                (0..reps[0].len())
+                    .map(|a| bench::median(&mut reps.iter().map(|r| r[a]).collect::<Vec<_>>()))
+                    .collect()
+            })
+            .collect();
+        let t_ref = times[0][0].max(1e-12);
+        // The scheme's penalty: when the last of its messages arrives (median over the
+        // repetitions), over T_ref. TCP shares a port unfairly over short transfers, so
+        // single arcs scatter more than the scheme as a whole.
+        let whole: Vec<f64> = all_reps
+            .iter()
+            .map(|reps| {
+                let mut last: Vec<f64> = reps
+                    .iter()
+                    .map(|r| r.iter().copied().fold(0.0, f64::max))
+                    .collect();
+                bench::median(&mut last) / t_ref
+            })
+            .collect();
+        let schemes: Vec<fit::SchemePenalties> = list
+            .iter()
+            .zip(&times)
+            .map(|((name, arcs), t)| fit::SchemePenalties {
+                name: name.to_string(),
+                arcs: arcs.iter().map(|&(s, d)| (s as u32, d as u32)).collect(),
+                penalties: t.iter().map(|x| x / t_ref).collect(),
+            })
+            .collect();
+        let choice = fit::choose_penalty(&schemes);
+        let show: Vec<String> = schemes
+            .iter()
+            .skip(1)
+            .zip(whole.iter().skip(1))
+            .map(|(s, w)| {
+                let p: Vec<String> = s.penalties.iter().map(|p| format!("{p:.2}")).collect();
+                format!("{} {w:.2} ({})", s.name, p.join("/"))
+            })
+            .collect();
+        pg.end(&format!(
+            "T_ref = {:.3} s; scheme (per-arc) penalties: {}; chosen model {}",
+            t_ref,
+            show.join(", "),
+            choice.model
+        ));
+        raw.insert(
+            "penalty".into(),
+            json!({
+                "bytes": bytes, "reps": reps, "t_ref_s": t_ref,
+                "schemes": list.iter().zip(&times).zip(&schemes).zip(&all_reps).zip(&whole).map(|(((((n, a), t), s), r), w)| json!({
+                    "name": n, "arcs": a, "times_s": t, "penalties": s.penalties,
+                    "scheme_penalty": w, "reps_s": r,
+                })).collect::<Vec<Value>>(),
+            }),
+        );
+        res.insert(
+            "penalty".into(),
+            json!({
+                "mean_abs_rel_error_pct": choice.errors.iter().map(|(m, e)| (m.clone(), json!(e))).collect::<serde_json::Map<String, Value>>(),
+                "chosen": choice.model,
+            }),
+        );
+        profile.penalty = PenaltyParams {
+            model: choice.model.clone(),
+            gige: choice.gige,
+            infiniband: choice.infiniband,
+            ..profile.penalty.clone()
+        };
+
+        // All-to-all signature.
+        let n = nnodes as u64;
+        let grid = if q {
+            sizes(&[16384, 65536, 262144, 524288])
+        } else {
+            sizes(&[4096, 16384, 65536, 262144, 524288, 1048576])
+        };
+        let mut reps = 3;
+        let est: f64 = grid
+            .iter()
+            .map(|&m| 3.0 * (n - 1) as f64 * h.time_bytes(m as f64))
+            .sum();
+        if over(&pg, reps as f64 * est + 2.0) {
+            reps = 1;
+        }
+        pg.begin(&format!(
+            "all-to-all with {n} processes ({} sizes, {reps} rep(s))",
+            grid.len()
+        ));
+        let t = bench::alltoall(&ctx, &grid, reps);
+        let samples: Vec<(u64, f64)> = grid.iter().map(|&s| s as u64).zip(t.clone()).collect();
+        raw.insert(
+            "alltoall".into(),
+            json!({"procs": n, "bytes": grid, "seconds": t}),
+        );
+        if n >= 2 {
+            match fit::fit_alltoall(&h, n, &samples) {
+                Ok(f) => {
+                    pg.end(&format!(
+                        "gamma = {:.3}, delta = {:.3} ms, M = {} B",
+                        f.signature.gamma,
+                        f.signature.delta * 1e3,
+                        f.signature.threshold
+                    ));
+                    res.insert(
+                        "alltoall".into(),
+                        json!({"rms_rel": f.rms_rel, "relative": f.residuals, "thresholds_tried": f.tried}),
+                    );
+                    profile.alltoall = f.signature;
+                }
+                Err(e) => pg.end(&format!("fit failed: {e}")),
+            }
+        }
+
+        // pLogP.
+        let grid = if q {
+            sizes(&[0, 16384, 65536])
+        } else {
+            sizes(&[0, 1024, 16384, 65536, 262144])
+        };
+        let reps = if q { 2 } else { 3 };
+        let est: f64 = grid
+            .iter()
+            .map(|&m| reps as f64 * 8.0 * h.time_bytes(m as f64))
+            .sum();
+        if over(&pg, est) {
+            pg.skip("pLogP", "time budget");
+            skipped.push("plogp: time budget".into());
+        } else {
+            pg.begin("pLogP (Kielmann: os, or, g by stream length)");
+            let one_way: Vec<f64> = grid.iter().map(|&m| h.time_bytes(m as f64)).collect();
+            let (rtt0, pts) =
+                bench::plogp(&ctx, ctx.leaders[0], ctx.leaders[1], &grid, &one_way, reps);
+            // The ping-pong phase measured the empty round trip more often: keep the best.
+            let rtt0 = match pp_empty {
+                Some(t) if t > 0.0 => rtt0.min(2.0 * t),
+                _ => rtt0,
+            };
+            raw.insert("plogp".into(), json!({"rtt0_s": rtt0, "points": pts}));
+            match fit::build_plogp(rtt0, &pts) {
+                Ok(p) => {
+                    pg.end(&format!("L = {:.1} us", p.l * 1e6));
+                    if let Some(g) = fit::fit_upper_lower_gamma(&p, n, &samples) {
+                        profile.upper_lower_gamma = Some(g);
+                    }
+                    profile.plogp = Some(p);
+                }
+                Err(e) => pg.end(&format!("fit failed: {e}")),
+            }
+        }
+
+        // LOM.
+        let lom_bytes = 65536usize;
+        let sg: Vec<usize> = (1..=12).map(|i| i * 16384).collect();
+        let est = 3.0 * (nnodes * nnodes) as f64 * 2.0 * h.time_bytes(lom_bytes as f64)
+            + 2.0
+                * 2.0
+                * sg.iter()
+                    .map(|&m| (n - 1) as f64 * h.time_bytes(m as f64))
+                    .sum::<f64>();
+        if q {
+            pg.skip("LOM", "--quick");
+            skipped.push("lom: --quick".into());
+        } else if over(&pg, est) {
+            pg.skip("LOM", "time budget");
+            skipped.push("lom: time budget".into());
+        } else {
+            pg.begin("LOM (round trips, one-to-two, scatter/gather rows)");
+            let ms = bench::lom(&ctx, lom_bytes, 3);
+            let (sc, ga) = if nnodes >= 3 {
+                bench::scatter_gather(&ctx, &sg, 2)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            raw.insert(
+                "lom".into(),
+                json!({"measurements": ms, "scatter": sc, "gather": ga}),
+            );
+            match fit::fit_lom(&ms) {
+                Ok((mut lom, note)) => {
+                    if let Some(n) = note {
+                        notes.push(format!("lom: {n}"));
+                    }
+                    if !sc.is_empty() {
+                        let peers: Vec<usize> = (1..nnodes).collect();
+                        let th = fit::lom_thresholds(&lom, 0, &peers, &sc, &ga);
+                        lom.scatter_threshold = th.scatter_threshold;
+                        lom.gather_m1 = th.gather_m1;
+                        lom.gather_m2 = th.gather_m2;
+                        lom.kappa1 = th.kappa1;
+                        lom.kappa2 = th.kappa2;
+                    }
+                    pg.end(&format!(
+                        "S = {}",
+                        lom.scatter_threshold
+                            .map_or("-".into(), |s| format!("{s} B"))
+                    ));
+                    profile.lom = Some(lom);
+                }
+                Err(e) => pg.end(&format!("fit failed: {e}")),
+            }
+        }
+    }
+
+    let wall = pg.elapsed();
+    if mpi.rank != 0 {
+        return 0;
+    }
+    raw.insert("skipped".into(), json!(skipped));
+    raw.insert("notes".into(), json!(notes));
+    raw.insert("wall_s".into(), json!(wall));
+    profile.raw = Some(Value::Object(raw));
+    profile.residuals = Some(Value::Object(res));
+    if let Err(e) = profile.validate() {
+        eprintln!("pmpi-predict: the fitted profile is invalid ({e}); not written");
+        return 1;
+    }
+    let tmp = opts.output.with_extension("json.tmp");
+    let write = std::fs::write(&tmp, profile.to_json() + "\n")
+        .and_then(|_| std::fs::rename(&tmp, &opts.output));
+    if let Err(e) = write {
+        eprintln!("pmpi-predict: cannot write {}: {e}", opts.output.display());
+        return 1;
+    }
+    eprintln!(
+        "calibrate: wrote {} in {:.1} s (wall time)",
+        opts.output.display(),
+        wall
+    );
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn penalty_size_scales_with_link() {
+        // 100 Mbit/s: ~1 MB, a lone message ~80 ms.
+        let b = penalty_bytes(8.4e-8);
+        assert!((900_000..1_100_000).contains(&b), "{b}");
+        assert_eq!(
+            penalty_bytes(8e-10) as f64,
+            (20e6f64 / 65536.0).round() * 65536.0
+        );
+        assert_eq!(penalty_bytes(1.0), 262144);
+    }
+
+    #[test]
+    fn schemes_by_node_count() {
+        assert_eq!(schemes_for(2).len(), 2);
+        assert_eq!(schemes_for(3).len(), 4);
+        assert_eq!(schemes_for(4).len(), 8);
+        for n in 2..6 {
+            for (_, arcs) in schemes_for(n) {
+                assert!(arcs.iter().all(|&(s, d)| s < n && d < n && s != d));
+            }
+        }
+    }
+
+    #[test]
+    fn date_format() {
+        let d = utc_now();
+        assert_eq!(d.len(), 20, "{d}");
+        assert!(d.starts_with("20") && d.ends_with('Z'));
+    }
+}

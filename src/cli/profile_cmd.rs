@@ -1,0 +1,296 @@
+//! `pmpi-predict profile show PROFILE.json | --default`: a calibration profile as readable
+//! tables (parameters, fit quality, measured penalties). A missing or invalid file exits
+//! with status 2 and the loader's message (file, field, line).
+#![forbid(unsafe_code)]
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use super::{CliError, exit_status};
+use crate::profile::Profile;
+
+#[derive(Subcommand, Debug)]
+pub enum ProfileCmd {
+    /// Print a profile's parameters and fit quality as tables.
+    Show(ShowArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["file", "default"])))]
+pub struct ShowArgs {
+    /// The profile (JSON) to show.
+    file: Option<PathBuf>,
+    /// Show the built-in default profile instead of a file.
+    #[arg(long)]
+    default: bool,
+}
+
+/// Runs a `profile` subcommand; returns the exit status.
+pub fn run(c: ProfileCmd) -> i32 {
+    match c {
+        ProfileCmd::Show(a) => exit_status(show(&a)),
+    }
+}
+
+fn show(a: &ShowArgs) -> Result<(), CliError> {
+    let (p, title) = match &a.file {
+        Some(f) if !a.default => (
+            Profile::load(f).map_err(CliError::input)?,
+            f.display().to_string(),
+        ),
+        _ => (Profile::builtin_default(), "built-in default".to_string()),
+    };
+    print!("{}", render(&p, &title));
+    Ok(())
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
+fn mbit(beta: f64) -> String {
+    if beta <= 0.0 {
+        return "inf".into();
+    }
+    let bps = 8.0 / beta;
+    if bps >= 1e9 {
+        format!("{:.2} Gbit/s", bps / 1e9)
+    } else {
+        format!("{:.1} Mbit/s", bps / 1e6)
+    }
+}
+
+/// The profile as text tables. `title` names where it came from.
+pub fn render(p: &Profile, title: &str) -> String {
+    let mut o = String::new();
+    let res = p.residuals.as_ref();
+    let rget = |path: &[&str]| -> Option<&Value> {
+        let mut v = res?;
+        for k in path {
+            v = v.get(k)?;
+        }
+        Some(v)
+    };
+    let _ = writeln!(o, "Profile: {title} (version {})", p.version);
+    if let Some(d) = &p.date {
+        let _ = writeln!(o, "  date:        {d}");
+    }
+    if let Some(m) = &p.mpi_library {
+        let first = m.lines().next().unwrap_or("");
+        let _ = writeln!(o, "  MPI library: {first}");
+    }
+    if !p.nodes.is_empty() {
+        let _ = writeln!(o, "  nodes:       {}", p.nodes.join(" "));
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "Point-to-point (Hockney T = alpha + beta*m)\n  {:<12} {:>12} {:>14} {:>14} {:>10}",
+        "", "alpha", "beta (s/B)", "bandwidth", "fit rms"
+    );
+    for (name, h, key) in [
+        ("inter-node", p.hockney.inter, "hockney_inter"),
+        ("intra-node", p.hockney.intra, "hockney_intra"),
+    ] {
+        let fit = rget(&[key, "rms_rel"]).and_then(Value::as_f64);
+        let _ = writeln!(
+            o,
+            "  {:<12} {:>9.2} us {:>14.4e} {:>14} {:>10}",
+            name,
+            h.alpha * 1e6,
+            h.beta,
+            mbit(h.beta),
+            if res.is_some() && fit.is_none() {
+                "default".into()
+            } else {
+                pct(fit)
+            }
+        );
+    }
+    let _ = writeln!(o);
+    let errs = rget(&["penalty", "mean_abs_rel_error_pct"]);
+    let _ = writeln!(
+        o,
+        "Bandwidth-sharing penalty: model {}\n  {:<11} {:<44} {:>12}",
+        p.penalty.model, "model", "parameters", "mean |Erel|"
+    );
+    let params = |m: &str| -> String {
+        let v = p.penalty.params_of(m);
+        if v.is_empty() {
+            "(none)".into()
+        } else {
+            v.iter()
+                .map(|(k, x)| {
+                    if x.fract() == 0.0 && x.abs() < 1e15 {
+                        format!("{k}={x:.0}")
+                    } else {
+                        format!("{k}={x:.4}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    for m in ["gige", "infiniband", "myrinet", "maxmin"] {
+        let e = errs
+            .and_then(|e| e.get(m))
+            .and_then(Value::as_f64)
+            .map_or("-".into(), |x| format!("{x:.1}%"));
+        let mark = if m == p.penalty.model { "*" } else { " " };
+        let _ = writeln!(o, "{mark} {:<11} {:<44} {:>12}", m, params(m), e);
+    }
+    if let Some(pen) = p.raw.as_ref().and_then(|r| r.get("penalty")) {
+        let bytes = pen.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+        let tref = pen.get("t_ref_s").and_then(Value::as_f64).unwrap_or(0.0);
+        let _ = writeln!(
+            o,
+            "  measured penalties ({} KiB messages, T_ref = {:.4} s): scheme (last arrival), per arc",
+            bytes / 1024,
+            tref
+        );
+        for s in pen
+            .get("schemes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = s.get("name").and_then(Value::as_str).unwrap_or("?");
+            let arcs: Vec<String> = s
+                .get("arcs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|a| format!("{}->{}", a[0], a[1]))
+                .collect();
+            let ps: Vec<String> = s
+                .get("penalties")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|x| format!("{:.2}", x.as_f64().unwrap_or(0.0)))
+                .collect();
+            let whole = s
+                .get("scheme_penalty")
+                .and_then(Value::as_f64)
+                .map_or("-".into(), |w| format!("{w:.2}"));
+            let _ = writeln!(
+                o,
+                "    {:<14} {:<28} {:>6}   {}",
+                name,
+                arcs.join(" "),
+                whole,
+                ps.join(" ")
+            );
+        }
+    }
+    let _ = writeln!(o);
+    let s = p.alltoall;
+    let _ = writeln!(
+        o,
+        "All-to-all signature: gamma = {:.4}, delta = {:.3} ms for m >= {} B (fit rms {})",
+        s.gamma,
+        s.delta * 1e3,
+        s.threshold,
+        pct(rget(&["alltoall", "rms_rel"]).and_then(Value::as_f64))
+    );
+    if let Some(g) = p.upper_lower_gamma {
+        let _ = writeln!(o, "Upper/Lower ratio gamma (Table 3): {g:.4}");
+    }
+    if let Some(pl) = &p.plogp {
+        let _ = writeln!(
+            o,
+            "\npLogP: L = {:.2} us\n  {:>10} {:>12} {:>12} {:>12}",
+            pl.l * 1e6,
+            "bytes",
+            "g (us)",
+            "os (us)",
+            "or (us)"
+        );
+        for &(m, g) in &pl.g.points {
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>12.2} {:>12.2} {:>12.2}",
+                m,
+                g * 1e6,
+                pl.send_overhead(m) * 1e6,
+                pl.recv_overhead(m) * 1e6
+            );
+        }
+    }
+    if let Some(l) = &p.lom {
+        let _ = writeln!(
+            o,
+            "\nLOM (T_ij = C_i + t_i*M + C_j + t_j*M + M/rate_ij)\n  {:<10} {:>10} {:>12}   rate to node j (MB/s)",
+            "node", "C (us)", "t (ns/B)"
+        );
+        for i in 0..l.c.len() {
+            let rates: Vec<String> = (0..l.c.len())
+                .map(|j| {
+                    if i == j {
+                        "-".into()
+                    } else {
+                        format!("{:.2}", l.rate[i][j] / 1e6)
+                    }
+                })
+                .collect();
+            let name = p.nodes.get(i).cloned().unwrap_or_else(|| i.to_string());
+            let _ = writeln!(
+                o,
+                "  {:<10} {:>10.2} {:>12.4}   {}",
+                name,
+                l.c[i] * 1e6,
+                l.t[i] * 1e9,
+                rates.join(" ")
+            );
+        }
+        let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x} B"));
+        let _ = writeln!(
+            o,
+            "  scatter S = {}, gather M1 = {}, M2 = {}, kappa1 = {:.3e}, kappa2 = {:.3e} s/B",
+            f(l.scatter_threshold),
+            f(l.gather_m1),
+            f(l.gather_m2),
+            l.kappa1,
+            l.kappa2
+        );
+    }
+    for (key, head) in [("skipped", "Not measured:"), ("notes", "Notes:")] {
+        if let Some(list) = p
+            .raw
+            .as_ref()
+            .and_then(|r| r.get(key))
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty())
+        {
+            let _ = writeln!(o, "\n{head}");
+            for s in list {
+                let _ = writeln!(o, "  {}", s.as_str().unwrap_or(""));
+            }
+        }
+    }
+    if let Some(w) = p
+        .raw
+        .as_ref()
+        .and_then(|r| r.get("wall_s"))
+        .and_then(Value::as_f64)
+    {
+        let _ = writeln!(o, "\nCalibration wall time: {w:.1} s");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_renders() {
+        let t = render(&Profile::builtin_default(), "built-in default");
+        assert!(t.contains("gamma = 1.0195"), "{t}");
+        assert!(t.contains("* gige"), "{t}");
+        assert!(t.contains("100.0 Mbit/s"), "{t}");
+    }
+}

@@ -1,0 +1,227 @@
+//! `pmpi-predict calibrate` argument checks and `profile show`, without a network; plus
+//! small real MPI runs on this machine (skipped without `mpirun`): two ranks on one node
+//! (intra-node only) and four ranks posing as four nodes through `PMPI_PREDICT_NODE`.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use pmpi_predict::profile::Profile;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pmpi-predict"));
+    // Not under a launcher, whatever the environment of the test run.
+    for v in [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "MPI_LOCALNRANKS",
+        "SLURM_PROCID",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let dir = common::scratch("calibrate_cli_bad");
+    let p = dir.join("p.json");
+    let p = p.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["calibrate"], "--output"),
+        (
+            vec!["calibrate", "-o", "/nonexistent-dir/p.json"],
+            "does not exist",
+        ),
+        (vec!["calibrate", "-o", p, "--budget", "0"], "--budget"),
+        (vec!["calibrate", "-o", p, "--budget=-5"], "--budget"),
+        (vec!["calibrate", "-o", p, "--budget", "soon"], "soon"),
+        (
+            vec!["calibrate", "-o", p, "--penalty-bytes", "10"],
+            "--penalty-bytes",
+        ),
+        (vec!["calibrate", "-o", p, "--frobnicate"], "frobnicate"),
+        (vec!["calibrate", "-o", dir.to_str().unwrap()], "file name"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    assert!(!Path::new(p).exists());
+}
+
+#[test]
+fn singleton_explains_what_it_needs() {
+    let dir = common::scratch("calibrate_cli_singleton");
+    let p = dir.join("p.json");
+    let o = run(&["calibrate", "-o", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("at least 2 MPI ranks on at least 2 nodes"),
+        "{e}"
+    );
+    assert!(e.contains("mpirun -np"), "{e}");
+    assert!(!p.exists());
+}
+
+#[test]
+fn profile_show_default_and_errors() {
+    let o = run(&["profile", "show", "--default"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "built-in default",
+        "inter-node",
+        "8.0000e-8",
+        "* gige",
+        "gamma = 1.0195",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+    let o = run(&["profile", "show"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["profile", "show", "/nonexistent/p.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/p.json"), "{}", stderr(&o));
+    let dir = common::scratch("calibrate_cli_show");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"version\": 1, \"hockney\": ").unwrap();
+    let o = run(&["profile", "show", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn profile_show_calibrated_file() {
+    let mut p = Profile::builtin_default();
+    p.nodes = vec!["a".into(), "b".into(), "c".into()];
+    p.penalty.gige.beta = 0.97;
+    p.raw = Some(serde_json::json!({
+        "penalty": {"bytes": 983040, "t_ref_s": 0.085, "schemes": [
+            {"name": "lone", "arcs": [[0, 1]], "penalties": [1.0]},
+            {"name": "out2", "arcs": [[0, 1], [0, 2]], "penalties": [1.94, 1.97]}]},
+        "skipped": ["lom: --quick"],
+        "wall_s": 4.2
+    }));
+    p.residuals = Some(serde_json::json!({
+        "hockney_inter": {"rms_rel": 0.031},
+        "penalty": {"mean_abs_rel_error_pct": {"gige": 3.5, "infiniband": 6.0}},
+        "alltoall": {"rms_rel": 0.05}
+    }));
+    let dir = common::scratch("calibrate_cli_show2");
+    let f = dir.join("p.json");
+    std::fs::write(&f, p.to_json()).unwrap();
+    let o = run(&["profile", "show", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "beta=0.9700",
+        "3.5%",
+        "0->1 0->2",
+        "1.94 1.97",
+        "3.1%",
+        "lom: --quick",
+        "wall time: 4.2 s",
+        "nodes:       a b c",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+}
+
+fn have_mpirun() -> bool {
+    Command::new(common::launcher())
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn two_ranks_one_node_fit_intra_only() {
+    if !have_mpirun() {
+        eprintln!("SKIP: no MPI launcher ({})", common::launcher());
+        return;
+    }
+    let dir = common::scratch("calibrate_mpi_intra");
+    let p = dir.join("p.json");
+    let exe = Path::new(env!("CARGO_BIN_EXE_pmpi-predict"));
+    let o = common::mpirun(
+        2,
+        exe,
+        &["calibrate", "--quick", "-o", p.to_str().unwrap()],
+        None,
+        &dir,
+    );
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("only intra-node parameters"), "{e}");
+    let prof = Profile::load(&p).unwrap();
+    let d = Profile::builtin_default();
+    assert_eq!(prof.hockney.inter, d.hockney.inter);
+    assert_ne!(prof.hockney.intra, d.hockney.intra);
+    assert_eq!(prof.nodes.len(), 1);
+    assert!(prof.mpi_library.is_some() && prof.date.is_some());
+}
+
+#[test]
+fn four_ranks_posing_as_four_nodes() {
+    if !have_mpirun() {
+        eprintln!("SKIP: no MPI launcher ({})", common::launcher());
+        return;
+    }
+    let dir = common::scratch("calibrate_mpi_fake4");
+    let wrap = dir.join("as-node.sh");
+    std::fs::write(
+        &wrap,
+        "#!/bin/sh\nexport PMPI_PREDICT_NODE=node${OMPI_COMM_WORLD_RANK}${PMI_RANK}\nexec \"$@\"\n",
+    )
+    .unwrap();
+    Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
+    let p = dir.join("p.json");
+    let exe = env!("CARGO_BIN_EXE_pmpi-predict");
+    let o = common::mpirun(
+        4,
+        &wrap,
+        &[
+            exe,
+            "calibrate",
+            "--quick",
+            "--penalty-bytes",
+            "1048576",
+            "-o",
+            p.to_str().unwrap(),
+        ],
+        None,
+        &dir,
+    );
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    for phase in [
+        "[2/6] inter-node ping-pong",
+        "penalty schemes",
+        "all-to-all",
+        "pLogP",
+    ] {
+        assert!(e.contains(phase), "{phase}: {e}");
+    }
+    let prof = Profile::load(&p).unwrap();
+    assert_eq!(prof.nodes, ["node0", "node1", "node2", "node3"]);
+    let raw = prof.raw.as_ref().unwrap();
+    let schemes = raw["penalty"]["schemes"].as_array().unwrap();
+    assert_eq!(schemes.len(), 8);
+    assert_eq!(raw["penalty"]["bytes"], 1048576);
+    assert!(prof.plogp.is_some());
+    let res = prof.residuals.as_ref().unwrap();
+    assert!(res["penalty"]["mean_abs_rel_error_pct"]["gige"].is_number());
+}

@@ -1,0 +1,202 @@
+//! End to end on the emulated cluster (scripts/emucluster, docs/emucluster.md): four hosts
+//! with shaped 100 Mbit/s ports; `pmpi-predict calibrate` runs on them by default and with
+//! `--quick`, and the profile must show the shaped link (inter-node β within 10% of
+//! 8.0e-8 s/B), the outgoing two-arc penalty within 10% of 2 and an all-to-all contention
+//! ratio γ > 1. Prints the figures and both wall times.
+//!
+//! Skips with a message when not root, without `ip netns` or without Open MPI. Only one
+//! emulated cluster can exist per machine and others may be using it: the test waits (polls
+//! every 10 s, up to 10 min) until none is up, and always takes down what it brought up.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pmpi_predict::profile::Profile;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn emu(args: &[&str]) -> std::process::Output {
+    Command::new(root().join("scripts/emucluster"))
+        .args(args)
+        .output()
+        .expect("scripts/emucluster runs")
+}
+
+fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    if uid != 0 {
+        return Some("not root (network namespaces need CAP_SYS_ADMIN)".into());
+    }
+    let ns = Command::new("ip").args(["netns", "list"]).output();
+    if !ns.is_ok_and(|o| o.status.success()) {
+        return Some("`ip netns` is not available".into());
+    }
+    let mpirun = Command::new("mpirun").arg("--version").output();
+    if !mpirun.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Open MPI")) {
+        return Some("Open MPI's mpirun is not installed".into());
+    }
+    None
+}
+
+/// Takes the cluster down when dropped (only built after our own `up` succeeded).
+struct Cluster;
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let o = emu(&["down"]);
+        eprintln!("emucluster down: {}", o.status);
+    }
+}
+
+/// Brings up 4 hosts at 100 Mbit/s, waiting while someone else's cluster is up.
+fn up() -> Cluster {
+    let start = Instant::now();
+    loop {
+        if !emu(&["status"]).status.success() {
+            let o = emu(&["up", "4", "--rate", "100mbit"]);
+            if o.status.success() {
+                return Cluster;
+            }
+            // Someone else may have won the race; otherwise it is a real failure.
+            if !emu(&["status"]).status.success() {
+                panic!(
+                    "emucluster up failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "an emulated cluster stayed up for 10 minutes; giving up"
+        );
+        eprintln!("emulated cluster busy (another user); waiting 10 s");
+        std::thread::sleep(Duration::from_secs(10));
+    }
+}
+
+fn calibrate(out: &Path, extra: &[&str]) -> (Profile, f64, String) {
+    let exe = env!("CARGO_BIN_EXE_pmpi-predict");
+    let mut args = vec![
+        "run",
+        "--",
+        "-np",
+        "4",
+        exe,
+        "calibrate",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let o = emu(&args);
+    let wall = t.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "calibrate {extra:?} failed:\n{err}");
+    (Profile::load(out).expect("profile loads"), wall, err)
+}
+
+fn scheme<'a>(p: &'a Profile, name: &str) -> Option<&'a serde_json::Value> {
+    p.raw.as_ref().unwrap()["penalty"]["schemes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+}
+
+/// The scheme's penalty: its last message's arrival over T_ref.
+fn whole(p: &Profile, name: &str) -> f64 {
+    scheme(p, name)
+        .and_then(|s| s["scheme_penalty"].as_f64())
+        .unwrap_or(f64::NAN)
+}
+
+fn penalties(p: &Profile, name: &str) -> Vec<f64> {
+    scheme(p, name)
+        .map(|s| {
+            s["penalties"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn report(label: &str, p: &Profile, wall: f64) {
+    let res = p.residuals.as_ref().unwrap();
+    println!("== {label}: wall {wall:.1} s");
+    println!(
+        "  inter alpha = {:.2} us, beta = {:.4e} s/B",
+        p.hockney.inter.alpha * 1e6,
+        p.hockney.inter.beta
+    );
+    for s in ["out2", "out3", "in2", "in3", "mixed", "out2-in3", "through"] {
+        let per: Vec<String> = penalties(p, s).iter().map(|x| format!("{x:.2}")).collect();
+        println!(
+            "  penalty {s:<9} {:.2}  per arc {}",
+            whole(p, s),
+            per.join(" ")
+        );
+    }
+    println!(
+        "  gige {:?}; infiniband {:?}; chosen {}",
+        p.penalty.gige, p.penalty.infiniband, p.penalty.model
+    );
+    println!(
+        "  penalty errors %: {}",
+        res["penalty"]["mean_abs_rel_error_pct"]
+    );
+    println!(
+        "  all-to-all gamma = {:.3}, delta = {:.3} ms, M = {} B (rms {:.3})",
+        p.alltoall.gamma,
+        p.alltoall.delta * 1e3,
+        p.alltoall.threshold,
+        res["alltoall"]["rms_rel"].as_f64().unwrap_or(f64::NAN)
+    );
+}
+
+fn check(label: &str, p: &Profile) {
+    let beta = p.hockney.inter.beta;
+    assert!(
+        (beta / 8.0e-8 - 1.0).abs() <= 0.10,
+        "{label}: inter-node beta {beta:e} not within 10% of 8.0e-8"
+    );
+    let out2 = whole(p, "out2");
+    assert!(
+        (out2 / 2.0 - 1.0).abs() <= 0.10,
+        "{label}: outgoing two-arc penalty {out2} not within 10% of 2 (per arc {:?})",
+        penalties(p, "out2")
+    );
+    assert!(
+        p.alltoall.gamma > 1.0,
+        "{label}: all-to-all gamma {} <= 1",
+        p.alltoall.gamma
+    );
+}
+
+#[test]
+fn calibrate_on_emulated_cluster() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIP calibrate_on_emulated_cluster: {why}");
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("calibrate_emu");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let _cluster = up();
+    let (p, wall, err) = calibrate(&dir.join("default.json"), &[]);
+    eprintln!("{err}");
+    report("default", &p, wall);
+    let (q, qwall, qerr) = calibrate(&dir.join("quick.json"), &["--quick"]);
+    eprintln!("{qerr}");
+    report("--quick", &q, qwall);
+    println!("wall time: default {wall:.1} s (goal < 60 s), --quick {qwall:.1} s (goal < 20 s)");
+    check("default", &p);
+    check("--quick", &q);
+    assert_eq!(p.nodes, ["h0", "h1", "h2", "h3"]);
+}
