@@ -196,11 +196,16 @@ fn parse_line(l: &str, line: usize) -> Result<Wrap, String> {
                 Some(d) => (d.trim_end(), " []"),
                 None => (p, ""),
             };
+            // End of the type: just after the last character that cannot be in a name
+            // (which may be several bytes long in UTF-8).
             let split = decl
-                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map(|(i, c)| i + c.len_utf8())
                 .ok_or_else(|| format!("parameter `{p}` has no type"))?;
-            let pname = decl[split + 1..].to_string();
-            let ptype = format!("{}{}", decl[..=split].trim(), arr);
+            let pname = decl[split..].to_string();
+            let ptype = format!("{}{}", decl[..split].trim(), arr);
             if pname.is_empty() || ptype.trim().is_empty() {
                 return Err(format!("cannot split `{p}` into type and name"));
             }
@@ -297,5 +302,19 @@ mod tests {
         assert!(e.contains("not a parameter"), "{e}");
         let e = parse("MPI_Barrier(MPI_Comm comm) barrier").unwrap_err();
         assert!(e.contains("=>"), "{e}");
+    }
+
+    /// Found by fuzz/fuzz_targets/wrapspec.rs: a multi-byte character before the
+    /// parameter name was split inside its UTF-8 encoding (a slicing panic).
+    #[test]
+    fn non_ascii_before_a_parameter_name() {
+        let e = parse("MPI_Send(int\u{78b}tag) => special").unwrap_err();
+        assert!(e.contains("unsupported C type `int\u{78b}`"), "{e}");
+        let e = parse("MPI_Send(é) => special").unwrap_err();
+        assert!(e.contains("cannot split"), "{e}");
+        // Unicode white space separates type and name like a space (as `trim` does).
+        let w = parse("MPI_Send(MPI_Comm\u{a0}comm) => special").unwrap();
+        assert_eq!(w[0].params[0].c_type, "MPI_Comm");
+        assert_eq!(w[0].params[0].name, "comm");
     }
 }
