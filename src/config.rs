@@ -34,6 +34,11 @@ pub struct Config {
     /// `PMPI_PREDICT_MODEL`: penalty model overriding the profile's (gige, myrinet,
     /// infiniband, maxmin, none); checked when the report is written.
     pub model: Option<String>,
+    /// `PMPI_PREDICT_BCAST`: broadcast strategy assumed for every MPI_Bcast (Table 1 name)
+    /// instead of Open MPI's decision.
+    pub bcast: Option<String>,
+    /// `PMPI_PREDICT_SCATTER`: scatter strategy assumed (flat, chain, binomial).
+    pub scatter: Option<String>,
 }
 
 impl Default for Config {
@@ -51,6 +56,8 @@ impl Default for Config {
             catch_signals: true,
             profile: None,
             model: None,
+            bcast: None,
+            scatter: None,
         }
     }
 }
@@ -69,6 +76,8 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_SIGNALS",
     "PMPI_PREDICT_PROFILE",
     "PMPI_PREDICT_MODEL",
+    "PMPI_PREDICT_BCAST",
+    "PMPI_PREDICT_SCATTER",
 ];
 
 fn int_var(
@@ -158,6 +167,8 @@ impl Config {
             catch_signals: bool_var(get, "PMPI_PREDICT_SIGNALS", true, &mut w),
             profile: non_empty("PMPI_PREDICT_PROFILE").map(PathBuf::from),
             model: non_empty("PMPI_PREDICT_MODEL").map(|m| m.trim().to_string()),
+            bcast: non_empty("PMPI_PREDICT_BCAST").map(|m| m.trim().to_string()),
+            scatter: non_empty("PMPI_PREDICT_SCATTER").map(|m| m.trim().to_string()),
         };
         (c, w)
     }

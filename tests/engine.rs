@@ -258,3 +258,64 @@ fn unknown_model_is_an_error_naming_it() {
     let e = predict_run(&r, &profile(), Some("ethernet")).err().unwrap();
     assert!(e.contains("ethernet"), "{e}");
 }
+
+#[test]
+fn late_senders_and_late_receivers_are_part_of_the_call() {
+    // Rank 1 posts its receive at 0; rank 0 sends 2 s of data at 3 s: the receive takes
+    // 3 s of waiting plus 2 s of transfer.
+    let recv = Record {
+        t_start: 0,
+        t_end: 5 * S,
+        t_posted: 5 * S,
+        peer: 0,
+        root: NO_RANK,
+        peer2: NO_RANK,
+        bytes_recv: 200_000_000,
+        comm: 0,
+        comm_size: 2,
+        call: call::MPI_Recv,
+        ..Default::default()
+    };
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![send(call::MPI_Send, 1, 200_000_000, 3 * S, 5 * S)],
+            2,
+        ),
+        rank(1, "b", 0, vec![recv], 2),
+    ]);
+    let p = predict_run(&r, &profile(), None).unwrap();
+    assert!(
+        close(p.calls[1][0].predicted.unwrap(), 5.0),
+        "{:?}",
+        p.calls[1][0]
+    );
+    assert!(close(p.calls[1][0].free.unwrap(), 5.0));
+    assert!(close(p.calls[0][0].predicted.unwrap(), 2.0));
+    // The other way round: a rendezvous-size send posted 1 s before its receive waits.
+    let late_recv = Record {
+        t_start: 4 * S,
+        t_end: 6 * S,
+        t_posted: 6 * S,
+        ..recv
+    };
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![send(call::MPI_Send, 1, 200_000_000, 3 * S, 6 * S)],
+            2,
+        ),
+        rank(1, "b", 0, vec![late_recv], 2),
+    ]);
+    let p = predict_run(&r, &profile(), None).unwrap();
+    assert!(
+        close(p.calls[0][0].predicted.unwrap(), 3.0),
+        "{:?}",
+        p.calls[0][0]
+    );
+    assert!(close(p.calls[1][0].predicted.unwrap(), 2.0));
+}

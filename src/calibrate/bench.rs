@@ -161,8 +161,10 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
 /// Kielmann's pLogP measurements between `a` and `b` for each size: `os` = time of the
 /// send call; `or` = time of the receive call when the message has had time to arrive
 /// (the receiver waits twice the measured one-way time first, `one_way[i]`); streams of
-/// `k1 = 1` and `k2 = 4` back-to-back messages closed by an empty reply. Returns the
-/// empty round trip and one point per size (minimum over `reps`).
+/// `k1 = 1` and `k2` back-to-back messages closed by an empty reply, `k2` large enough
+/// (4 to 256 messages, at least 256 KiB) that the stream outlasts any burst allowance of
+/// the network and `g` is the sustained gap. Returns the empty round trip and one point
+/// per size (minimum over `reps`).
 pub fn plogp(
     ctx: &Ctx,
     a: i32,
@@ -172,7 +174,7 @@ pub fn plogp(
     reps: u32,
 ) -> (f64, Vec<PLogPPoint>) {
     const K1: u32 = 1;
-    const K2: u32 = 4;
+    let k2_of = |s: usize| ((256 * 1024) / s.max(1)).clamp(4, 256) as u32;
     let m = ctx.mpi;
     let max = sizes.iter().copied().max().unwrap_or(0);
     let mut buf = vec![0u8; max];
@@ -214,7 +216,7 @@ pub fn plogp(
                 or = or.min(t.elapsed().as_secs_f64());
                 m.send(&ack, a, 4, m.world);
             }
-            for (k, best) in [(K1, &mut s1), (K2, &mut s2)] {
+            for (k, best) in [(K1, &mut s1), (k2_of(s), &mut s2)] {
                 if m.rank == a {
                     let t = Instant::now();
                     for _ in 0..k {
@@ -251,7 +253,7 @@ pub fn plogp(
             or: v[i * 4 + 1],
             k1: K1,
             t1: v[i * 4 + 2],
-            k2: K2,
+            k2: k2_of(s),
             t2: v[i * 4 + 3],
         })
         .collect();

@@ -16,9 +16,21 @@ pub struct AccuracyArgs {
     /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
     #[arg(long)]
     pub model: Option<String>,
+    /// Broadcast strategy to assume for every MPI_Bcast instead of Open MPI's decision
+    /// (flat, flat-rendezvous, segmented-flat, chain, chain-rendezvous, segmented-chain,
+    /// binary, binomial, binomial-rendezvous, segmented-binomial).
+    #[arg(long)]
+    pub bcast: Option<String>,
+    /// Scatter strategy to assume (flat, chain, binomial).
+    #[arg(long)]
+    pub scatter: Option<String>,
     /// Only these calls (comma-separated MPI names, e.g. MPI_Alltoall,MPI_Isend).
     #[arg(long, value_delimiter = ',')]
     pub calls: Vec<String>,
+    /// Group point-to-point calls by size class (<1 KiB, <64 KiB, <1 MiB, larger) instead
+    /// of by exact size and tag: for applications with many message sizes.
+    #[arg(long)]
+    pub size_classes: bool,
     /// JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -46,14 +58,17 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
     let opts = ReportOptions {
         profile: a.profile.clone(),
         model: a.model.clone(),
+        bcast: a.bcast.clone(),
+        scatter: a.scatter.clone(),
         strict: true,
         print_hotspots: false,
     };
     let (profile, model, _) = opts.resolve().map_err(CliError::input)?;
     let run = crate::trace::load_run(&a.dir).map_err(CliError::input)?;
-    let pred =
-        crate::predict::predict_run(&run, &profile, model.as_deref()).map_err(CliError::input)?;
-    let (groups, fam) = accuracy::groups(&run, &pred, &a.calls);
+    let assume = opts.assumptions().map_err(CliError::input)?;
+    let pred = crate::predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
+        .map_err(CliError::input)?;
+    let (groups, fam) = accuracy::groups(&run, &pred, &a.calls, a.size_classes);
     if a.json {
         let v = serde_json::json!({"model": pred.model, "groups": groups, "family": fam});
         println!(

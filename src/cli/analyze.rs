@@ -15,6 +15,14 @@ pub struct AnalyzeArgs {
     /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
     #[arg(long)]
     pub model: Option<String>,
+    /// Broadcast strategy to assume for every MPI_Bcast instead of Open MPI's decision
+    /// (flat, flat-rendezvous, segmented-flat, chain, chain-rendezvous, segmented-chain,
+    /// binary, binomial, binomial-rendezvous, segmented-binomial).
+    #[arg(long)]
+    pub bcast: Option<String>,
+    /// Scatter strategy to assume (flat, chain, binomial).
+    #[arg(long)]
+    pub scatter: Option<String>,
     /// Do not print the hotspot ranking.
     #[arg(long)]
     pub quiet: bool,
@@ -35,6 +43,8 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     let opts = crate::report::ReportOptions {
         profile: a.profile.clone(),
         model: a.model.clone(),
+        bcast: a.bcast.clone(),
+        scatter: a.scatter.clone(),
         strict: true,
         print_hotspots: !a.quiet,
     };

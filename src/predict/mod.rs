@@ -24,6 +24,10 @@ use crate::trace::RunTrace;
 use sim::{Sim, SimFlow};
 use std::collections::{HashMap, VecDeque};
 
+/// Messages from this size on are assumed to use a rendezvous protocol: the send waits for
+/// the matching receive to be posted (Open MPI's TCP eager limit is 64 KiB).
+pub const RENDEZVOUS_BYTES: u64 = 64 * 1024;
+
 /// Model names accepted by `PMPI_PREDICT_MODEL` and `--model`.
 pub const MODELS: &str = "gige, myrinet, infiniband, maxmin, none";
 
@@ -71,12 +75,48 @@ pub fn penalty_model(
         .map_err(|e| format!("{e} (models: {MODELS})"))
 }
 
-/// Which Broadcast strategy Open MPI 4.1 (tuned, fixed decision) is assumed to use.
-pub fn assumed_bcast(m: u64) -> bcast::BcastStrategy {
-    if m < 12 * 1024 {
+/// Which collective algorithms the MPI library is assumed to run, where PMPI cannot see.
+/// `None` means the Open MPI tuned fixed decision ([`assumed_bcast`], flat scatter).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Assumptions {
+    /// Broadcast strategy for every size (`PMPI_PREDICT_BCAST`, `--bcast`).
+    pub bcast: Option<bcast::BcastStrategy>,
+    /// Scatter strategy (`PMPI_PREDICT_SCATTER`, `--scatter`).
+    pub scatter: Option<scatter::ScatterStrategy>,
+}
+
+impl Assumptions {
+    /// Parses strategy names (Table 1 / Table 2 names, e.g. `binomial`, `segmented-chain`).
+    pub fn parse(bcast: Option<&str>, scatter: Option<&str>) -> Result<Assumptions, String> {
+        Ok(Assumptions {
+            bcast: bcast
+                .map(bcast::BcastStrategy::from_name)
+                .transpose()
+                .map_err(|e| e.to_string())?,
+            scatter: scatter
+                .map(scatter::ScatterStrategy::from_name)
+                .transpose()
+                .map_err(|e| e.to_string())?,
+        })
+    }
+
+    fn bcast_for(&self, p: u64, m: u64) -> bcast::BcastStrategy {
+        self.bcast.unwrap_or_else(|| assumed_bcast(p, m))
+    }
+
+    fn scatter_for(&self) -> scatter::ScatterStrategy {
+        self.scatter.unwrap_or(scatter::ScatterStrategy::Flat)
+    }
+}
+
+/// The broadcast strategy Open MPI's tuned component picks by its fixed decision: binomial
+/// below 2 KiB; a split binary tree with segments ("binary" here) up to 362 KiB, and for
+/// fewer than 13 processes at any size; a segmented pipeline ("segmented-chain") beyond.
+pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
+    if m < 2048 {
         bcast::BcastStrategy::Binomial
-    } else if m < 512 * 1024 {
-        bcast::BcastStrategy::SegmentedBinomial
+    } else if m < 370_728 || p < 13 {
+        bcast::BcastStrategy::Binary
     } else {
         bcast::BcastStrategy::SegmentedChain
     }
@@ -146,18 +186,122 @@ impl CallFlows {
     }
 }
 
-/// Runs the engine on a recorded run.
+/// Runs the engine on a recorded run, assuming Open MPI's collective algorithms.
 pub fn predict_run(
     run: &RunTrace,
     profile: &Profile,
     model_override: Option<&str>,
+) -> Result<RunPrediction, String> {
+    predict_run_with(run, profile, model_override, &Assumptions::default())
+}
+
+/// Runs the engine on a recorded run with the given collective-algorithm assumptions.
+pub fn predict_run_with(
+    run: &RunTrace,
+    profile: &Profile,
+    model_override: Option<&str>,
+    assume: &Assumptions,
 ) -> Result<RunPrediction, String> {
     let model = penalty_model(profile, model_override)?;
     let model_name = model
         .as_ref()
         .map_or("none".to_string(), |m| m.name().to_string());
     let placement = Placement::from_run(run);
-    let flows = graph::build(run, &placement);
+    let mut flows = graph::build(run, &placement);
+
+    let mut calls: Vec<Vec<CallPrediction>> = run
+        .ranks
+        .iter()
+        .map(|r| vec![CallPrediction::default(); r.records.len()])
+        .collect();
+    let kinds: Vec<Vec<&'static str>> = run
+        .ranks
+        .iter()
+        .map(|r| graph::kind_table(&r.meta.calls))
+        .collect();
+    // Flows of each call (compressed rows: per rank, per record), and of each
+    // point-to-point (src, dst) pair in send order.
+    let call_flows = CallFlows::new(run, &flows);
+    // Point-to-point sends in start order per (source, destination, tag): MPI does not let
+    // messages with the same envelope overtake each other.
+    let mut pair_queue: HashMap<(i32, i32, i32), VecDeque<usize>> = HashMap::new();
+    for (i, f) in flows.flows.iter().enumerate() {
+        let r = &run.ranks[f.owner.rank as usize].records[f.owner.rec as usize];
+        if matches!(
+            graph::class_of(graph::kind_in(&kinds[f.owner.rank as usize], r.call)),
+            CallClass::Send | CallClass::SendRecv
+        ) {
+            pair_queue
+                .entry((f.src_rank, f.dst_rank, r.tag))
+                .or_default()
+                .push_back(i);
+        }
+    }
+    // Receives match sends FIFO per envelope (the recorded tag is the one that matched), in
+    // the order the receives were posted. Communicators are not compared: their ids are
+    // numbered per rank.
+    let origin0 = run.origin_ns();
+    let start_of = |ri: usize, r: &crate::trace::Record| {
+        run.ranks[ri]
+            .meta
+            .to_global_ns(r.t_start)
+            .saturating_sub(origin0) as f64
+            * 1e-9
+    };
+    let mut recv_match: Vec<Vec<u32>> = run
+        .ranks
+        .iter()
+        .map(|r| vec![u32::MAX; r.records.len()])
+        .collect();
+    let mut flow_recv_start = vec![f64::NAN; flows.flows.len()];
+    for (ri, rk) in run.ranks.iter().enumerate() {
+        // Receives, and the receive halves of MPI_Sendrecv (source in `peer2`; its recorded
+        // tag is the send tag, which exchanges use for both halves).
+        let mut recvs: Vec<(f64, usize, i32)> = rk
+            .records
+            .iter()
+            .enumerate()
+            .filter_map(
+                |(i, r)| match graph::class_of(graph::kind_in(&kinds[ri], r.call)) {
+                    CallClass::Recv if r.peer >= 0 => Some((start_of(ri, r), i, r.peer)),
+                    CallClass::SendRecv if r.peer2 >= 0 => Some((start_of(ri, r), i, r.peer2)),
+                    _ => None,
+                },
+            )
+            .collect();
+        recvs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (t, i, src) in recvs {
+            let r = &rk.records[i];
+            if let Some(f) = pair_queue
+                .get_mut(&(src, rk.meta.rank, r.tag))
+                .and_then(VecDeque::pop_front)
+            {
+                if r.peer2 < 0
+                    || graph::class_of(graph::kind_in(&kinds[ri], r.call)) == CallClass::Recv
+                {
+                    recv_match[ri][i] = f as u32;
+                }
+                flow_recv_start[f] = t;
+            }
+        }
+    }
+    // A rendezvous message crosses the network only once its receive is posted. A match
+    // whose receive was posted after the send had already returned cannot be right (the
+    // envelope matching ignores communicators): such flows keep their start.
+    for (f, fl) in flows.flows.iter_mut().enumerate() {
+        let (rk, rec) = (
+            &run.ranks[fl.owner.rank as usize],
+            &run.ranks[fl.owner.rank as usize].records[fl.owner.rec as usize],
+        );
+        let send_end = (rk.meta.to_global_ns(rec.t_end).saturating_sub(origin0)) as f64 * 1e-9;
+        if fl.bytes >= RENDEZVOUS_BYTES
+            && flow_recv_start[f] > fl.start
+            && flow_recv_start[f] <= send_end
+        {
+            fl.start = flow_recv_start[f];
+        }
+    }
+    let flows = flows;
     let tref: Vec<f64> = flows
         .flows
         .iter()
@@ -165,9 +309,15 @@ pub fn predict_run(
         .collect();
 
     // Inter-node flows go through the simulation; intra-node ones take their tref.
-    let inter: Vec<usize> = (0..flows.flows.len())
+    let mut inter: Vec<usize> = (0..flows.flows.len())
         .filter(|&i| !flows.flows[i].intra_node())
         .collect();
+    inter.sort_by(|&x, &y| {
+        flows.flows[x]
+            .start
+            .total_cmp(&flows.flows[y].start)
+            .then(x.cmp(&y))
+    });
     let sim_flows: Vec<SimFlow> = inter
         .iter()
         .map(|&i| {
@@ -191,33 +341,8 @@ pub fn predict_run(
     for (k, &i) in inter.iter().enumerate() {
         flow_end[i] = sim.end[k];
     }
-
-    let mut calls: Vec<Vec<CallPrediction>> = run
-        .ranks
-        .iter()
-        .map(|r| vec![CallPrediction::default(); r.records.len()])
-        .collect();
-    let kinds: Vec<Vec<&'static str>> = run
-        .ranks
-        .iter()
-        .map(|r| graph::kind_table(&r.meta.calls))
-        .collect();
-    // Flows of each call (compressed rows: per rank, per record), and of each
-    // point-to-point (src, dst) pair in send order.
-    let call_flows = CallFlows::new(run, &flows);
-    let mut pair_queue: HashMap<(i32, i32), VecDeque<usize>> = HashMap::new();
-    for (i, f) in flows.flows.iter().enumerate() {
-        let r = &run.ranks[f.owner.rank as usize].records[f.owner.rec as usize];
-        if matches!(
-            graph::class_of(graph::kind_in(&kinds[f.owner.rank as usize], r.call)),
-            CallClass::Send | CallClass::SendRecv
-        ) {
-            pair_queue
-                .entry((f.src_rank, f.dst_rank))
-                .or_default()
-                .push_back(i);
-        }
-    }
+    let plogp_inter = profile.plogp_or_hockney();
+    let plogp_intra = crate::model::PLogP::from_hockney(&profile.hockney.intra);
     let span = |ids: &[u32]| -> (f64, f64) {
         let d = ids
             .iter()
@@ -267,7 +392,10 @@ pub fn predict_run(
             for m in members {
                 let rk = &run.ranks[m.0 as usize];
                 let r = &rk.records[m.1 as usize];
-                t0 = f64::min(t0, (rk.meta.to_global_ns(r.t_start) - origin) as f64 * 1e-9);
+                t0 = f64::min(
+                    t0,
+                    rk.meta.to_global_ns(r.t_start).saturating_sub(origin) as f64 * 1e-9,
+                );
                 own.extend(call_flows.of(m.0, m.1).iter().map(|&i| i as usize));
             }
             if own.is_empty() {
@@ -292,6 +420,8 @@ pub fn predict_run(
                     }
                 })
                 .collect();
+            let mut alone = alone;
+            alone.sort_by(|a, b| a.start.total_cmp(&b.start));
             let t1_alone = sim::simulate(&alone, model.as_deref())
                 .end
                 .into_iter()
@@ -319,12 +449,35 @@ pub fn predict_run(
                     let ids = call_flows.of(ri as u32, i as u32);
                     if !ids.is_empty() {
                         let (d, t) = span(ids);
-                        *p = CallPrediction {
-                            predicted: Some(d),
-                            free: Some(t),
-                            penalty: None,
-                            graph: None,
-                        };
+                        if kind == "send" && r.bytes_send < RENDEZVOUS_BYTES {
+                            // An eager blocking send returns once its data is buffered:
+                            // the pLogP send overhead os(m).
+                            let f = &flows.flows[ids[0] as usize];
+                            let pl = if f.intra_node() {
+                                &plogp_intra
+                            } else {
+                                &plogp_inter
+                            };
+                            let os = pl.send_overhead(r.bytes_send as f64);
+                            *p = CallPrediction {
+                                predicted: Some(os),
+                                free: Some(os),
+                                ..Default::default()
+                            };
+                        } else {
+                            // From the call's start: a rendezvous send also waits for its
+                            // receive to be posted (its flow starts then).
+                            let wait = ids
+                                .iter()
+                                .map(|&f| flows.flows[f as usize].start - start_of(ri, r))
+                                .fold(0.0, f64::max);
+                            *p = CallPrediction {
+                                predicted: Some(wait + d),
+                                free: Some(wait + t),
+                                penalty: None,
+                                graph: None,
+                            };
+                        }
                     } else if r.bytes_send == 0 && r.bytes_recv == 0 {
                         *p = CallPrediction {
                             predicted: Some(0.0),
@@ -335,14 +488,24 @@ pub fn predict_run(
                 }
                 CallClass::Recv => {
                     if r.peer >= 0 {
-                        if let Some(i) = pair_queue
-                            .get_mut(&(r.peer, rk.meta.rank))
-                            .and_then(VecDeque::pop_front)
-                        {
-                            let d = flow_end[i] - flows.flows[i].start;
+                        let m = recv_match[ri][i];
+                        if m != u32::MAX {
+                            let f = m as usize;
+                            // The receive ends when the message has arrived (the sender's
+                            // start is taken from the trace: a late sender is waited for),
+                            // and no sooner than the receive overhead or(m) after it began.
+                            let fl = &flows.flows[f];
+                            let pl = if fl.intra_node() {
+                                &plogp_intra
+                            } else {
+                                &plogp_inter
+                            };
+                            let or = pl.recv_overhead(r.bytes_recv as f64);
+                            let since = fl.start - start_of(ri, r);
+                            let d = flow_end[f] - fl.start;
                             *p = CallPrediction {
-                                predicted: Some(d),
-                                free: Some(tref[i]),
+                                predicted: Some((since + d).max(or)),
+                                free: Some((since + tref[f]).max(or)),
                                 ..Default::default()
                             };
                         }
@@ -387,22 +550,26 @@ pub fn predict_run(
                                 free
                             }
                         }
-                        "bcast" if n >= 2 => bcast::predict(&plogp, assumed_bcast(block), n, block)
-                            .ok()
-                            .map(|x| x.seconds * pen),
+                        "bcast" if n >= 2 => {
+                            bcast::predict(&plogp, assume.bcast_for(n, block), n, block)
+                                .ok()
+                                .map(|x| x.seconds * pen)
+                        }
                         "scatter" if n >= 2 => {
-                            scatter::predict(&plogp, scatter::ScatterStrategy::Flat, n, block)
+                            scatter::predict(&plogp, assume.scatter_for(), n, block)
                                 .ok()
                                 .map(|x| x.seconds * pen)
                         }
                         _ => free,
                     };
                     let free = match kind {
-                        "bcast" if n >= 2 => bcast::predict(&plogp, assumed_bcast(block), n, block)
-                            .ok()
-                            .map(|x| x.seconds),
+                        "bcast" if n >= 2 => {
+                            bcast::predict(&plogp, assume.bcast_for(n, block), n, block)
+                                .ok()
+                                .map(|x| x.seconds)
+                        }
                         "scatter" if n >= 2 => {
-                            scatter::predict(&plogp, scatter::ScatterStrategy::Flat, n, block)
+                            scatter::predict(&plogp, assume.scatter_for(), n, block)
                                 .ok()
                                 .map(|x| x.seconds)
                         }

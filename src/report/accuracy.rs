@@ -60,10 +60,13 @@ struct Samples {
 }
 
 /// Measured/predicted samples of the calls named in `calls` (all predicted calls if empty).
+/// With `classes`, point-to-point calls are grouped by size class (the group's `bytes` is
+/// the class's lower bound) and not by tag.
 fn samples(
     run: &RunTrace,
     pred: &RunPrediction,
     calls: &[String],
+    classes: bool,
 ) -> BTreeMap<(String, u32, u64, i32), Samples> {
     let mut out: BTreeMap<(String, u32, u64, i32), Samples> = BTreeMap::new();
     // Collective operations on WORLD: k-th collective of each rank, longest call wins.
@@ -105,9 +108,13 @@ fn samples(
                     .or_insert((name, r.comm_size, bytes, 0.0, pr, fr));
                 e.3 = e.3.max(m);
             } else {
-                let s = out
-                    .entry((name, r.comm_size, r.bytes_send.max(r.bytes_recv), r.tag))
-                    .or_default();
+                let b = r.bytes_send.max(r.bytes_recv);
+                let key = if classes {
+                    (name, r.comm_size, class_floor(b), -1)
+                } else {
+                    (name, r.comm_size, b, r.tag)
+                };
+                let s = out.entry(key).or_default();
                 s.measured.push(m);
                 s.predicted.push(pr);
                 s.free.push(fr);
@@ -123,12 +130,27 @@ fn samples(
     out
 }
 
+/// Lower bound of the size class of `b` bytes: 0, 1 KiB, 64 KiB, 1 MiB.
+fn class_floor(b: u64) -> u64 {
+    match b {
+        0..1024 => 0,
+        1024..65536 => 1024,
+        65536..1048576 => 65536,
+        _ => 1048576,
+    }
+}
+
 /// Groups of like calls with their medians and errors.
-pub fn groups(run: &RunTrace, pred: &RunPrediction, calls: &[String]) -> (Vec<Group>, Family) {
+pub fn groups(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    calls: &[String],
+    classes: bool,
+) -> (Vec<Group>, Family) {
     let mut all_e = Vec::new();
     let mut all_f = Vec::new();
     let mut groups = Vec::new();
-    for ((call, procs, bytes, tag), mut s) in samples(run, pred, calls) {
+    for ((call, procs, bytes, tag), mut s) in samples(run, pred, calls, classes) {
         let mut e: Vec<f64> = s
             .measured
             .iter()

@@ -21,6 +21,10 @@ pub struct ReportOptions {
     pub profile: Option<PathBuf>,
     /// Penalty model overriding the profile's (`PMPI_PREDICT_MODEL`, `--model`).
     pub model: Option<String>,
+    /// Broadcast strategy assumed instead of Open MPI's decision (`PMPI_PREDICT_BCAST`, `--bcast`).
+    pub bcast: Option<String>,
+    /// Scatter strategy assumed (`PMPI_PREDICT_SCATTER`, `--scatter`).
+    pub scatter: Option<String>,
     /// Bad profile or model is an error (CLI) rather than a notice and a fallback (layer).
     pub strict: bool,
     /// Print notices and the hotspot ranking on stderr (off with `PMPI_PREDICT_QUIET=1`).
@@ -28,15 +32,32 @@ pub struct ReportOptions {
 }
 
 impl ReportOptions {
-    /// The layer's view at MPI_Finalize: `PMPI_PREDICT_PROFILE`, `PMPI_PREDICT_MODEL`
-    /// and `PMPI_PREDICT_QUIET` (see `config`).
+    /// The layer's view at MPI_Finalize: `PMPI_PREDICT_PROFILE`, `PMPI_PREDICT_MODEL`,
+    /// `PMPI_PREDICT_BCAST`, `PMPI_PREDICT_SCATTER` and `PMPI_PREDICT_QUIET` (see `config`).
     pub fn from_env() -> ReportOptions {
         let (c, _) = crate::config::Config::from_env();
         ReportOptions {
             profile: c.profile,
             model: c.model,
+            bcast: c.bcast,
+            scatter: c.scatter,
             strict: false,
             print_hotspots: !c.quiet,
+        }
+    }
+
+    /// The collective-algorithm assumptions; a bad name is an error when strict, else one
+    /// stderr line and Open MPI's decision.
+    pub fn assumptions(&self) -> Result<predict::Assumptions, String> {
+        match predict::Assumptions::parse(self.bcast.as_deref(), self.scatter.as_deref()) {
+            Ok(a) => Ok(a),
+            Err(e) if self.strict => Err(e),
+            Err(e) => {
+                eprintln!(
+                    "pmpi-predict: {e} (PMPI_PREDICT_BCAST/PMPI_PREDICT_SCATTER); assuming Open MPI's algorithms"
+                );
+                Ok(predict::Assumptions::default())
+            }
         }
     }
 
@@ -144,7 +165,8 @@ pub fn write_report(dir: &Path) -> Result<ReportStats, String> {
 pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats, String> {
     let run = trace::load_run(dir)?;
     let (profile, model, source) = opts.resolve()?;
-    let pred = predict::predict_run(&run, &profile, model.as_deref())?;
+    let assume = opts.assumptions()?;
+    let pred = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)?;
     write_calls_csv(&run, &pred.calls, &dir.join("calls.csv"))?;
     let mut summary = summary(&run);
     summary["prediction"] = prediction_summary(&run, &pred, &source);
@@ -225,8 +247,13 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             let e = c.predicted.and_then(|p| e_rel(p, m));
             errs.push(e);
             if let Some(p) = c.predicted {
-                sm += m;
-                sp += p;
+                // A nonblocking operation's span runs until the application's completion
+                // call, and holds whatever the application did meanwhile: the per-task
+                // sums take blocking calls only.
+                if r.flags & FLAG_NONBLOCKING == 0 {
+                    sm += m;
+                    sp += p;
+                }
                 if let Some(e) = e {
                     by_call
                         .entry(name.clone())
@@ -342,7 +369,7 @@ fn write_calls_csv(
             rank_field(r.root),
             (r.bytes_send + r.bytes_recv).to_string(),
             r.comm_size.to_string(),
-            format!("{:.9}", (start - origin) as f64 * 1e-9),
+            format!("{:.9}", start.saturating_sub(origin) as f64 * 1e-9),
             format!("{:.9}", r.duration_s()),
             opt(p.predicted),
             p.penalty.map(|x| format!("{x:.4}")).unwrap_or_default(),
