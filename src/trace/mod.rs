@@ -234,6 +234,14 @@ pub fn read_meta(path: &Path) -> Result<RankMeta, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: malformed metadata: {e}", path.display()))
 }
 
+/// True when two offset samples differ by more than their uncertainty (half of each
+/// round trip): only then is a drift between them a measurement rather than noise. A short
+/// run on busy nodes otherwise turns noise into a steep, wrong drift.
+fn drift_is_measurable(a: &ClockSample, b: &ClockSample) -> bool {
+    let diff = (b.offset_ns as i128 - a.offset_ns as i128).unsigned_abs();
+    diff > (a.rtt_ns as u128 + b.rtt_ns as u128) / 2
+}
+
 /// Spool file of `rank` in `dir`.
 pub fn spool_path(dir: &Path, rank: i32) -> PathBuf {
     dir.join(format!("rank-{rank:05}.spool"))
@@ -251,13 +259,20 @@ impl RankMeta {
     pub fn to_global_ns(&self, t: u64) -> i64 {
         let ti = i64::try_from(t).unwrap_or(i64::MAX);
         match (self.clock_init, self.clock_finalize) {
-            (Some(a), Some(b)) if b.at_ns > a.at_ns => {
+            (Some(a), Some(b)) if b.at_ns > a.at_ns && drift_is_measurable(&a, &b) => {
                 let f = (t as f64 - a.at_ns as f64) / (b.at_ns - a.at_ns) as f64;
                 let off = a.offset_ns as f64 + f * (b.offset_ns as f64 - a.offset_ns as f64);
                 // `as` saturates a finite f64 to the i64 range.
                 ti.saturating_add(off.round() as i64)
             }
-            (Some(a), _) => ti.saturating_add(a.offset_ns),
+            // Without a measurable drift, the sample with the smaller round trip is the
+            // better offset.
+            (Some(a), Some(b)) => ti.saturating_add(if b.rtt_ns < a.rtt_ns {
+                b.offset_ns
+            } else {
+                a.offset_ns
+            }),
+            (Some(a), None) => ti.saturating_add(a.offset_ns),
             (None, Some(b)) => ti.saturating_add(b.offset_ns),
             (None, None) => ti,
         }
@@ -295,6 +310,52 @@ mod tests {
                 .unwrap_err()
                 .contains("magic")
         );
+    }
+
+    #[test]
+    fn drift_within_the_round_trip_noise_is_ignored() {
+        // Offsets 200 ns apart, but each sample is only good to about ±500 ns: a constant
+        // offset, from the sample with the smaller round trip.
+        let m = RankMeta {
+            clock_init: Some(ClockSample {
+                at_ns: 1000,
+                offset_ns: 100,
+                rtt_ns: 1000,
+            }),
+            clock_finalize: Some(ClockSample {
+                at_ns: 3000,
+                offset_ns: 300,
+                rtt_ns: 900,
+            }),
+            ..Default::default()
+        };
+        assert_eq!(m.to_global_ns(1000), 1300);
+        assert_eq!(m.to_global_ns(3000), 3300);
+    }
+
+    #[test]
+    fn ranks_on_rank_0s_node_share_its_clock() {
+        let dir = std::env::temp_dir().join(format!("pmpi-trace-node-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sample = Some(ClockSample {
+            at_ns: 5,
+            offset_ns: 777,
+            rtt_ns: 10,
+        });
+        for (rank, node) in [(0, "a"), (1, "a"), (2, "b")] {
+            let m = RankMeta {
+                rank,
+                world_size: 3,
+                node: node.into(),
+                clock_init: sample,
+                ..Default::default()
+            };
+            write_meta(&dir, &m).unwrap();
+        }
+        let run = load_run(&dir).unwrap();
+        assert_eq!(run.ranks[1].meta.to_global_ns(1000), 1000);
+        assert_eq!(run.ranks[2].meta.to_global_ns(1000), 1777);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -433,6 +494,18 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
             trailing_bytes,
             spool_error,
         });
+    }
+    // Ranks on rank 0's node read the same system-wide monotonic clock: their offset is 0
+    // exactly, whatever the ping-pongs measured.
+    if let Some(node0) = ranks
+        .iter()
+        .find(|r| r.meta.rank == 0)
+        .map(|r| r.meta.node.clone())
+    {
+        for r in ranks.iter_mut().filter(|r| r.meta.node == node0) {
+            r.meta.clock_init = None;
+            r.meta.clock_finalize = None;
+        }
     }
     Ok(RunTrace {
         ranks,
