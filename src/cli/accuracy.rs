@@ -2,7 +2,7 @@
 //! the contention-free baseline beside it.
 
 use super::{CliError, exit_status};
-use crate::report::{ReportOptions, accuracy};
+use crate::report::accuracy;
 use std::path::PathBuf;
 
 /// Arguments of `accuracy`.
@@ -10,20 +10,8 @@ use std::path::PathBuf;
 pub struct AccuracyArgs {
     /// Output directory of a run.
     pub dir: PathBuf,
-    /// Calibration profile (default: the built-in profile).
-    #[arg(long)]
-    pub profile: Option<PathBuf>,
-    /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Broadcast strategy to assume for every MPI_Bcast instead of Open MPI's decision
-    /// (flat, flat-rendezvous, segmented-flat, chain, chain-rendezvous, segmented-chain,
-    /// binary, binomial, binomial-rendezvous, segmented-binomial).
-    #[arg(long)]
-    pub bcast: Option<String>,
-    /// Scatter strategy to assume (flat, chain, binomial).
-    #[arg(long)]
-    pub scatter: Option<String>,
+    #[command(flatten)]
+    pub engine: super::EngineArgs,
     /// Only these calls (comma-separated MPI names, e.g. MPI_Alltoall,MPI_Isend).
     #[arg(long, value_delimiter = ',')]
     pub calls: Vec<String>,
@@ -55,14 +43,7 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
             )));
         }
     }
-    let opts = ReportOptions {
-        profile: a.profile.clone(),
-        model: a.model.clone(),
-        bcast: a.bcast.clone(),
-        scatter: a.scatter.clone(),
-        strict: true,
-        print_hotspots: false,
-    };
+    let opts = a.engine.options(false);
     let (profile, model, _) = opts.resolve().map_err(CliError::input)?;
     let run = crate::trace::load_run(&a.dir).map_err(CliError::input)?;
     let assume = opts.assumptions().map_err(CliError::input)?;

@@ -9,20 +9,8 @@ use std::path::PathBuf;
 pub struct AnalyzeArgs {
     /// Output directory of a run (holds rank-NNNNN.json and rank-NNNNN.spool).
     pub dir: PathBuf,
-    /// Calibration profile (default: the built-in profile).
-    #[arg(long)]
-    pub profile: Option<PathBuf>,
-    /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Broadcast strategy to assume for every MPI_Bcast instead of Open MPI's decision
-    /// (flat, flat-rendezvous, segmented-flat, chain, chain-rendezvous, segmented-chain,
-    /// binary, binomial, binomial-rendezvous, segmented-binomial).
-    #[arg(long)]
-    pub bcast: Option<String>,
-    /// Scatter strategy to assume (flat, chain, binomial).
-    #[arg(long)]
-    pub scatter: Option<String>,
+    #[command(flatten)]
+    pub engine: super::EngineArgs,
     /// Do not print the hotspot ranking.
     #[arg(long)]
     pub quiet: bool,
@@ -40,14 +28,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
             a.dir.display()
         )));
     }
-    let opts = crate::report::ReportOptions {
-        profile: a.profile.clone(),
-        model: a.model.clone(),
-        bcast: a.bcast.clone(),
-        scatter: a.scatter.clone(),
-        strict: true,
-        print_hotspots: !a.quiet,
-    };
+    let opts = a.engine.options(!a.quiet);
     let s = crate::report::write_report_with(&a.dir, &opts).map_err(CliError::input)?;
     println!(
         "{} records from {} ranks{}; wrote {}, {} and {}",

@@ -53,6 +53,39 @@ pub fn main() -> i32 {
     }
 }
 
+/// Options that configure the prediction engine, shared by `analyze` and `accuracy`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// Calibration profile (default: the built-in profile).
+    #[arg(long)]
+    pub profile: Option<std::path::PathBuf>,
+    /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Broadcast strategy to assume for every MPI_Bcast instead of Open MPI's decision
+    /// (flat, flat-rendezvous, segmented-flat, chain, chain-rendezvous, segmented-chain,
+    /// binary, binomial, binomial-rendezvous, segmented-binomial).
+    #[arg(long)]
+    pub bcast: Option<String>,
+    /// Scatter strategy to assume (flat, chain, binomial).
+    #[arg(long)]
+    pub scatter: Option<String>,
+}
+
+impl EngineArgs {
+    /// Report options from these arguments: bad values are errors (exit status 2).
+    pub fn options(&self, print_hotspots: bool) -> crate::report::ReportOptions {
+        crate::report::ReportOptions {
+            profile: self.profile.clone(),
+            model: self.model.clone(),
+            bcast: self.bcast.clone(),
+            scatter: self.scatter.clone(),
+            strict: true,
+            print_hotspots,
+        }
+    }
+}
+
 /// An error the CLI reports on stderr; `usage` errors (bad input) exit with status 2.
 #[derive(Debug)]
 pub struct CliError {

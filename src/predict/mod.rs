@@ -318,19 +318,17 @@ pub fn predict_run_with(
             .total_cmp(&flows.flows[y].start)
             .then(x.cmp(&y))
     });
-    let sim_flows: Vec<SimFlow> = inter
-        .iter()
-        .map(|&i| {
-            let f = &flows.flows[i];
-            SimFlow {
-                src: f.src_node,
-                dst: f.dst_node,
-                bytes: f.bytes,
-                start: f.start,
-                tref: tref[i],
-            }
-        })
-        .collect();
+    let sim_flow = |i: usize| {
+        let f = &flows.flows[i];
+        SimFlow {
+            src: f.src_node,
+            dst: f.dst_node,
+            bytes: f.bytes,
+            start: f.start,
+            tref: tref[i],
+        }
+    };
+    let sim_flows: Vec<SimFlow> = inter.iter().map(|&i| sim_flow(i)).collect();
     let sim = sim::simulate(&sim_flows, model.as_deref());
     let mut flow_end: Vec<f64> = flows
         .flows
@@ -406,21 +404,11 @@ pub fn predict_run_with(
                 .iter()
                 .map(|&i| flow_end[i])
                 .fold(f64::NEG_INFINITY, f64::max);
-            let alone: Vec<SimFlow> = own
+            let mut alone: Vec<SimFlow> = own
                 .iter()
                 .filter(|&&i| !flows.flows[i].intra_node())
-                .map(|&i| {
-                    let f = &flows.flows[i];
-                    SimFlow {
-                        src: f.src_node,
-                        dst: f.dst_node,
-                        bytes: f.bytes,
-                        start: f.start,
-                        tref: tref[i],
-                    }
-                })
+                .map(|&i| sim_flow(i))
                 .collect();
-            let mut alone = alone;
             alone.sort_by(|a, b| a.start.total_cmp(&b.start));
             let t1_alone = sim::simulate(&alone, model.as_deref())
                 .end

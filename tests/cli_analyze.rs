@@ -1,0 +1,184 @@
+//! `pmpi-predict analyze` and `accuracy` on a synthetic run directory (no MPI): reports
+//! for complete and incomplete runs, and bad input answered with exit status 2.
+
+use pmpi_predict::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+}
+
+/// Two ranks on two nodes; rank 0 sends 1 MB to rank 1. `finalized` for rank 1 as given.
+fn make_run(name: &str, finalized: bool) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let send = Record {
+        t_start: 1_000_000,
+        t_end: 90_000_000,
+        t_posted: 90_000_000,
+        peer: 1,
+        root: NO_RANK,
+        peer2: NO_RANK,
+        bytes_send: 1_000_000,
+        comm_size: 2,
+        call: call::MPI_Send,
+        tag: 5,
+        ..Default::default()
+    };
+    let recv = Record {
+        peer: 0,
+        bytes_send: 0,
+        bytes_recv: 1_000_000,
+        call: call::MPI_Recv,
+        ..send
+    };
+    for (rank, node, rec) in [(0, "n0", send), (1, "n1", recv)] {
+        let meta = RankMeta {
+            rank,
+            world_size: 2,
+            node: node.into(),
+            calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+            clock_init: Some(ClockSample::default()),
+            finalized: rank == 0 || finalized,
+            ended_by: (rank == 1 && !finalized).then(|| "signal 9".to_string()),
+            ..Default::default()
+        };
+        trace::write_meta(&dir, &meta).unwrap();
+        let mut bytes = Vec::new();
+        trace::write_spool_header(&mut bytes).unwrap();
+        bytes.extend_from_slice(rec.as_bytes());
+        std::fs::write(trace::spool_path(&dir, rank), bytes).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn analyze_writes_the_report_with_predictions() {
+    let dir = make_run("cli-analyze-complete", true);
+    let out = bin()
+        .arg("analyze")
+        .arg(&dir)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("2 records from 2 ranks; wrote"));
+    let csv = std::fs::read_to_string(dir.join("calls.csv")).unwrap();
+    let send = csv.lines().find(|l| l.contains("MPI_Send")).unwrap();
+    let cols: Vec<&str> = send.split(',').collect();
+    // Built-in profile: 1 MB between nodes, a rendezvous message, takes α + β·m =
+    // 50 µs + 0.08 s alone.
+    let predicted: f64 = cols[9].parse().unwrap();
+    assert!((predicted - 0.08005).abs() < 1e-6, "{send}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["complete"], true);
+    assert_eq!(summary["prediction"]["profile"], "builtin-default");
+    assert!(dir.join("hotspots.json").exists());
+}
+
+#[test]
+fn analyze_marks_an_incomplete_run() {
+    let dir = make_run("cli-analyze-incomplete", false);
+    let out = bin()
+        .arg("analyze")
+        .arg(&dir)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("INCOMPLETE run"));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["complete"], false);
+    assert_eq!(summary["ranks"][1]["ended_by"], "signal 9");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message() {
+    let dir = make_run("cli-analyze-bad", true);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["analyze".into(), "/nonexistent/run".into()],
+            "is not a directory",
+        ),
+        (
+            vec![
+                "analyze".into(),
+                dir.display().to_string(),
+                "--model".into(),
+                "ethernet".into(),
+            ],
+            "ethernet",
+        ),
+        (
+            vec![
+                "analyze".into(),
+                dir.display().to_string(),
+                "--profile".into(),
+                "/nonexistent.json".into(),
+            ],
+            "/nonexistent.json",
+        ),
+        (
+            vec![
+                "analyze".into(),
+                dir.display().to_string(),
+                "--bcast".into(),
+                "tree".into(),
+            ],
+            "unknown bcast strategy 'tree'",
+        ),
+        (
+            vec![
+                "accuracy".into(),
+                dir.display().to_string(),
+                "--calls".into(),
+                "MPI_Sned".into(),
+            ],
+            "MPI_Sned",
+        ),
+        (
+            vec!["analyze".into(), std::env::temp_dir().display().to_string()],
+            "not a pmpi-predict output directory",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn accuracy_groups_the_send_and_the_receive() {
+    let dir = make_run("cli-accuracy", true);
+    let out = bin()
+        .arg("accuracy")
+        .arg(&dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    assert!(
+        groups
+            .iter()
+            .any(|g| g["call"] == "MPI_Recv" && g["count"] == 1)
+    );
+}
