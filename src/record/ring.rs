@@ -52,19 +52,52 @@ impl Ring {
         self.head.store(h.wrapping_add(1), Ordering::Release);
     }
 
-    /// Moves every published record to `out` (as spool bytes); only the drainer calls this.
-    pub fn drain_into(&self, out: &mut Vec<u8>) -> usize {
+    /// Writes every published record to `w` (as spool bytes) straight from the ring's
+    /// memory, and releases them; only the drainer calls this. Returns how many records
+    /// were taken, and the write's result (on an error they are lost, not retried: the
+    /// program must never wait for the disk).
+    pub fn drain_to(&self, w: &mut dyn std::io::Write) -> (usize, std::io::Result<()>) {
         let t = self.tail.load(Ordering::Relaxed);
         let h = self.head.load(Ordering::Acquire);
         let n = h.wrapping_sub(t);
-        for i in 0..n {
-            // SAFETY: slots in [tail, head) were published by the producer and are not
-            // rewritten until tail moves past them.
-            let r = unsafe { *self.buf[t.wrapping_add(i) & self.mask].get() };
-            out.extend_from_slice(r.as_bytes());
+        if n == 0 {
+            return (0, Ok(()));
         }
+        let start = t & self.mask;
+        let first = n.min(self.mask + 1 - start);
+        let res = self.write_slots(w, start, first).and_then(|()| {
+            if n > first {
+                self.write_slots(w, 0, n - first)
+            } else {
+                Ok(())
+            }
+        });
         self.tail.store(h, Ordering::Release);
-        n
+        (n, res)
+    }
+
+    fn write_slots(
+        &self,
+        w: &mut dyn std::io::Write,
+        start: usize,
+        len: usize,
+    ) -> std::io::Result<()> {
+        // SAFETY: slots [start, start + len) lie in [tail, head): published by the producer
+        // and not rewritten until tail moves past them. UnsafeCell<Record> has Record's
+        // layout, and Record is repr(C) without padding, so the slots are len * RECORD_SIZE
+        // contiguous, initialised bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                self.buf.as_ptr().add(start) as *const u8,
+                len * std::mem::size_of::<Record>(),
+            )
+        };
+        w.write_all(bytes)
+    }
+
+    /// Moves every published record to `out` (as spool bytes).
+    pub fn drain_into(&self, out: &mut Vec<u8>) -> usize {
+        self.drain_to(out).0
     }
 
     /// Records lost because the ring was full.

@@ -5,7 +5,6 @@
 use super::ring::Registry;
 use crate::trace::write_spool_header;
 use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -104,28 +103,29 @@ fn drain_loop(
     path: &str,
     on_signal: fn(i32),
 ) {
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
     let mut signalled = false;
     loop {
         let last = stop.load(Ordering::Acquire);
         let sig = PENDING_SIGNAL.load(Ordering::Acquire);
-        buf.clear();
-        let mut n = 0u64;
         for ring in registry.rings() {
-            n += ring.drain_into(&mut buf) as u64;
-        }
-        if n > 0 {
             if stats.write_failed.load(Ordering::Relaxed) {
-                stats.records_lost.fetch_add(n, Ordering::Relaxed);
-            } else if let Err(e) = file.write_all(&buf) {
-                // Keep draining so the program never blocks; count what is lost.
-                crate::interpose::say(&format!(
-                    "cannot write spool {path}: {e}; further records are lost"
-                ));
-                stats.write_failed.store(true, Ordering::Relaxed);
-                stats.records_lost.fetch_add(n, Ordering::Relaxed);
-            } else {
-                stats.records_written.fetch_add(n, Ordering::Relaxed);
+                let (n, _) = ring.drain_to(&mut std::io::sink());
+                stats.records_lost.fetch_add(n as u64, Ordering::Relaxed);
+                continue;
+            }
+            let (n, res) = ring.drain_to(&mut file);
+            match res {
+                Ok(()) => {
+                    stats.records_written.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    // Keep draining so the program never blocks; count what is lost.
+                    crate::interpose::say(&format!(
+                        "cannot write spool {path}: {e}; further records are lost"
+                    ));
+                    stats.write_failed.store(true, Ordering::Relaxed);
+                    stats.records_lost.fetch_add(n as u64, Ordering::Relaxed);
+                }
             }
         }
         if last {
