@@ -8,7 +8,6 @@ use crate::record;
 use crate::topo::clock::now_ns;
 use crate::trace::{
     FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING, NO_RANK, PROC_NULL, Record,
-    UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -896,9 +895,12 @@ pub fn testsome(
 
 /// MPI_Request_free: a tracked operation is recorded as incomplete at the free.
 #[inline]
-pub fn request_free(call: u16, request: *mut ffi::MPI_Request, f: impl FnOnce() -> c_int) -> c_int {
-    let _ = call;
-    let Some((_g, s)) = enter() else { return f() };
+pub fn request_free(
+    _call: u16,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, _)) = enter() else { return f() };
     let req = if request.is_null() {
         0
     } else {
@@ -908,7 +910,6 @@ pub fn request_free(call: u16, request: *mut ffi::MPI_Request, f: impl FnOnce() 
     let rc = f();
     let t1 = now_ns();
     guarded(|| {
-        let _ = s;
         if let Some(p) = handles::take(req) {
             emit(p, t1, FLAG_INCOMPLETE);
         }
@@ -1279,6 +1280,3 @@ pub fn comm_free(_call: u16, commp: *mut ffi::MPI_Comm, f: impl FnOnce() -> c_in
     }
     f()
 }
-
-#[allow(dead_code)]
-const _UNUSED: i32 = UNKNOWN_RANK;

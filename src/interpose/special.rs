@@ -435,8 +435,8 @@ fn finish() {
     let Some(mut run) = RUN.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return;
     };
-    let was = STATE.swap(PASS, Ordering::AcqRel);
-    let _ = was;
+    // Calls made from here on (other threads, the layer's own) are not recorded.
+    STATE.store(PASS, Ordering::Release);
     let clock = sync_clock(run.comm, run.rank, run.size, run.cfg.clock_rounds);
     run.meta.clock_finalize = clock;
     let dir = close_spool(&mut run, None);
