@@ -19,6 +19,9 @@ pub struct Config {
     pub disabled: bool,
     /// `PMPI_PREDICT_REPORT`: 0 skips the report at MPI_Finalize (spools are still written).
     pub report: bool,
+    /// `PMPI_PREDICT_REPORT_MAX_MB`: above this many MB of spooled records, rank 0 skips the
+    /// report at MPI_Finalize (so a huge trace never holds the job) and says how to run it.
+    pub report_max_mb: u64,
     /// `PMPI_PREDICT_QUIET`: 1 silences the one-line notice rank 0 prints at finalize.
     pub quiet: bool,
     /// `PMPI_PREDICT_MAX_THREADS`: threads per rank that get a buffer.
@@ -50,6 +53,7 @@ impl Default for Config {
             flush_ms: 200,
             disabled: false,
             report: true,
+            report_max_mb: 2048,
             quiet: false,
             max_threads: 1024,
             clock_rounds: 10,
@@ -70,6 +74,7 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_FLUSH_MS",
     "PMPI_PREDICT_DISABLE",
     "PMPI_PREDICT_REPORT",
+    "PMPI_PREDICT_REPORT_MAX_MB",
     "PMPI_PREDICT_QUIET",
     "PMPI_PREDICT_MAX_THREADS",
     "PMPI_PREDICT_CLOCK_ROUNDS",
@@ -147,6 +152,14 @@ impl Config {
             flush_ms: int_var(get, "PMPI_PREDICT_FLUSH_MS", 10, 1000, d.flush_ms, &mut w),
             disabled: bool_var(get, "PMPI_PREDICT_DISABLE", false, &mut w),
             report: bool_var(get, "PMPI_PREDICT_REPORT", true, &mut w),
+            report_max_mb: int_var(
+                get,
+                "PMPI_PREDICT_REPORT_MAX_MB",
+                0,
+                1 << 30,
+                d.report_max_mb,
+                &mut w,
+            ),
             quiet: bool_var(get, "PMPI_PREDICT_QUIET", false, &mut w),
             max_threads: int_var(
                 get,

@@ -243,3 +243,38 @@ fn default_output_directory_is_named_by_date_and_pid() {
     assert!(pid.parse::<u32>().is_ok());
     assert!(dir.join(&made[0]).join("calls.csv").exists());
 }
+
+#[test]
+fn a_trace_above_the_report_limit_is_left_for_analyze() {
+    let dir = scratch("report-limit");
+    let exe = build_program("basic", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let with = mpirun(
+        4,
+        &exe,
+        &[],
+        Some(&[
+            ("PMPI_PREDICT_OUT", &out_s),
+            ("PMPI_PREDICT_REPORT_MAX_MB", "0"),
+        ]),
+        &dir,
+    );
+    assert!(with.status.success());
+    let err = String::from_utf8_lossy(&with.stderr);
+    assert_eq!(
+        err.matches("exceed PMPI_PREDICT_REPORT_MAX_MB=0").count(),
+        1,
+        "{err}"
+    );
+    assert!(!out.join("calls.csv").exists());
+    assert!(out.join("rank-00003.spool").exists());
+    let a = std::process::Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+        .arg("analyze")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(a.status.success());
+    assert!(out.join("calls.csv").exists());
+}

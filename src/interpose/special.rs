@@ -428,6 +428,19 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// Total size of the spool files in `dir`.
+fn spool_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".spool"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 fn finish() {
     if IS_CHILD.load(Ordering::Relaxed) {
         return;
@@ -444,7 +457,17 @@ fn finish() {
     // SAFETY: barrier and free of the layer's private communicator, on every rank.
     unsafe { ffi::PMPI_Barrier(run.comm) };
     if let (0, true, Some(dir)) = (run.rank, run.cfg.report, dir) {
-        {
+        let spooled = spool_bytes(&dir);
+        let limit = run.cfg.report_max_mb.saturating_mul(1 << 20);
+        if spooled > limit {
+            // Analysing a very large trace here would hold the whole job at MPI_Finalize.
+            eprintln!(
+                "pmpi-predict: {} MB of records exceed PMPI_PREDICT_REPORT_MAX_MB={}; no report at MPI_Finalize, run: pmpi-predict analyze {}",
+                spooled >> 20,
+                run.cfg.report_max_mb,
+                dir.display()
+            );
+        } else {
             match crate::report::write_report(&dir) {
                 Ok(s) => {
                     if !run.cfg.quiet {
