@@ -319,3 +319,74 @@ fn late_senders_and_late_receivers_are_part_of_the_call() {
     );
     assert!(close(p.calls[1][0].predicted.unwrap(), 2.0));
 }
+
+#[test]
+fn collectives_on_sub_communicators_use_their_members() {
+    use pmpi_predict::trace::CommMembers;
+    // Communicator {WORLD 2, WORLD 0} (local ranks 0, 1), id 7 on rank 2 and id 3 on rank 0:
+    // a broadcast of 1e8 bytes from WORLD 2 while rank 2 also sends 1e8 bytes to rank 1.
+    let bcast = |rank_root: bool| Record {
+        t_start: 0,
+        t_end: 3 * S,
+        t_posted: 3 * S,
+        peer: NO_RANK,
+        root: 2,
+        peer2: NO_RANK,
+        bytes_send: if rank_root { 100_000_000 } else { 0 },
+        bytes_recv: if rank_root { 0 } else { 100_000_000 },
+        comm_size: 2,
+        call: call::MPI_Bcast,
+        ..Default::default()
+    };
+    let mut r2 = rank(
+        2,
+        "n2",
+        0,
+        vec![
+            Record {
+                comm: 7,
+                ..bcast(true)
+            },
+            send(call::MPI_Isend, 1, 100_000_000, 0, 3 * S),
+        ],
+        4,
+    );
+    r2.meta.comms = vec![CommMembers {
+        id: 7,
+        world: vec![2, 0],
+    }];
+    let mut r0 = rank(
+        0,
+        "n0",
+        0,
+        vec![Record {
+            comm: 3,
+            ..bcast(false)
+        }],
+        4,
+    );
+    r0.meta.comms = vec![CommMembers {
+        id: 3,
+        world: vec![2, 0],
+    }];
+    let r = run(vec![
+        r0,
+        rank(1, "n1", 0, vec![], 4),
+        r2,
+        rank(3, "n3", 0, vec![], 4),
+    ]);
+    let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+    // The broadcast's one message, WORLD 2 → 0, is a flow beside the send.
+    assert!(
+        p.flows
+            .flows
+            .iter()
+            .any(|f| f.src_rank == 2 && f.dst_rank == 0 && f.bytes == 100_000_000)
+    );
+    assert_eq!(p.flows.flows.len(), 2);
+    // Both ranks' calls are one operation: same prediction, slowed by the concurrent send
+    // (two arcs out of node n2: 1.5 × 1 s instead of 1 s).
+    let (a, b) = (p.calls[0][0], p.calls[2][0]);
+    assert!(close(a.predicted.unwrap(), b.predicted.unwrap()));
+    assert!(close(a.penalty.unwrap(), 1.5), "{a:?}");
+}

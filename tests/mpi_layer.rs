@@ -174,6 +174,17 @@ fn basic_program_exact_records_and_identical_output() {
     assert_eq!(summary["calls"]["MPI_Barrier"]["count"], 4);
     assert_eq!(summary["calls"]["MPI_Gather"]["bytes"], 8 * 4 + 8 * 4);
     assert_eq!(summary["ranks"].as_array().unwrap().len(), 4);
+    // The split communicator's members, in local-rank order, are in the rank's metadata.
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("rank-00000.json")).unwrap())
+            .unwrap();
+    let comms = meta["comms"].as_array().unwrap();
+    assert!(
+        comms
+            .iter()
+            .any(|c| c["world"] == serde_json::json!([2, 0])),
+        "{comms:?}"
+    );
 }
 
 #[test]

@@ -39,8 +39,30 @@ pub fn binomial_parent(v: u32) -> u32 {
     v & (v - 1)
 }
 
-/// Messages `(destination WORLD rank, bytes)` that rank `me` sends in collective `kind`
-/// on a world of `n` ranks, from its record.
+/// Messages `(destination WORLD rank, bytes)` that WORLD rank `me` sends in collective
+/// `kind` on a communicator whose members are `members` (WORLD ranks by local rank), from
+/// its record (whose root is a WORLD rank).
+pub fn messages_in(kind: &str, me: i32, members: &[i32], r: &Record) -> Vec<(i32, u64)> {
+    let Some(me_local) = members.iter().position(|&w| w == me) else {
+        return Vec::new();
+    };
+    // A root outside the members (or none) leaves the rooted algorithms without messages.
+    let root_local = members
+        .iter()
+        .position(|&w| r.root >= 0 && w == r.root)
+        .map_or(-1, |x| x as i32);
+    let local = Record {
+        root: root_local,
+        ..*r
+    };
+    messages(kind, me_local as i32, members.len() as u32, &local)
+        .into_iter()
+        .filter_map(|(q, b)| members.get(q as usize).map(|&w| (w, b)))
+        .collect()
+}
+
+/// Messages `(destination rank, bytes)` that rank `me` sends in collective `kind` among
+/// ranks `0..n`, from its record (root among `0..n` too).
 pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
     if n < 2 || me < 0 {
         return Vec::new();
@@ -141,6 +163,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn sub_communicator_messages_map_to_world_ranks() {
+        // Members WORLD 6, 2, 4 (local 0, 1, 2); bcast from WORLD 2 (local 1): local 1 sends
+        // to local 2 and 0 = WORLD 4 and 6.
+        let b = Record {
+            root: 2,
+            bytes_send: 64,
+            ..Default::default()
+        };
+        assert_eq!(
+            messages_in("bcast", 2, &[6, 2, 4], &b),
+            vec![(4, 64), (6, 64)]
+        );
+        let a = Record {
+            root: -1,
+            bytes_send: 300,
+            ..Default::default()
+        };
+        assert_eq!(
+            messages_in("alltoall", 4, &[6, 2, 4], &a),
+            vec![(6, 100), (2, 100)]
+        );
+        assert!(messages_in("alltoall", 5, &[6, 2, 4], &a).is_empty());
     }
 
     #[test]

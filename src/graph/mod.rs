@@ -4,10 +4,9 @@
 //! on each interval's node-level graph (see `predict`).
 //!
 //! Point-to-point messages come from the send side (`MPI_Send`, `MPI_Isend`, the send
-//! half of `MPI_Sendrecv`, ...). PMPI does not see inside collectives, so a collective on
-//! `MPI_COMM_WORLD` contributes the messages of the algorithm assumed for it
-//! ([`collectives`]); collectives on other communicators contribute none (their members
-//! are not recorded) and are predicted without contention.
+//! half of `MPI_Sendrecv`, ...). PMPI does not see inside collectives, so a collective
+//! contributes the messages of the algorithm assumed for it ([`collectives`]), among the
+//! members of its communicator (recorded in each rank's metadata).
 
 pub mod collectives;
 
@@ -94,6 +93,16 @@ pub fn kind_in(table: &[&'static str], call: u16) -> &'static str {
     table.get(call as usize).copied().unwrap_or("?")
 }
 
+/// Members (WORLD ranks by local rank) of communicator `comm` of a rank, if its metadata
+/// lists it with `size` members.
+pub fn members_of(meta: &trace::RankMeta, comm: u32, size: u32) -> Option<&[i32]> {
+    meta.comms
+        .iter()
+        .rev()
+        .find(|c| c.id == comm && c.world.len() == size as usize)
+        .map(|c| c.world.as_slice())
+}
+
 /// All flows of a run, sorted by start time.
 #[derive(Debug, Clone, Default)]
 pub struct Flows {
@@ -138,6 +147,13 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
                 CallClass::Collective if r.comm == 0 && r.comm_size == world => {
                     for (dst, bytes) in collectives::messages(kind, me, world, r) {
                         push(dst, bytes);
+                    }
+                }
+                CallClass::Collective => {
+                    if let Some(members) = members_of(&rk.meta, r.comm, r.comm_size) {
+                        for (dst, bytes) in collectives::messages_in(kind, me, members, r) {
+                            push(dst, bytes);
+                        }
                     }
                 }
                 _ => {}

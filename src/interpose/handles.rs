@@ -316,6 +316,20 @@ pub fn forget_comm(comm: ffi::MPI_Comm) {
     }
 }
 
+/// Every intracommunicator registered, in registration order: id and WORLD ranks of its
+/// members by local rank. Written to the rank's metadata at the end.
+static COMM_LOG: std::sync::Mutex<Vec<(u32, &'static [i32])>> = std::sync::Mutex::new(Vec::new());
+
+/// The communicators registered so far (id, WORLD ranks by local rank).
+pub fn comm_log() -> Vec<(u32, Vec<i32>)> {
+    COMM_LOG
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(id, w)| (*id, w.to_vec()))
+        .collect()
+}
+
 fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo> {
     let mut inter: c_int = 0;
     let mut my_rank: c_int = 0;
@@ -367,6 +381,14 @@ fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo
         }
         // Leaked on purpose: records in flight may still point at it after MPI_Comm_free.
         let world: &'static [i32] = Box::leak(world.into_boxed_slice());
+        if inter == 0 {
+            // Cold path (communicator creation or first use): the engine needs the members
+            // of every communicator a collective ran on.
+            COMM_LOG
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((id, world));
+        }
         Some(CommInfo {
             id,
             size: size as u32,

@@ -419,6 +419,10 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     run.meta.dropped = record::registry().map_or(0, |r| r.dropped());
     run.meta.dropped_requests = handles::dropped_requests();
     run.meta.polls = polls();
+    run.meta.comms = handles::comm_log()
+        .into_iter()
+        .map(|(id, world)| trace::CommMembers { id, world })
+        .collect();
     run.meta.finalized = ended_by.is_none();
     run.meta.ended_by = ended_by;
     let dir = run.dir.clone()?;

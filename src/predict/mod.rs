@@ -358,24 +358,57 @@ pub fn predict_run_with(
     };
     let origin = run.origin_ns();
 
-    // Collective instances on WORLD: the k-th WORLD collective of every rank is the same
-    // operation (MPI orders collectives on a communicator identically on all ranks).
+    // Collective instances: the k-th collective on a communicator is the same operation on
+    // all its members (MPI orders collectives on a communicator identically). Ranks number
+    // communicators differently, so one is known across ranks by its member list, and by
+    // its rank among same-member communicators (MPI_COMM_WORLD, then its duplicates).
     let mut instance_of: Vec<Vec<u32>> = Vec::with_capacity(run.ranks.len());
     let mut instances: Vec<Vec<(u32, u32)>> = Vec::new();
+    let mut instance_index: HashMap<(u64, usize, usize), u32> = HashMap::new();
+    let world_n = run.world_size.max(0) as usize;
+    let identity: Vec<i32> = (0..world_n as i32).collect();
+    let fingerprint = |m: &[i32]| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        m.hash(&mut h);
+        h.finish()
+    };
     for (ri, rk) in run.ranks.iter().enumerate() {
-        let mut k = 0usize;
+        // comm id → (fingerprint, ordinal among same-member communicators)
+        let mut ident: HashMap<u32, (u64, usize)> = HashMap::new();
+        let mut seen: HashMap<u64, usize> = HashMap::new();
+        let wf = fingerprint(&identity);
+        ident.insert(0, (wf, 0));
+        seen.insert(wf, 1);
+        for c in &rk.meta.comms {
+            let f = fingerprint(&c.world);
+            let n = seen.entry(f).or_insert(0);
+            ident.insert(c.id, (f, *n));
+            *n += 1;
+        }
+        let mut counters: HashMap<u32, usize> = HashMap::new();
         let mut ids = vec![u32::MAX; rk.records.len()];
         for (i, r) in rk.records.iter().enumerate() {
-            if r.comm == 0
-                && graph::class_of(graph::kind_in(&kinds[ri], r.call)) == CallClass::Collective
-            {
-                if instances.len() <= k {
-                    instances.push(Vec::new());
-                }
-                instances[k].push((ri as u32, i as u32));
-                ids[i] = k as u32;
-                k += 1;
+            if graph::class_of(graph::kind_in(&kinds[ri], r.call)) != CallClass::Collective {
+                continue;
             }
+            let known = if r.comm == 0 {
+                r.comm_size as usize == world_n
+            } else {
+                graph::members_of(&rk.meta, r.comm, r.comm_size).is_some()
+            };
+            let Some(&(f, ord)) = ident.get(&r.comm).filter(|_| known) else {
+                continue;
+            };
+            let k = counters.entry(r.comm).or_insert(0);
+            let next = instances.len() as u32;
+            let idx = *instance_index.entry((f, ord, *k)).or_insert(next);
+            if idx == next {
+                instances.push(Vec::new());
+            }
+            *k += 1;
+            instances[idx as usize].push((ri as u32, i as u32));
+            ids[i] = idx;
         }
         instance_of.push(ids);
     }

@@ -206,6 +206,17 @@ pub struct RankMeta {
     /// Records drained but not written (spool write failure).
     #[serde(default)]
     pub lost: u64,
+    /// Intracommunicators other than MPI_COMM_WORLD that calls ran on, in registration
+    /// order: the engine expands their collectives.
+    #[serde(default)]
+    pub comms: Vec<CommMembers>,
+}
+
+/// A communicator's id on this rank and its members' WORLD ranks, by local rank.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CommMembers {
+    pub id: u32,
+    pub world: Vec<i32>,
 }
 
 /// Count and total time of unsuccessful polls of one call.
