@@ -437,6 +437,17 @@ pub fn predict_run_with(
                 .iter()
                 .map(|&i| flow_end[i])
                 .fold(f64::NEG_INFINITY, f64::max);
+            let span = (t1 > t0).then_some(t1 - t0);
+            // Only broadcasts and scatters use the slowdown: skip the second simulation
+            // for the others.
+            let (ri, rec) = members[0];
+            let kind = graph::kind_in(
+                &kinds[ri as usize],
+                run.ranks[ri as usize].records[rec as usize].call,
+            );
+            if !matches!(kind, "bcast" | "scatter") {
+                return (1.0, span);
+            }
             let mut alone: Vec<SimFlow> = own
                 .iter()
                 .filter(|&&i| !flows.flows[i].intra_node())
@@ -457,7 +468,7 @@ pub fn predict_run_with(
             } else {
                 1.0
             };
-            (slowdown, (t1 > t0).then_some(t1 - t0))
+            (slowdown, span)
         })
         .collect();
 
