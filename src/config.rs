@@ -49,7 +49,7 @@ impl Default for Config {
         Config {
             out_dir: None,
             node: None,
-            buffer_records: 1 << 15,
+            buffer_records: 1 << 17,
             flush_ms: 200,
             disabled: false,
             report: true,

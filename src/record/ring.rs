@@ -105,6 +105,18 @@ impl Ring {
         self.dropped.load(Ordering::Relaxed)
     }
 
+    /// Records waiting to be drained.
+    pub fn len(&self) -> usize {
+        self.head
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.tail.load(Ordering::Acquire))
+    }
+
+    /// True when no record waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Capacity in records.
     pub fn capacity(&self) -> usize {
         self.mask + 1

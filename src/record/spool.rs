@@ -19,6 +19,9 @@ pub static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// How often the drainer looks at [`PENDING_SIGNAL`] between flushes.
 pub const SIGNAL_POLL: Duration = Duration::from_millis(10);
 
+/// Poll interval while some thread produces records fast.
+const BUSY_POLL: Duration = Duration::from_millis(1);
+
 /// Counters shared between the drainer and the layer.
 #[derive(Default, Debug)]
 pub struct SpoolStats {
@@ -107,7 +110,11 @@ fn drain_loop(
     loop {
         let last = stop.load(Ordering::Acquire);
         let sig = PENDING_SIGNAL.load(Ordering::Acquire);
+        // A ring found a quarter full means a fast producer: poll every millisecond until
+        // the pace drops, so that its buffer does not fill up between two drains.
+        let mut busy = false;
         for ring in registry.rings() {
+            busy |= ring.len() * 4 >= ring.capacity();
             if stats.write_failed.load(Ordering::Relaxed) {
                 let (n, _) = ring.drain_to(&mut std::io::sink());
                 stats.records_lost.fetch_add(n as u64, Ordering::Relaxed);
@@ -137,18 +144,20 @@ fn drain_loop(
             let _ = file.sync_data();
             on_signal(sig);
         }
-        // Sleep in short slices so that a caught signal is handled promptly; `finish`
-        // unparks the thread.
+        // Sleep in short slices so that a caught signal is handled promptly and a filling
+        // buffer is drained early; `finish` unparks the thread.
         let until = std::time::Instant::now() + every;
+        let slice = if busy { BUSY_POLL } else { SIGNAL_POLL };
         loop {
             let now = std::time::Instant::now();
             if now >= until
                 || stop.load(Ordering::Acquire)
                 || (!signalled && PENDING_SIGNAL.load(Ordering::Relaxed) != 0)
+                || registry.rings().iter().any(|r| r.len() * 8 >= r.capacity())
             {
                 break;
             }
-            std::thread::park_timeout((until - now).min(SIGNAL_POLL));
+            std::thread::park_timeout((until - now).min(slice));
         }
     }
 }
