@@ -125,7 +125,7 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
                 rank: ri as u32,
                 rec: i as u32,
             };
-            let start = rk.meta.to_global_ns(r.t_start).saturating_sub(origin) as f64 * 1e-9;
+            let start = RunTrace::seconds_since(&rk.meta, r.t_start, origin);
             let kind = kind_in(&kinds, r.call);
             let mut push = |dst: i32, bytes: u64| {
                 if let Some(dn) = placement.node(dst) {

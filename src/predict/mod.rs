@@ -240,13 +240,9 @@ pub fn predict_run_with(
     // Receives match sends FIFO per envelope (the recorded tag is the one that matched), in
     // the order the receives were posted. Communicators are not compared: their ids are
     // numbered per rank.
-    let origin0 = run.origin_ns();
+    let origin = run.origin_ns();
     let start_of = |ri: usize, r: &crate::trace::Record| {
-        run.ranks[ri]
-            .meta
-            .to_global_ns(r.t_start)
-            .saturating_sub(origin0) as f64
-            * 1e-9
+        RunTrace::seconds_since(&run.ranks[ri].meta, r.t_start, origin)
     };
     let mut recv_match: Vec<Vec<u32>> = run
         .ranks
@@ -293,7 +289,7 @@ pub fn predict_run_with(
             &run.ranks[fl.owner.rank as usize],
             &run.ranks[fl.owner.rank as usize].records[fl.owner.rec as usize],
         );
-        let send_end = (rk.meta.to_global_ns(rec.t_end).saturating_sub(origin0)) as f64 * 1e-9;
+        let send_end = RunTrace::seconds_since(&rk.meta, rec.t_end, origin);
         if fl.bytes >= RENDEZVOUS_BYTES
             && flow_recv_start[f] > fl.start
             && flow_recv_start[f] <= send_end
@@ -356,7 +352,6 @@ pub fn predict_run_with(
     } else {
         crate::model::PLogP::from_hockney(&profile.hockney.intra)
     };
-    let origin = run.origin_ns();
 
     // Collective instances: the k-th collective on a communicator is the same operation on
     // all its members (MPI orders collectives on a communicator identically). Ranks number
@@ -423,10 +418,7 @@ pub fn predict_run_with(
             for m in members {
                 let rk = &run.ranks[m.0 as usize];
                 let r = &rk.records[m.1 as usize];
-                t0 = f64::min(
-                    t0,
-                    rk.meta.to_global_ns(r.t_start).saturating_sub(origin) as f64 * 1e-9,
-                );
+                t0 = f64::min(t0, RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 own.extend(call_flows.of(m.0, m.1).iter().map(|&i| i as usize));
             }
             if own.is_empty() {

@@ -151,20 +151,15 @@ pub fn groups(
     let mut all_f = Vec::new();
     let mut groups = Vec::new();
     for ((call, procs, bytes, tag), mut s) in samples(run, pred, calls, classes) {
-        let mut e: Vec<f64> = s
-            .measured
-            .iter()
-            .zip(&s.predicted)
-            .filter(|(m, _)| **m > 0.0)
-            .map(|(m, p)| (p - m) / m * 100.0)
-            .collect();
-        let mut ef: Vec<f64> = s
-            .measured
-            .iter()
-            .zip(&s.free)
-            .filter(|(m, _)| **m > 0.0)
-            .map(|(m, f)| (f - m) / m * 100.0)
-            .collect();
+        let errors = |pred: &[f64]| -> Vec<f64> {
+            s.measured
+                .iter()
+                .zip(pred)
+                .filter_map(|(&m, &p)| super::e_rel(p, m))
+                .collect()
+        };
+        let mut e = errors(&s.predicted);
+        let mut ef = errors(&s.free);
         all_e.extend(e.iter().map(|x| x.abs()));
         all_f.extend(ef.iter().map(|x| x.abs()));
         groups.push(Group {

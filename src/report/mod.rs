@@ -275,7 +275,7 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             "rank": rk.meta.rank,
             "measured_s": sm,
             "predicted_s": sp,
-            "e_abs": if sm > 0.0 { Some(((sp - sm) / sm * 100.0).abs()) } else { None },
+            "e_abs": e_rel(sp, sm).map(f64::abs),
         }));
     }
     let e_rel: BTreeMap<String, Value> = by_call

@@ -451,6 +451,12 @@ impl RunTrace {
                 .all(|r| r.meta.finalized && r.spool_error.is_none())
     }
 
+    /// Seconds from `origin` (see [`RunTrace::origin_ns`]) to the local time `t` of the
+    /// rank described by `meta`, on rank 0's clock.
+    pub fn seconds_since(meta: &RankMeta, t: u64, origin: i64) -> f64 {
+        meta.to_global_ns(t).saturating_sub(origin) as f64 * 1e-9
+    }
+
     /// Origin of `start_s`, in ns on rank 0's clock.
     pub fn origin_ns(&self) -> i64 {
         // The earliest recording start of any rank, on rank 0's clock.
