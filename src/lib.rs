@@ -15,6 +15,7 @@ pub mod model;
 pub mod predict;
 pub mod profile;
 pub mod record;
+pub mod replay;
 pub mod report;
 pub mod topo;
 pub mod trace;

@@ -112,8 +112,19 @@ pub struct NodeHotspot {
 pub struct RankLoss {
     pub rank: i32,
     pub node: String,
-    /// Σ max(0, measured − contention-free) over its predicted calls, seconds.
+    /// Σ predicted contention (transfer under the penalty model minus contention-free
+    /// transfer) over its calls, seconds.
     pub lost_s: f64,
+}
+
+/// A rank that others waited for.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Waited {
+    pub rank: i32,
+    /// Measured seconds other ranks spent waiting for it.
+    pub caused_s: f64,
+    /// The most frequent kind of those waits, by seconds.
+    pub kind: String,
 }
 
 /// The hotspots document.
@@ -124,6 +135,8 @@ pub struct Hotspots {
     pub node_pairs: Vec<PairHotspot>,
     pub nodes: Vec<NodeHotspot>,
     pub ranks: Vec<RankLoss>,
+    /// Ranks that made others wait most (measured).
+    pub waited_for: Vec<Waited>,
 }
 
 /// Computes the top `top` hotspots of each kind.
@@ -215,22 +228,49 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
         .map(|(rk, cs)| RankLoss {
             rank: rk.meta.rank,
             node: rk.meta.node.clone(),
-            lost_s: rk
-                .records
-                .iter()
-                .zip(cs)
-                .filter_map(|(r, c)| c.free.map(|f| (r.duration_s() - f).max(0.0)))
-                .sum(),
+            lost_s: rk.records.iter().zip(cs).map(|(_, c)| c.contention).sum(),
         })
         .collect();
     ranks.sort_by(|a, b| by_excess(a.lost_s, b.lost_s).then(a.rank.cmp(&b.rank)));
+    ranks.retain(|r| r.lost_s > 0.0);
     ranks.truncate(top);
+    let mut caused: HashMap<i32, HashMap<&'static str, f64>> = HashMap::new();
+    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
+        for (_, c) in rk.records.iter().zip(cs) {
+            let w = c.measured_wait;
+            if w.seconds > 0.0 && w.on >= 0 {
+                *caused
+                    .entry(w.on)
+                    .or_default()
+                    .entry(w.kind.name())
+                    .or_default() += w.seconds;
+            }
+        }
+    }
+    let mut waited_for: Vec<Waited> = caused
+        .into_iter()
+        .map(|(rank, kinds)| {
+            let kind = kinds
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+                .map(|(k, _)| k.to_string())
+                .unwrap_or_default();
+            Waited {
+                rank,
+                caused_s: kinds.values().sum(),
+                kind,
+            }
+        })
+        .collect();
+    waited_for.sort_by(|a, b| by_excess(a.caused_s, b.caused_s).then(a.rank.cmp(&b.rank)));
+    waited_for.truncate(top);
     Hotspots {
         model: pred.model.clone(),
         intervals,
         node_pairs,
         nodes: node_list,
         ranks,
+        waited_for,
     }
 }
 
@@ -279,9 +319,22 @@ pub fn text(h: &Hotspots, n: usize) -> String {
             );
         }
     }
-    s += "  ranks that lost most time to contention (measured - contention-free):\n";
-    for r in h.ranks.iter().take(n) {
-        s += &format!("    rank {} on {}  {:.6} s\n", r.rank, r.node, r.lost_s);
+    if h.ranks.is_empty() {
+        s += "  no rank lost time to contention (predicted)\n";
+    } else {
+        s += "  ranks that lost most time to contention (predicted transfer beyond contention-free):\n";
+        for r in h.ranks.iter().take(n) {
+            s += &format!("    rank {} on {}  {:.6} s\n", r.rank, r.node, r.lost_s);
+        }
+    }
+    if !h.waited_for.is_empty() {
+        s += "  ranks that made others wait (measured):\n";
+        for w in h.waited_for.iter().take(n) {
+            s += &format!(
+                "    rank {}  {:.6} s  (mostly {})\n",
+                w.rank, w.caused_s, w.kind
+            );
+        }
     }
     s
 }

@@ -123,7 +123,14 @@ pub const CSV_COLUMNS: &[&str] = &[
     "bytes_received",
     "source",
     "nonblocking",
-    "graph_s",
+    "wait_kind",
+    "wait_s",
+    "transfer_s",
+    "pred_wait_kind",
+    "pred_wait_s",
+    "pred_transfer_s",
+    "contention_s",
+    "reason",
 ];
 
 /// What writing a report produced.
@@ -233,8 +240,12 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
     let mut lost_call: BTreeMap<String, f64> = BTreeMap::new();
     // E_rel of each call, to average over the arcs of each interval.
     let mut call_err: Vec<Vec<Option<f64>>> = Vec::with_capacity(run.ranks.len());
+    let mut wait_measured: BTreeMap<&'static str, f64> = BTreeMap::new();
+    let mut wait_predicted: BTreeMap<&'static str, f64> = BTreeMap::new();
+    let mut caused: BTreeMap<i32, f64> = BTreeMap::new();
+    let mut reasons: BTreeMap<&'static str, u64> = BTreeMap::new();
     for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        let (mut sm, mut sp) = (0.0, 0.0);
+        let (mut sm, mut sp, mut sf) = (0.0, 0.0, 0.0);
         let mut errs = Vec::with_capacity(rk.records.len());
         for (r, c) in rk.records.iter().zip(cs) {
             let name = rk
@@ -246,6 +257,18 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             let m = r.duration_s();
             let e = c.predicted.and_then(|p| e_rel(p, m));
             errs.push(e);
+            if c.reason != predict::Reason::None {
+                *reasons.entry(c.reason.name()).or_default() += 1;
+            }
+            if c.measured_wait.seconds > 0.0 {
+                *wait_measured
+                    .entry(c.measured_wait.kind.name())
+                    .or_default() += c.measured_wait.seconds;
+                *caused.entry(c.measured_wait.on).or_default() += c.measured_wait.seconds;
+            }
+            if c.wait.seconds > 0.0 {
+                *wait_predicted.entry(c.wait.kind.name()).or_default() += c.wait.seconds;
+            }
             if let Some(p) = c.predicted {
                 // A nonblocking operation's span runs until the application's completion
                 // call, and holds whatever the application did meanwhile: the per-task
@@ -253,6 +276,7 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
                 if r.flags & FLAG_NONBLOCKING == 0 {
                     sm += m;
                     sp += p;
+                    sf += c.free.unwrap_or(p);
                 }
                 if let Some(e) = e {
                     by_call
@@ -263,11 +287,10 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
                         .push(e);
                 }
             }
-            if let Some(f) = c.free {
-                let lost = (m - f).max(0.0);
-                *lost_rank.entry(rk.meta.rank).or_default() += lost;
-                *lost_node.entry(rk.meta.node.clone()).or_default() += lost;
-                *lost_call.entry(name).or_default() += lost;
+            if c.contention > 0.0 {
+                *lost_rank.entry(rk.meta.rank).or_default() += c.contention;
+                *lost_node.entry(rk.meta.node.clone()).or_default() += c.contention;
+                *lost_call.entry(name).or_default() += c.contention;
             }
         }
         call_err.push(errs);
@@ -275,7 +298,9 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             "rank": rk.meta.rank,
             "measured_s": sm,
             "predicted_s": sp,
+            "free_s": sf,
             "e_abs": e_rel(sp, sm).map(f64::abs),
+            "e_abs_free": e_rel(sf, sm).map(f64::abs),
         }));
     }
     let e_rel: BTreeMap<String, Value> = by_call
@@ -324,6 +349,9 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             "largest": graphs.iter().map(|g| json!({"start_s": g.0, "end_s": g.1, "arcs": g.2, "e_abs": g.3})).collect::<Vec<_>>(),
         },
         "contention_loss_s": {"by_rank": lost_rank, "by_node": lost_node, "by_call": lost_call},
+        "wait_s": {"measured_by_kind": wait_measured, "predicted_by_kind": wait_predicted, "measured_caused_by_rank": caused},
+        "makespan_s": {"measured": pred.makespan_measured, "predicted": pred.makespan, "free": pred.makespan_free},
+        "not_predicted": reasons,
     })
 }
 
@@ -385,7 +413,14 @@ fn write_calls_csv(
             r.bytes_recv.to_string(),
             rank_field(r.peer2),
             ((r.flags & FLAG_NONBLOCKING != 0) as u8).to_string(),
-            opt(p.graph),
+            p.measured_wait.kind.to_string(),
+            format!("{:.9}", p.measured_wait.seconds),
+            format!("{:.9}", (r.duration_s() - p.measured_wait.seconds).max(0.0)),
+            p.wait.kind.to_string(),
+            format!("{:.9}", p.wait.seconds),
+            opt(p.predicted.map(|x| (x - p.wait.seconds).max(0.0))),
+            format!("{:.9}", p.contention),
+            p.reason.name().to_string(),
         ];
         w.write_record(&row).map_err(err)?;
     }

@@ -1,0 +1,1223 @@
+//! Causal replay of a recorded run: the prediction engine's core (pure; no MPI).
+//!
+//! Each thread of each rank is a stream of MPI calls separated by compute gaps. The gaps
+//! are kept as measured; every call is re-timed: a call starts when its stream reaches it
+//! in the replay and cannot end before what it depends on (the matching message has
+//! arrived, a rendezvous receive was posted, the participants a collective needs have
+//! entered). Messages cross a fluid network ([`net`]) under the penalty model, so an
+//! over-estimated transfer delays what follows instead of piling up against recorded start
+//! times. The contention-free baseline is the same replay without penalties.
+//!
+//! [`Plan`] holds what the recorded run fixes (streams, which send each receive matched,
+//! collective instances); [`replay`] times it; [`Timeline`] and [`waits`] turn a timing,
+//! measured or replayed, into per-call waits by kind.
+#![forbid(unsafe_code)]
+
+pub mod net;
+pub mod wait;
+
+use crate::graph::{self, CallClass, CallRef};
+use crate::model::{Hockney, PLogP, PenaltyModel};
+use crate::topo::placement::Placement;
+use crate::trace::{FLAG_NONBLOCKING, Record, RunTrace};
+use net::Net;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use wait::{Wait, WaitKind};
+
+/// "None" in the u32 index arrays.
+const NONE: u32 = u32::MAX;
+
+/// Eager limits per path: messages below go out at once and a blocking send returns after
+/// a local copy; from the limit on (and for synchronous sends) the transfer waits for the
+/// receive to be posted (rendezvous).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Protocol {
+    /// Between nodes (Open MPI: `btl_tcp_eager_limit`).
+    pub eager_inter: u64,
+    /// Within a node (Open MPI: `btl_vader_eager_limit`).
+    pub eager_intra: u64,
+}
+
+impl Protocol {
+    /// The defaults of the MPI library named in the run's metadata: Open MPI 4.1's TCP and
+    /// shared-memory eager limits (64 KiB, 4 KiB), MPICH's CH3/CH4 eager limit (128 KiB).
+    pub fn for_library(library: &str) -> Protocol {
+        if library.contains("MPICH") {
+            Protocol {
+                eager_inter: 128 * 1024,
+                eager_intra: 128 * 1024,
+            }
+        } else {
+            Protocol {
+                eager_inter: 64 * 1024,
+                eager_intra: 4 * 1024,
+            }
+        }
+    }
+}
+
+/// What a call does in the replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Blocking send (`sync`: MPI_Ssend; `buffered`: MPI_Bsend).
+    Send {
+        sync: bool,
+        buffered: bool,
+    },
+    /// Nonblocking send; its row spans post to completion.
+    Isend {
+        sync: bool,
+        buffered: bool,
+    },
+    Recv,
+    Irecv,
+    SendRecv,
+    /// Wait*/Test*: completes the nonblocking operations recorded with its end time.
+    Complete,
+    /// Probe, successful Iprobe: ends when the probed message's envelope arrives.
+    Probe,
+    Coll,
+    /// No model: the measured duration is kept.
+    Other,
+}
+
+/// Collective families, by what a member waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollShape {
+    /// Every member needs every other (barrier, all-to-all, allreduce, allgather).
+    All,
+    /// One to all: a member needs the root (bcast, scatter).
+    FromRoot,
+    /// All to one: the root needs the others (reduce, gather).
+    ToRoot,
+}
+
+/// Shape of collective `kind`.
+pub fn coll_shape(kind: &str) -> CollShape {
+    match kind {
+        "bcast" | "scatter" | "scatterv" => CollShape::FromRoot,
+        "reduce" | "gather" | "gatherv" => CollShape::ToRoot,
+        _ => CollShape::All,
+    }
+}
+
+/// One point-to-point message of the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Msg {
+    /// The sending record (global id).
+    pub send: u32,
+    /// The receiving record (global id), `u32::MAX` if no receive matched.
+    pub recv: u32,
+    pub bytes: u64,
+    pub src_rank: i32,
+    pub dst_rank: i32,
+    pub src_node: u32,
+    pub dst_node: u32,
+    /// The transfer waits for the receive to be posted.
+    pub rendezvous: bool,
+}
+
+/// One collective operation across its members.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    pub kind: &'static str,
+    /// Members' records (global ids).
+    pub members: Vec<u32>,
+    /// Index into `members` of the root's record, if rooted and found.
+    pub root: Option<usize>,
+    /// Communicator size.
+    pub n: u64,
+    /// Bytes per block (the size the collective models take).
+    pub block: u64,
+    /// Spans more than one node.
+    pub multi_node: bool,
+}
+
+/// What the recorded run fixes: streams, matches, completions, collective instances.
+pub struct Plan {
+    /// Global id of rank index `ri`'s first record.
+    pub base: Vec<u32>,
+    /// (rank index, record index) of every global id.
+    pub refs: Vec<CallRef>,
+    pub kinds: Vec<&'static str>,
+    pub ops: Vec<Op>,
+    /// Streams (one per thread of each rank): global ids in call order.
+    pub streams: Vec<Vec<u32>>,
+    /// Measured gap before each record on its stream (seconds; the first: 0).
+    pub gap: Vec<f64>,
+    /// Measured duration of each record's own call (a nonblocking one: its post).
+    pub op_dur: Vec<f64>,
+    /// Measured, clock-corrected start and end of each record (seconds from the origin).
+    pub m_start: Vec<f64>,
+    pub m_end: Vec<f64>,
+    /// WORLD rank of each record's rank.
+    pub rank: Vec<i32>,
+    /// Recorded peer and second peer (MPI_Sendrecv's source) of each record.
+    pub peer: Vec<i32>,
+    pub peer2: Vec<i32>,
+    pub msg_out: Vec<u32>,
+    pub msg_in: Vec<u32>,
+    pub msgs: Vec<Msg>,
+    /// Completion record of each nonblocking record (NONE: completed in its post).
+    pub done_by: Vec<u32>,
+    /// Nonblocking records each completion record completes (compressed rows).
+    pub completes_start: Vec<u32>,
+    pub completes: Vec<u32>,
+    /// The message a probe waits for.
+    pub probe_msg: Vec<u32>,
+    pub inst_of: Vec<u32>,
+    pub instances: Vec<Instance>,
+    pub placement: Placement,
+}
+
+impl Plan {
+    /// Global id of a record.
+    pub fn id(&self, rank_index: usize, rec: usize) -> u32 {
+        self.base[rank_index] + rec as u32
+    }
+
+    /// Nonblocking records completed by completion record `g`.
+    pub fn completed_by(&self, g: u32) -> &[u32] {
+        let s = self.completes_start[g as usize] as usize;
+        let e = self.completes_start[g as usize + 1] as usize;
+        &self.completes[s..e]
+    }
+
+    /// Builds the plan of a run.
+    pub fn new(run: &RunTrace, placement: Placement, protocol: Protocol) -> Plan {
+        let mut base = Vec::with_capacity(run.ranks.len());
+        let mut total = 0u32;
+        for rk in &run.ranks {
+            base.push(total);
+            total += rk.records.len() as u32;
+        }
+        let n = total as usize;
+        let origin = run.origin_ns();
+        let mut refs = Vec::with_capacity(n);
+        let mut kinds = Vec::with_capacity(n);
+        let mut ops = Vec::with_capacity(n);
+        let mut m_start = Vec::with_capacity(n);
+        let mut m_end = Vec::with_capacity(n);
+        let mut op_dur = Vec::with_capacity(n);
+        let mut rank = Vec::with_capacity(n);
+        let mut peer = Vec::with_capacity(n);
+        let mut peer2 = Vec::with_capacity(n);
+        for (ri, rk) in run.ranks.iter().enumerate() {
+            let table = graph::kind_table(&rk.meta.calls);
+            for (i, r) in rk.records.iter().enumerate() {
+                refs.push(CallRef {
+                    rank: ri as u32,
+                    rec: i as u32,
+                });
+                let kind = graph::kind_in(&table, r.call);
+                kinds.push(kind);
+                let name = rk
+                    .meta
+                    .calls
+                    .get(r.call as usize)
+                    .map(String::as_str)
+                    .unwrap_or("");
+                ops.push(op_of(kind, name));
+                m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
+                m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
+                op_dur.push(own_end(r).saturating_sub(r.t_start) as f64 * 1e-9);
+                rank.push(rk.meta.rank);
+                peer.push(r.peer);
+                peer2.push(r.peer2);
+            }
+        }
+        // Streams: each thread's records in call order, and the gaps between them.
+        let mut streams: Vec<Vec<u32>> = Vec::new();
+        let mut gap = vec![0.0; n];
+        for (ri, rk) in run.ranks.iter().enumerate() {
+            let mut by_thread: HashMap<u16, Vec<u32>> = HashMap::new();
+            for (i, r) in rk.records.iter().enumerate() {
+                by_thread
+                    .entry(r.thread)
+                    .or_default()
+                    .push(base[ri] + i as u32);
+            }
+            let mut threads: Vec<(u16, Vec<u32>)> = by_thread.into_iter().collect();
+            threads.sort_by_key(|t| t.0);
+            for (_, mut ids) in threads {
+                let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
+                ids.sort_by_key(|&g| (rec(g).t_start, g));
+                for w in ids.windows(2) {
+                    let (a, b) = (rec(w[0]), rec(w[1]));
+                    gap[w[1] as usize] = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
+                }
+                streams.push(ids);
+            }
+        }
+        // Completions: a nonblocking record ends when the completion call on its thread
+        // that returned at the same instant returned.
+        let mut done_by = vec![NONE; n];
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for (ri, rk) in run.ranks.iter().enumerate() {
+            let mut ends: HashMap<(u16, u64), u32> = HashMap::new();
+            for (i, r) in rk.records.iter().enumerate() {
+                if ops[(base[ri] + i as u32) as usize] == Op::Complete {
+                    ends.insert((r.thread, r.t_end), base[ri] + i as u32);
+                }
+            }
+            for (i, r) in rk.records.iter().enumerate() {
+                if r.flags & FLAG_NONBLOCKING == 0 {
+                    continue;
+                }
+                if let Some(&c) = ends.get(&(r.thread, r.t_end)) {
+                    let g = base[ri] + i as u32;
+                    done_by[g as usize] = c;
+                    pairs.push((c, g));
+                }
+            }
+        }
+        pairs.sort_unstable();
+        let mut completes_start = vec![0u32; n + 1];
+        for &(c, _) in &pairs {
+            completes_start[c as usize + 1] += 1;
+        }
+        for k in 1..=n {
+            completes_start[k] += completes_start[k - 1];
+        }
+        let completes: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+
+        // Messages: sends in call order per (source, destination, tag) — MPI keeps that
+        // order — matched FIFO by the receives in the order they were posted.
+        let node = |rank: i32| placement.node(rank);
+        let mut msgs: Vec<Msg> = Vec::new();
+        let mut msg_out = vec![NONE; n];
+        let mut msg_in = vec![NONE; n];
+        let mut queue: HashMap<(i32, i32, i32), VecDeque<u32>> = HashMap::new();
+        for (ri, rk) in run.ranks.iter().enumerate() {
+            let me = rk.meta.rank;
+            let mut ids: Vec<u32> = (0..rk.records.len() as u32).map(|i| base[ri] + i).collect();
+            ids.sort_by_key(|&g| (rk.records[(g - base[ri]) as usize].t_start, g));
+            for g in ids {
+                let r = &rk.records[(g - base[ri]) as usize];
+                let (sync, buffered) = match ops[g as usize] {
+                    Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
+                    Op::SendRecv => (false, false),
+                    _ => continue,
+                };
+                let (Some(sn), Some(dn)) = (node(me), node(r.peer)) else {
+                    continue;
+                };
+                let eager = if sn == dn {
+                    protocol.eager_intra
+                } else {
+                    protocol.eager_inter
+                };
+                msg_out[g as usize] = msgs.len() as u32;
+                queue
+                    .entry((me, r.peer, r.tag))
+                    .or_default()
+                    .push_back(msgs.len() as u32);
+                msgs.push(Msg {
+                    send: g,
+                    recv: NONE,
+                    bytes: r.bytes_send,
+                    src_rank: me,
+                    dst_rank: r.peer,
+                    src_node: sn,
+                    dst_node: dn,
+                    rendezvous: sync || (!buffered && r.bytes_send >= eager),
+                });
+            }
+        }
+        for (ri, rk) in run.ranks.iter().enumerate() {
+            let me = rk.meta.rank;
+            let mut recvs: Vec<(f64, u32, i32)> = (0..rk.records.len())
+                .filter_map(|i| {
+                    let g = base[ri] + i as u32;
+                    let r = &rk.records[i];
+                    match ops[g as usize] {
+                        Op::Recv | Op::Irecv if r.peer >= 0 => {
+                            Some((m_start[g as usize], g, r.peer))
+                        }
+                        Op::SendRecv if r.peer2 >= 0 => Some((m_start[g as usize], g, r.peer2)),
+                        _ => None,
+                    }
+                })
+                .collect();
+            recvs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            for (_, g, src) in recvs {
+                let r = &rk.records[(g - base[ri]) as usize];
+                if let Some(m) = queue
+                    .get_mut(&(src, me, r.tag))
+                    .and_then(VecDeque::pop_front)
+                {
+                    msg_in[g as usize] = m;
+                    msgs[m as usize].recv = g;
+                }
+            }
+        }
+        // A probe waits for the message that the next receive on its stream from the same
+        // source and tag gets.
+        let mut probe_msg = vec![NONE; n];
+        for s in &streams {
+            for (k, &g) in s.iter().enumerate() {
+                if ops[g as usize] != Op::Probe {
+                    continue;
+                }
+                let CallRef { rank, rec } = refs[g as usize];
+                let p = &run.ranks[rank as usize].records[rec as usize];
+                probe_msg[g as usize] = s[k + 1..]
+                    .iter()
+                    .find(|&&h| {
+                        let CallRef { rank, rec } = refs[h as usize];
+                        let q = &run.ranks[rank as usize].records[rec as usize];
+                        matches!(ops[h as usize], Op::Recv | Op::Irecv)
+                            && q.peer == p.peer
+                            && q.tag == p.tag
+                    })
+                    .map_or(NONE, |&h| msg_in[h as usize]);
+            }
+        }
+        let (inst_of, instances) = collective_instances(run, &base, &kinds, &placement);
+        Plan {
+            base,
+            refs,
+            kinds,
+            ops,
+            streams,
+            gap,
+            op_dur,
+            m_start,
+            m_end,
+            rank,
+            peer,
+            peer2,
+            msg_out,
+            msg_in,
+            msgs,
+            done_by,
+            completes_start,
+            completes,
+            probe_msg,
+            inst_of,
+            instances,
+            placement,
+        }
+    }
+}
+
+/// Local end of a record's own call: a nonblocking operation's post returns at `t_posted`.
+fn own_end(r: &Record) -> u64 {
+    if r.flags & FLAG_NONBLOCKING != 0 {
+        r.t_posted
+    } else {
+        r.t_end
+    }
+}
+
+fn op_of(kind: &str, name: &str) -> Op {
+    let sync = name.starts_with("MPI_Ss") || name.starts_with("MPI_Iss");
+    let buffered = name.starts_with("MPI_Bs") || name.starts_with("MPI_Ibs");
+    match kind {
+        "send" => Op::Send { sync, buffered },
+        "isend" => Op::Isend { sync, buffered },
+        "recv" => Op::Recv,
+        "irecv" => Op::Irecv,
+        "sendrecv" => Op::SendRecv,
+        "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
+        | "testsome" => Op::Complete,
+        "probe" | "iprobe" => Op::Probe,
+        k if graph::class_of(k) == CallClass::Collective => Op::Coll,
+        _ => Op::Other,
+    }
+}
+
+/// Groups collective records into operations across ranks. The k-th collective on a
+/// communicator is the same operation on all its members (MPI orders collectives on a
+/// communicator identically); ranks number communicators differently, so one is known by
+/// its member list and its rank among same-member communicators (MPI_COMM_WORLD first).
+/// Operations with members missing from the trace are left out (their calls keep no
+/// dependency on other ranks).
+fn collective_instances(
+    run: &RunTrace,
+    base: &[u32],
+    kinds: &[&'static str],
+    placement: &Placement,
+) -> (Vec<u32>, Vec<Instance>) {
+    let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
+    let mut inst_of = vec![NONE; n];
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    let mut index: HashMap<(Vec<i32>, usize, usize), u32> = HashMap::new();
+    let world: Vec<i32> = (0..run.world_size.max(0)).collect();
+    for (ri, rk) in run.ranks.iter().enumerate() {
+        let mut ident: HashMap<u32, (&[i32], usize)> = HashMap::new();
+        let mut seen: HashMap<&[i32], usize> = HashMap::new();
+        ident.insert(0, (&world, 0));
+        seen.insert(&world, 1);
+        for c in &rk.meta.comms {
+            let k = seen.entry(&c.world).or_insert(0);
+            ident.insert(c.id, (&c.world, *k));
+            *k += 1;
+        }
+        let mut counters: HashMap<u32, usize> = HashMap::new();
+        for (i, r) in rk.records.iter().enumerate() {
+            let g = base[ri] + i as u32;
+            if graph::class_of(kinds[g as usize]) != CallClass::Collective {
+                continue;
+            }
+            let Some(&(members, ord)) = ident
+                .get(&r.comm)
+                .filter(|(m, _)| m.len() == r.comm_size as usize)
+            else {
+                continue;
+            };
+            let k = counters.entry(r.comm).or_insert(0);
+            let next = groups.len() as u32;
+            let idx = *index.entry((members.to_vec(), ord, *k)).or_insert(next);
+            if idx == next {
+                groups.push(Vec::new());
+            }
+            *k += 1;
+            groups[idx as usize].push(g);
+        }
+    }
+    let rec = |g: u32| {
+        let (ri, i) = locate(base, g);
+        (&run.ranks[ri], &run.ranks[ri].records[i])
+    };
+    let mut instances = Vec::new();
+    for members in groups {
+        let (_, r0) = rec(members[0]);
+        let n = r0.comm_size as u64;
+        if members.len() as u64 != n || n == 0 {
+            continue;
+        }
+        let kind = kinds[members[0] as usize];
+        let root = members.iter().position(|&g| {
+            let (rk, r) = rec(g);
+            r.root >= 0 && rk.meta.rank == r.root
+        });
+        let block = members
+            .iter()
+            .map(|&g| block_of(kind, rec(g).1))
+            .max()
+            .unwrap_or(0);
+        let mut nodes: Vec<u32> = members
+            .iter()
+            .filter_map(|&g| placement.node(rec(g).0.meta.rank))
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let id = instances.len() as u32;
+        for &g in &members {
+            inst_of[g as usize] = id;
+        }
+        instances.push(Instance {
+            kind,
+            members,
+            root,
+            n,
+            block,
+            multi_node: nodes.len() > 1,
+        });
+    }
+    (inst_of, instances)
+}
+
+/// Rank index and record index of global id `g`.
+fn locate(base: &[u32], g: u32) -> (usize, usize) {
+    let ri = base.partition_point(|&b| b <= g) - 1;
+    (ri, (g - base[ri]) as usize)
+}
+
+/// Bytes per block of a collective call, as the collective models take it.
+pub fn block_of(kind: &str, r: &Record) -> u64 {
+    let n = (r.comm_size as u64).max(1);
+    match kind {
+        "alltoall" | "alltoallv" => r.bytes_send.max(r.bytes_recv) / n,
+        "scatter" | "scatterv" => r.bytes_recv.max(r.bytes_send / n),
+        "gather" | "gatherv" => r.bytes_send.max(r.bytes_recv / n),
+        "allgather" | "allgatherv" => r.bytes_send,
+        _ => r.bytes_send.max(r.bytes_recv),
+    }
+}
+
+/// Time of one collective operation: with the contention its own model includes
+/// (`model_s`), without (`free_s`), and one step of it (a non-root member's share of an
+/// all-to-one operation).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CollCost {
+    pub model_s: f64,
+    pub free_s: f64,
+    pub step_s: f64,
+}
+
+/// Point-to-point costs per path.
+#[derive(Debug, Clone)]
+pub struct P2p {
+    pub inter: Hockney,
+    pub intra: Hockney,
+    pub plogp_inter: PLogP,
+    pub plogp_intra: PLogP,
+}
+
+impl P2p {
+    fn hockney(&self, intra: bool) -> &Hockney {
+        if intra { &self.intra } else { &self.inter }
+    }
+    fn plogp(&self, intra: bool) -> &PLogP {
+        if intra {
+            &self.plogp_intra
+        } else {
+            &self.plogp_inter
+        }
+    }
+}
+
+/// Why a call's time is not (wholly) a prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Reason {
+    /// Predicted.
+    #[default]
+    None,
+    /// No model for this call (communicator management, lifecycle): measured time kept.
+    NoModel,
+    /// A receive, probe or collective whose partner is not in the trace: measured time kept.
+    Unmatched,
+    /// A dependency that the replay could never satisfy (an incomplete trace): measured
+    /// time kept.
+    Unresolved,
+}
+
+impl Reason {
+    /// The name in `calls.csv`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::None => "",
+            Reason::NoModel => "no-model",
+            Reason::Unmatched => "unmatched",
+            Reason::Unresolved => "unresolved",
+        }
+    }
+}
+
+/// The replayed timing of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    /// Replayed start and end of each record's own call.
+    pub start: Vec<f64>,
+    pub end: Vec<f64>,
+    pub reason: Vec<Reason>,
+    /// When each nonblocking operation's request completed (NaN for other calls).
+    pub req_done: Vec<f64>,
+    /// Per message: when the sender and receiver posted, when the data started to move
+    /// and arrived, its contention-free time, its flow in the network (NONE: none).
+    pub send_post: Vec<f64>,
+    pub recv_post: Vec<f64>,
+    pub flow_start: Vec<f64>,
+    pub arrive: Vec<f64>,
+    pub tref: Vec<f64>,
+    pub flow: Vec<u32>,
+    /// Message of each network flow.
+    pub flow_msg: Vec<u32>,
+    /// Inter-node flows (network ids) and the interval log of the network.
+    pub inter: Vec<u32>,
+    pub log: net::Sim,
+    /// Per collective instance: time with contention minus without (0 in the baseline).
+    pub coll_contention: Vec<f64>,
+}
+
+impl Timing {
+    /// Contention of message `m`: its transfer beyond its contention-free time.
+    pub fn msg_contention(&self, m: u32) -> f64 {
+        let m = m as usize;
+        if self.flow[m] == NONE {
+            return 0.0;
+        }
+        ((self.arrive[m] - self.flow_start[m]) - self.tref[m]).max(0.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Cursor {
+    pos: usize,
+    started: bool,
+    t_op: f64,
+    done: bool,
+}
+
+/// A time key for the heap: times are ≥ 0, so their bit patterns order like the values.
+fn key(t: f64) -> u64 {
+    t.max(0.0).to_bits()
+}
+
+struct Engine<'a> {
+    plan: &'a Plan,
+    p2p: &'a P2p,
+    costs: &'a [CollCost],
+    contention: bool,
+    net: Net<'a>,
+    t: Timing,
+    cur: Vec<Cursor>,
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    seq: u64,
+    msg_waiters: HashMap<u32, Vec<u32>>,
+    inst_waiters: HashMap<u32, Vec<u32>>,
+    /// Per instance: members entered so far, latest entry.
+    inst_entered: Vec<u32>,
+    inst_last: Vec<f64>,
+    forced: Vec<bool>,
+}
+
+/// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
+/// `costs` gives each collective instance's time; with `contention` false collectives take
+/// their contention-free time.
+pub fn replay(
+    plan: &Plan,
+    p2p: &P2p,
+    model: Option<&dyn PenaltyModel>,
+    costs: &[CollCost],
+    contention: bool,
+) -> Timing {
+    let n = plan.ops.len();
+    let nm = plan.msgs.len();
+    let mut e = Engine {
+        plan,
+        p2p,
+        costs,
+        contention,
+        net: Net::new(model),
+        t: Timing {
+            start: vec![f64::NAN; n],
+            end: vec![f64::NAN; n],
+            reason: vec![Reason::None; n],
+            req_done: vec![f64::NAN; n],
+            send_post: vec![f64::NAN; nm],
+            recv_post: vec![f64::NAN; nm],
+            flow_start: vec![f64::NAN; nm],
+            arrive: vec![f64::NAN; nm],
+            tref: vec![0.0; nm],
+            flow: vec![NONE; nm],
+            flow_msg: Vec::new(),
+            inter: Vec::new(),
+            log: Default::default(),
+            coll_contention: vec![0.0; plan.instances.len()],
+        },
+        cur: vec![Cursor::default(); plan.streams.len()],
+        heap: BinaryHeap::new(),
+        seq: 0,
+        msg_waiters: HashMap::new(),
+        inst_waiters: HashMap::new(),
+        inst_entered: vec![0; plan.instances.len()],
+        inst_last: vec![f64::NEG_INFINITY; plan.instances.len()],
+        forced: vec![false; n],
+    };
+    for (s, ids) in plan.streams.iter().enumerate() {
+        match ids.first() {
+            Some(&g) => {
+                e.cur[s].t_op = plan.m_start[g as usize].max(0.0);
+                e.push(e.cur[s].t_op, s as u32);
+            }
+            None => e.cur[s].done = true,
+        }
+    }
+    let mut done = Vec::new();
+    loop {
+        e.run(&mut done);
+        // Streams still blocked wait on something the trace never provides (a killed
+        // run): the earliest one keeps its measured time and the replay goes on.
+        let stuck = (0..e.cur.len())
+            .filter(|&s| !e.cur[s].done)
+            .min_by(|&a, &b| e.cur[a].t_op.total_cmp(&e.cur[b].t_op));
+        let Some(s) = stuck else { break };
+        let g = plan.streams[s][e.cur[s].pos];
+        e.forced[g as usize] = true;
+        let t = e.cur[s].t_op.max(e.net.now());
+        e.push(t, s as u32);
+    }
+    // Nonblocking operations' requests, for those whose completion call was not recorded.
+    for g in 0..n {
+        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv) && !e.t.start[g].is_nan() {
+            e.t.req_done[g] = e.request_done(g as u32).unwrap_or(e.t.end[g]);
+        }
+    }
+    e.t.inter = std::mem::take(&mut e.net.inter);
+    e.t.log = std::mem::take(&mut e.net.log);
+    e.t
+}
+
+impl Engine<'_> {
+    fn push(&mut self, t: f64, s: u32) {
+        self.seq += 1;
+        self.heap.push(Reverse((key(t), self.seq, s)));
+    }
+
+    fn run(&mut self, done: &mut Vec<u32>) {
+        loop {
+            let tf = self.net.next_finish();
+            let ts = self
+                .heap
+                .peek()
+                .map_or(f64::INFINITY, |Reverse((k, _, _))| f64::from_bits(*k));
+            if tf.is_infinite() && ts.is_infinite() {
+                return;
+            }
+            if tf <= ts {
+                self.net.advance(tf, done);
+                for &f in done.iter() {
+                    let m = self.t.flow_msg[f as usize];
+                    self.t.arrive[m as usize] = tf;
+                    self.wake_msg(m, tf);
+                }
+                continue;
+            }
+            let Some(Reverse((_, _, s))) = self.heap.pop() else {
+                return;
+            };
+            self.net.advance(ts, done);
+            for &f in done.iter() {
+                let m = self.t.flow_msg[f as usize];
+                self.t.arrive[m as usize] = ts;
+                self.wake_msg(m, ts);
+            }
+            self.step(s, ts);
+        }
+    }
+
+    fn wake_msg(&mut self, m: u32, t: f64) {
+        if let Some(ws) = self.msg_waiters.remove(&m) {
+            for s in ws {
+                self.push(t, s);
+            }
+        }
+    }
+
+    fn wake_inst(&mut self, i: u32, t: f64) {
+        if let Some(ws) = self.inst_waiters.remove(&i) {
+            for s in ws {
+                self.push(t, s);
+            }
+        }
+    }
+
+    /// Starts message `m`'s transfer now if both sides allow it.
+    fn maybe_start(&mut self, m: u32) {
+        let mi = m as usize;
+        if self.t.flow[mi] != NONE || self.t.send_post[mi].is_nan() {
+            return;
+        }
+        let msg = self.plan.msgs[mi];
+        if msg.rendezvous && msg.recv != NONE && self.t.recv_post[mi].is_nan() {
+            return;
+        }
+        let intra = msg.src_node == msg.dst_node;
+        let tref = self.p2p.hockney(intra).time_bytes(msg.bytes as f64);
+        self.t.tref[mi] = tref;
+        self.t.flow_start[mi] = self.net.now();
+        let f = self.net.add(msg.src_node, msg.dst_node, msg.bytes, tref);
+        debug_assert_eq!(f as usize, self.t.flow_msg.len());
+        self.t.flow_msg.push(m);
+        self.t.flow[mi] = f;
+        self.wake_msg(m, self.net.now());
+    }
+
+    fn step(&mut self, s: u32, now: f64) {
+        let c = self.cur[s as usize];
+        if c.done {
+            return;
+        }
+        let g = self.plan.streams[s as usize][c.pos];
+        if !c.started {
+            self.cur[s as usize].started = true;
+            self.begin(g, c.t_op);
+        }
+        let end = if self.forced[g as usize] {
+            self.t.reason[g as usize] = Reason::Unresolved;
+            Some(c.t_op + self.plan.op_dur[g as usize])
+        } else {
+            match self.finish_time(g, c.t_op) {
+                Ok(e) => Some(e),
+                Err(Block::Msg(m)) => {
+                    self.msg_waiters.entry(m).or_default().push(s);
+                    None
+                }
+                Err(Block::Inst(i)) => {
+                    self.inst_waiters.entry(i).or_default().push(s);
+                    None
+                }
+            }
+        };
+        let Some(end) = end else { return };
+        let end = end.max(c.t_op);
+        self.t.end[g as usize] = end;
+        let stream = &self.plan.streams[s as usize];
+        let cur = &mut self.cur[s as usize];
+        cur.pos += 1;
+        cur.started = false;
+        if cur.pos >= stream.len() {
+            cur.done = true;
+            return;
+        }
+        let next = stream[cur.pos];
+        cur.t_op = end + self.plan.gap[next as usize];
+        let t = cur.t_op.max(now);
+        self.push(t, s);
+    }
+
+    /// Side effects of entering call `g` at `t`: posts and collective entries.
+    fn begin(&mut self, g: u32, t: f64) {
+        let gi = g as usize;
+        self.t.start[gi] = t;
+        let (out, inn) = (self.plan.msg_out[gi], self.plan.msg_in[gi]);
+        if out != NONE {
+            self.t.send_post[out as usize] = t;
+            self.maybe_start(out);
+            self.wake_msg(out, t);
+        }
+        if inn != NONE {
+            self.t.recv_post[inn as usize] = t;
+            self.maybe_start(inn);
+        }
+        let i = self.plan.inst_of[gi];
+        if i != NONE {
+            let iu = i as usize;
+            self.inst_entered[iu] += 1;
+            self.inst_last[iu] = self.inst_last[iu].max(t);
+            self.wake_inst(i, t);
+        }
+    }
+
+    fn cost(&self, i: u32) -> (f64, f64) {
+        let c = self.costs.get(i as usize).copied().unwrap_or_default();
+        let total = if self.contention { c.model_s } else { c.free_s };
+        (total, c.step_s)
+    }
+
+    /// When call `g`, entered at `t0`, ends; or what it is blocked on.
+    fn finish_time(&mut self, g: u32, t0: f64) -> Result<f64, Block> {
+        let gi = g as usize;
+        let plan = self.plan;
+        let arrived = |m: u32| -> Result<f64, Block> {
+            let a = self.t.arrive[m as usize];
+            if a.is_nan() {
+                Err(Block::Msg(m))
+            } else {
+                Ok(a)
+            }
+        };
+        match plan.ops[gi] {
+            Op::Send { .. } => {
+                let m = plan.msg_out[gi];
+                if m == NONE {
+                    return Ok(t0);
+                }
+                let msg = &plan.msgs[m as usize];
+                let os = self
+                    .p2p
+                    .plogp(msg.src_node == msg.dst_node)
+                    .send_overhead(msg.bytes as f64);
+                if msg.rendezvous {
+                    Ok(arrived(m)?.max(t0 + os))
+                } else {
+                    Ok(t0 + os)
+                }
+            }
+            Op::Isend { .. } | Op::Irecv => Ok(t0 + plan.op_dur[gi]),
+            Op::Recv => {
+                let m = plan.msg_in[gi];
+                if m == NONE {
+                    if plan.peer[gi] >= 0 {
+                        self.t.reason[gi] = Reason::Unmatched;
+                        return Ok(t0 + plan.op_dur[gi]);
+                    }
+                    return Ok(t0);
+                }
+                let a = arrived(m)?;
+                Ok(a.max(t0 + self.recv_overhead(m)))
+            }
+            Op::SendRecv => {
+                let mut end = t0;
+                let out = plan.msg_out[gi];
+                if out != NONE && plan.msgs[out as usize].rendezvous {
+                    end = end.max(arrived(out)?);
+                }
+                let inn = plan.msg_in[gi];
+                if inn != NONE {
+                    end = end.max(arrived(inn)?.max(t0 + self.recv_overhead(inn)));
+                } else if plan.peer2[gi] >= 0 {
+                    self.t.reason[gi] = Reason::Unmatched;
+                    end = end.max(t0 + plan.op_dur[gi]);
+                }
+                Ok(end)
+            }
+            Op::Complete => {
+                let mut end = t0;
+                for &nb in plan.completed_by(g) {
+                    end = end.max(self.request_done(nb)?);
+                }
+                Ok(end)
+            }
+            Op::Probe => {
+                let m = plan.probe_msg[gi];
+                if m == NONE {
+                    self.t.reason[gi] = Reason::Unmatched;
+                    return Ok(t0 + plan.op_dur[gi]);
+                }
+                let msg = plan.msgs[m as usize];
+                if msg.rendezvous {
+                    // The envelope arrives one latency after the send was posted.
+                    let sp = self.t.send_post[m as usize];
+                    if sp.is_nan() {
+                        return Err(Block::Msg(m));
+                    }
+                    let a = self.p2p.hockney(msg.src_node == msg.dst_node).alpha;
+                    Ok(t0.max(sp + a))
+                } else {
+                    Ok(t0.max(arrived(m)?))
+                }
+            }
+            Op::Coll => {
+                let i = plan.inst_of[gi];
+                if i == NONE {
+                    // Members unknown: the operation's time alone, no dependency.
+                    self.t.reason[gi] = Reason::Unmatched;
+                    return Ok(t0 + plan.op_dur[gi]);
+                }
+                self.coll_end(i, g, t0)
+            }
+            Op::Other => {
+                self.t.reason[gi] = Reason::NoModel;
+                Ok(t0 + plan.op_dur[gi])
+            }
+        }
+    }
+
+    fn recv_overhead(&self, m: u32) -> f64 {
+        let msg = &self.plan.msgs[m as usize];
+        self.p2p
+            .plogp(msg.src_node == msg.dst_node)
+            .recv_overhead(msg.bytes as f64)
+    }
+
+    /// When nonblocking record `nb` completed in the replay.
+    fn request_done(&self, nb: u32) -> Result<f64, Block> {
+        let i = nb as usize;
+        let start = self.t.start[i];
+        let posted = start + self.plan.op_dur[i];
+        match self.plan.ops[i] {
+            Op::Isend { .. } => {
+                let m = self.plan.msg_out[i];
+                if m == NONE {
+                    return Ok(posted);
+                }
+                let msg = &self.plan.msgs[m as usize];
+                if msg.rendezvous {
+                    let a = self.t.arrive[m as usize];
+                    if a.is_nan() {
+                        Err(Block::Msg(m))
+                    } else {
+                        Ok(a.max(posted))
+                    }
+                } else {
+                    let os = self
+                        .p2p
+                        .plogp(msg.src_node == msg.dst_node)
+                        .send_overhead(msg.bytes as f64);
+                    Ok(posted.max(start + os))
+                }
+            }
+            Op::Irecv => {
+                let m = self.plan.msg_in[i];
+                if m == NONE {
+                    return Ok(posted);
+                }
+                let a = self.t.arrive[m as usize];
+                if a.is_nan() {
+                    Err(Block::Msg(m))
+                } else {
+                    Ok(a.max(posted))
+                }
+            }
+            _ => Ok(posted),
+        }
+    }
+
+    /// End of member `g` of collective instance `i` entered at `t0`.
+    fn coll_end(&mut self, i: u32, g: u32, t0: f64) -> Result<f64, Block> {
+        let inst = &self.plan.instances[i as usize];
+        let (total, step) = self.cost(i);
+        if self.contention {
+            let c = self.costs.get(i as usize).copied().unwrap_or_default();
+            self.t.coll_contention[i as usize] = (c.model_s - c.free_s).max(0.0);
+        }
+        let all_in = self.inst_entered[i as usize] as usize >= inst.members.len();
+        let root_g = inst.root.map(|k| inst.members[k]);
+        match coll_shape(inst.kind) {
+            CollShape::All => {
+                if all_in {
+                    Ok(self.inst_last[i as usize] + total)
+                } else {
+                    Err(Block::Inst(i))
+                }
+            }
+            CollShape::FromRoot => match root_g {
+                Some(r) if r == g => Ok(t0 + total),
+                Some(r) => {
+                    // Entry times are set when a stream enters a call.
+                    let rt = self.t.start[r as usize];
+                    if rt.is_nan() {
+                        Err(Block::Inst(i))
+                    } else {
+                        Ok(t0.max(rt) + total)
+                    }
+                }
+                None => Ok(t0 + total),
+            },
+            CollShape::ToRoot => match root_g {
+                Some(r) if r == g => {
+                    if all_in {
+                        Ok((t0 + total).max(self.inst_last[i as usize] + step))
+                    } else {
+                        Err(Block::Inst(i))
+                    }
+                }
+                _ => Ok(t0 + step),
+            },
+        }
+    }
+}
+
+enum Block {
+    Msg(u32),
+    Inst(u32),
+}
+
+/// One timing of a run, measured or replayed: each record's call start and end, and when
+/// each message's sender and receiver posted.
+pub struct Times<'a> {
+    pub start: &'a [f64],
+    pub end: &'a [f64],
+    pub send_post: &'a [f64],
+    pub recv_post: &'a [f64],
+}
+
+/// Measured posts of every message (the clock-corrected entries of its send and receive).
+pub fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
+    let at = |g: u32| {
+        if g == NONE {
+            f64::NAN
+        } else {
+            plan.m_start[g as usize]
+        }
+    };
+    (
+        plan.msgs.iter().map(|m| at(m.send)).collect(),
+        plan.msgs.iter().map(|m| at(m.recv)).collect(),
+    )
+}
+
+/// The wait of every record under a timing (the rules of `docs/engine.md`). A nonblocking
+/// operation's wait is charged to the completion call that waited for it.
+pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
+    let post = |v: &[f64], m: u32| {
+        if m == NONE { f64::NAN } else { v[m as usize] }
+    };
+    let late_sender = |g: usize, m: u32| {
+        if m == NONE {
+            return Wait::default();
+        }
+        Wait::of(
+            WaitKind::LateSender,
+            t.start[g],
+            post(t.send_post, m),
+            t.end[g] - t.start[g],
+            plan.msgs[m as usize].src_rank,
+        )
+    };
+    let late_receiver = |g: usize, m: u32| {
+        if m != NONE && plan.msgs[m as usize].rendezvous {
+            Wait::of(
+                WaitKind::LateReceiver,
+                t.start[g],
+                post(t.recv_post, m),
+                t.end[g] - t.start[g],
+                plan.msgs[m as usize].dst_rank,
+            )
+        } else {
+            Wait::default()
+        }
+    };
+    (0..plan.ops.len())
+        .map(|g| match plan.ops[g] {
+            Op::Send { .. } => late_receiver(g, plan.msg_out[g]),
+            Op::Recv => late_sender(g, plan.msg_in[g]),
+            Op::SendRecv => late_sender(g, plan.msg_in[g]).max(late_receiver(g, plan.msg_out[g])),
+            Op::Probe => late_sender(g, plan.probe_msg[g]),
+            Op::Complete => plan
+                .completed_by(g as u32)
+                .iter()
+                .map(|&nb| match plan.ops[nb as usize] {
+                    Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
+                    Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
+                    _ => Wait::default(),
+                })
+                .fold(Wait::default(), Wait::max),
+            Op::Coll => coll_wait(plan, t, g),
+            Op::Isend { .. } | Op::Irecv | Op::Other => Wait::default(),
+        })
+        .collect()
+}
+
+fn coll_wait(plan: &Plan, t: &Times, g: usize) -> Wait {
+    let i = plan.inst_of[g];
+    if i == NONE {
+        return Wait::default();
+    }
+    let inst = &plan.instances[i as usize];
+    let dur = t.end[g] - t.start[g];
+    let rank = |m: u32| plan.rank[m as usize];
+    let root = inst.root.map(|k| inst.members[k]);
+    match coll_shape(inst.kind) {
+        CollShape::All => {
+            let kind = if inst.kind == "barrier" {
+                WaitKind::Barrier
+            } else {
+                WaitKind::NxN
+            };
+            let last = inst
+                .members
+                .iter()
+                .copied()
+                .max_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]))
+                .unwrap_or(g as u32);
+            Wait::of(kind, t.start[g], t.start[last as usize], dur, rank(last))
+        }
+        CollShape::FromRoot => match root {
+            Some(r) if r as usize != g => Wait::of(
+                WaitKind::LateBroadcast,
+                t.start[g],
+                t.start[r as usize],
+                dur,
+                rank(r),
+            ),
+            _ => Wait::default(),
+        },
+        CollShape::ToRoot => match root {
+            Some(r) if r as usize == g => {
+                let first = inst
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|&m| m as usize != g)
+                    .min_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]));
+                match first {
+                    Some(f) => Wait::of(
+                        WaitKind::EarlyReduce,
+                        t.start[g],
+                        t.start[f as usize],
+                        dur,
+                        rank(f),
+                    ),
+                    None => Wait::default(),
+                }
+            }
+            _ => Wait::default(),
+        },
+    }
+}

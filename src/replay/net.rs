@@ -1,0 +1,279 @@
+//! The network of the replay: an incremental fluid model of the messages in flight.
+//!
+//! Flows are added at the replay's current time and finish when their work is done. While
+//! the set of inter-node flows in flight stays the same (an interval), each progresses at
+//! rate `1 / (p · tref)` of its work per second, `p` being its penalty in that interval's
+//! graph (the progress rule of the penalty paper's simulator). Intra-node flows never share
+//! the network: they take their `tref`. Every interval is logged for the hotspots.
+#![forbid(unsafe_code)]
+
+use crate::model::{CommGraph, Edge, PenaltyModel};
+
+/// One interval: flows `arcs[first..first+len]` in flight, each with its penalty.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub start: f64,
+    pub end: f64,
+    pub first: u32,
+    pub len: u32,
+}
+
+/// The interval log of a replay's network.
+#[derive(Debug, Clone, Default)]
+pub struct Sim {
+    /// Predicted end of each inter-node flow (by position among the inter-node flows).
+    pub end: Vec<f64>,
+    pub intervals: Vec<Interval>,
+    /// (position of the flow among the inter-node flows, penalty) of every interval, back
+    /// to back.
+    pub arcs: Vec<(u32, f64)>,
+}
+
+impl Sim {
+    /// The arcs of interval `i`.
+    pub fn arcs_of(&self, i: &Interval) -> &[(u32, f64)] {
+        &self.arcs[i.first as usize..(i.first + i.len) as usize]
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct NetFlow {
+    src: u32,
+    dst: u32,
+    bytes: u64,
+    tref: f64,
+    /// Fraction of the work left.
+    remaining: f64,
+    pen: f64,
+    intra: bool,
+    /// Position among the inter-node flows (the index the interval log uses).
+    inter_pos: u32,
+}
+
+/// The fluid network.
+pub struct Net<'m> {
+    model: Option<&'m dyn PenaltyModel>,
+    now: f64,
+    flows: Vec<NetFlow>,
+    active: Vec<u32>,
+    dirty: bool,
+    graph: CommGraph,
+    /// Flow ids of the inter-node flows, in the order they were added.
+    pub inter: Vec<u32>,
+    /// Intervals of inter-node flows and their penalties.
+    pub log: Sim,
+}
+
+/// Relative tolerance under which a flow counts as finished.
+const EPS: f64 = 1e-12;
+
+impl<'m> Net<'m> {
+    /// An empty network; without a model every penalty is 1.
+    pub fn new(model: Option<&'m dyn PenaltyModel>) -> Net<'m> {
+        Net {
+            model,
+            now: 0.0,
+            flows: Vec::new(),
+            active: Vec::new(),
+            dirty: false,
+            graph: CommGraph::default(),
+            inter: Vec::new(),
+            log: Sim::default(),
+        }
+    }
+
+    /// Current time of the network.
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// Adds a flow at the current time; returns its id (ids count up from 0).
+    pub fn add(&mut self, src: u32, dst: u32, bytes: u64, tref: f64) -> u32 {
+        let id = self.flows.len() as u32;
+        let intra = src == dst;
+        let inter_pos = if intra {
+            u32::MAX
+        } else {
+            self.inter.push(id);
+            (self.inter.len() - 1) as u32
+        };
+        self.flows.push(NetFlow {
+            src,
+            dst,
+            bytes,
+            tref: if tref.is_finite() { tref.max(0.0) } else { 0.0 },
+            remaining: 1.0,
+            pen: 1.0,
+            intra,
+            inter_pos,
+        });
+        self.active.push(id);
+        if !intra {
+            self.dirty = true;
+        }
+        id
+    }
+
+    fn refresh(&mut self) {
+        if !self.dirty {
+            return;
+        }
+        self.dirty = false;
+        let Some(m) = self.model else {
+            return;
+        };
+        self.graph.edges.clear();
+        let ids: Vec<u32> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|&i| !self.flows[i as usize].intra)
+            .collect();
+        self.graph.edges.extend(ids.iter().map(|&i| {
+            let f = &self.flows[i as usize];
+            Edge {
+                src: f.src,
+                dst: f.dst,
+                bytes: f.bytes,
+            }
+        }));
+        for (&i, p) in ids.iter().zip(m.penalties(&self.graph)) {
+            self.flows[i as usize].pen = if p.is_finite() && p > 0.0 { p } else { 1.0 };
+        }
+    }
+
+    fn time_left(&self, i: u32) -> f64 {
+        let f = &self.flows[i as usize];
+        f.remaining * f.pen * f.tref
+    }
+
+    /// When the next flow finishes at the current rates (infinity when none is in flight).
+    pub fn next_finish(&mut self) -> f64 {
+        self.refresh();
+        self.now
+            + self
+                .active
+                .iter()
+                .map(|&i| self.time_left(i))
+                .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Moves time forward to `t` (no later than [`Net::next_finish`]) and returns the flows
+    /// that finished at `t`.
+    pub fn advance(&mut self, t: f64, done: &mut Vec<u32>) {
+        self.refresh();
+        done.clear();
+        let dt = (t - self.now).max(0.0);
+        if dt > 0.0 {
+            let first = self.log.arcs.len() as u32;
+            self.log.arcs.extend(
+                self.active
+                    .iter()
+                    .filter(|&&i| !self.flows[i as usize].intra)
+                    .map(|&i| {
+                        let f = &self.flows[i as usize];
+                        (f.inter_pos, f.pen)
+                    }),
+            );
+            let len = self.log.arcs.len() as u32 - first;
+            if len > 0 {
+                self.log.intervals.push(Interval {
+                    start: self.now,
+                    end: t,
+                    first,
+                    len,
+                });
+            }
+        }
+        let mut k = 0;
+        while k < self.active.len() {
+            let i = self.active[k];
+            let left = self.time_left(i);
+            if left <= dt * (1.0 + EPS) + 1e-15 {
+                self.active.swap_remove(k);
+                done.push(i);
+                if !self.flows[i as usize].intra {
+                    self.dirty = true;
+                }
+            } else {
+                let f = &mut self.flows[i as usize];
+                f.remaining -= dt / (f.pen * f.tref);
+                k += 1;
+            }
+        }
+        done.sort_unstable();
+        self.now = self.now.max(t);
+    }
+
+    /// Number of flows added so far.
+    pub fn len(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// True when no flow was ever added.
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::GigabitEthernet;
+
+    fn run_all(net: &mut Net) -> Vec<(u32, f64)> {
+        let mut out = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let t = net.next_finish();
+            if !t.is_finite() {
+                break;
+            }
+            net.advance(t, &mut done);
+            out.extend(done.iter().map(|&i| (i, t)));
+        }
+        out
+    }
+
+    #[test]
+    fn lone_flow_takes_its_tref_and_intra_flows_ignore_the_model() {
+        let m = GigabitEthernet::new(0.75, 0.115, 0.036).unwrap();
+        let mut net = Net::new(Some(&m));
+        net.add(0, 1, 10, 2.0);
+        net.add(3, 3, 10, 0.5);
+        let ends = run_all(&mut net);
+        assert_eq!(ends, vec![(1, 0.5), (0, 2.0)]);
+        assert_eq!(net.inter, vec![0]);
+        assert_eq!(net.log.intervals.len(), 2);
+    }
+
+    #[test]
+    fn two_flows_from_one_node_share_its_port() {
+        // gige, two arcs leaving node 0 to distinct nodes: p = 2·β = 1.5 each.
+        let m = GigabitEthernet::new(0.75, 0.115, 0.036).unwrap();
+        let mut net = Net::new(Some(&m));
+        net.add(0, 1, 10, 1.0);
+        net.add(0, 2, 10, 1.0);
+        let ends = run_all(&mut net);
+        assert_eq!(ends.len(), 2);
+        for (_, t) in ends {
+            assert!((t - 1.5).abs() < 1e-9, "{t}");
+        }
+    }
+
+    #[test]
+    fn a_flow_added_later_slows_the_first_only_while_both_run() {
+        let m = GigabitEthernet::new(0.75, 0.115, 0.036).unwrap();
+        let mut net = Net::new(Some(&m));
+        let mut done = Vec::new();
+        net.add(0, 1, 10, 1.0);
+        net.advance(0.5, &mut done);
+        assert!(done.is_empty());
+        net.add(0, 2, 10, 1.0);
+        // Both at p = 1.5: the first has 0.5 of work left → 0.75 s; then the second has
+        // 0.5 left alone → 0.5 s more.
+        let ends = run_all(&mut net);
+        assert!((ends[0].1 - 1.25).abs() < 1e-9, "{ends:?}");
+        assert!((ends[1].1 - 1.75).abs() < 1e-9, "{ends:?}");
+    }
+}
