@@ -50,14 +50,17 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
     let pred = crate::predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
         .map_err(CliError::input)?;
     let (groups, fam) = accuracy::groups(&run, &pred, &a.calls, a.size_classes);
+    let whole = accuracy::run_accuracy(&run, &pred);
     if a.json {
-        let v = serde_json::json!({"model": pred.model, "groups": groups, "family": fam});
+        let v =
+            serde_json::json!({"model": pred.model, "groups": groups, "family": fam, "run": whole});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| CliError::failure(e.to_string()))?
         );
     } else {
         print!("{}", accuracy::table(&groups, &fam));
+        print!("{}", accuracy::run_text(&whole));
     }
     Ok(())
 }

@@ -219,3 +219,74 @@ pub fn table(groups: &[Group], fam: &Family) -> String {
     );
     s
 }
+
+/// Whole-run accuracy: the per-rank sums of blocking and completion calls and the makespan,
+/// model against contention-free baseline.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RunAccuracy {
+    /// Median over ranks of E_abs(t_i), percent: model and contention-free baseline.
+    pub task_e_abs_model: f64,
+    pub task_e_abs_free: f64,
+    pub makespan_measured_s: f64,
+    pub makespan_predicted_s: f64,
+    pub makespan_free_s: f64,
+    /// Rows whose measured time was kept (no model, unmatched, unresolved).
+    pub rows_not_predicted: usize,
+    pub rows: usize,
+}
+
+/// Computes [`RunAccuracy`].
+pub fn run_accuracy(run: &RunTrace, pred: &RunPrediction) -> RunAccuracy {
+    let mut em = Vec::new();
+    let mut ef = Vec::new();
+    let (mut rows, mut kept) = (0, 0);
+    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
+        let (mut sm, mut sp, mut sf) = (0.0, 0.0, 0.0);
+        for (r, c) in rk.records.iter().zip(cs) {
+            rows += 1;
+            if c.reason != crate::predict::Reason::None {
+                kept += 1;
+            }
+            if r.flags & crate::trace::FLAG_NONBLOCKING != 0 {
+                continue;
+            }
+            if let (Some(p), Some(f)) = (c.predicted, c.free) {
+                sm += r.duration_s();
+                sp += p;
+                sf += f;
+            }
+        }
+        if let (Some(a), Some(b)) = (super::e_rel(sp, sm), super::e_rel(sf, sm)) {
+            em.push(a.abs());
+            ef.push(b.abs());
+        }
+    }
+    let med = |v: &mut Vec<f64>| if v.is_empty() { f64::NAN } else { median(v) };
+    RunAccuracy {
+        task_e_abs_model: med(&mut em),
+        task_e_abs_free: med(&mut ef),
+        makespan_measured_s: pred.makespan_measured,
+        makespan_predicted_s: pred.makespan,
+        makespan_free_s: pred.makespan_free,
+        rows_not_predicted: kept,
+        rows,
+    }
+}
+
+/// One line per figure of [`RunAccuracy`].
+pub fn run_text(a: &RunAccuracy) -> String {
+    format!(
+        "per-rank E_abs (sum of blocking and completion calls), median over ranks: model {:.1} %, contention-free baseline {:.1} %\n\
+         makespan: measured {:.6} s, predicted {:.6} s ({:+.1} %), contention-free {:.6} s ({:+.1} %)\n\
+         rows not predicted: {} of {}\n",
+        a.task_e_abs_model,
+        a.task_e_abs_free,
+        a.makespan_measured_s,
+        a.makespan_predicted_s,
+        super::e_rel(a.makespan_predicted_s, a.makespan_measured_s).unwrap_or(f64::NAN),
+        a.makespan_free_s,
+        super::e_rel(a.makespan_free_s, a.makespan_measured_s).unwrap_or(f64::NAN),
+        a.rows_not_predicted,
+        a.rows
+    )
+}
