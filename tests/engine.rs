@@ -508,7 +508,9 @@ fn eager_sends_return_after_the_local_copy_and_rendezvous_sends_wait_for_the_rec
         ),
     ]);
     let p = predict_run(&r, &prof, Some("none")).unwrap();
-    let os = prof.plogp_or_hockney().send_overhead(small as f64);
+    // The local copy: os(0) and the bytes at memory speed (between nodes the wire time is
+    // the network's).
+    let os = prof.plogp_or_hockney().send_overhead(0.0) + prof.hockney.intra.beta * small as f64;
     let eager = p.calls[0][0];
     assert!(close(eager.predicted.unwrap(), os), "{eager:?}");
     assert_eq!(eager.wait.kind, WaitKind::None);
@@ -691,4 +693,55 @@ fn random_traces_replay_to_bounded_predictions() {
             }
         }
     }
+}
+
+#[test]
+fn a_rendezvous_send_that_fits_the_socket_buffer_returns_after_the_handshake() {
+    // 1 MB between nodes (above the eager limit, below the 4 MiB socket buffer): the send
+    // ends one latency after the receive is posted (plus a memory-speed copy); the receive
+    // waits for the transfer (0.01 s at β = 1e-8).
+    let mut prof = profile();
+    prof.hockney.inter.alpha = 1e-3;
+    let m = 1_000_000;
+    let r = run(vec![
+        rank(0, "a", 0, vec![send(call::MPI_Send, 1, m, 0, S / 100)], 2),
+        rank(
+            1,
+            "b",
+            0,
+            vec![recv_rec(call::MPI_Recv, 0, m, S, S + S / 100)],
+            2,
+        ),
+    ]);
+    let p = predict_run(&r, &prof, Some("gige")).unwrap();
+    let copy = prof.hockney.intra.beta * m as f64;
+    let s0 = p.calls[0][0];
+    assert!(close(s0.predicted.unwrap(), 1.0 + 1e-3 + copy), "{s0:?}");
+    assert_eq!(s0.wait.kind, WaitKind::LateReceiver);
+    let r0 = p.calls[1][0];
+    assert!(close(r0.predicted.unwrap(), 1e-3 + 0.01), "{r0:?}");
+}
+
+#[test]
+fn messages_on_one_connection_leave_in_order_and_do_not_share_the_port() {
+    // Two 1 s messages from rank 0 to rank 1 posted together go one after the other: the
+    // first arrives at 1 s, the second at 2 s, with no penalty (one connection). Sent to
+    // two different ranks on other nodes they would share node a's port instead.
+    let m = 100_000_000;
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![isend(1, m, 0, 3 * S), isend(1, m, 0, 3 * S)],
+            2,
+        ),
+        rank(1, "b", 0, vec![], 2),
+    ]);
+    let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+    let (a, b) = (p.calls[0][0], p.calls[0][1]);
+    assert!(close(a.predicted.unwrap(), 1.0), "{a:?}");
+    assert!(close(b.predicted.unwrap(), 2.0), "{b:?}");
+    assert_eq!(b.contention, 0.0);
+    assert!(p.sim.arcs.iter().all(|&(_, pen)| close(pen, 1.0)));
 }

@@ -37,6 +37,10 @@ pub struct Protocol {
     pub eager_inter: u64,
     /// Within a node (Open MPI: `btl_vader_eager_limit`).
     pub eager_intra: u64,
+    /// Between nodes, a rendezvous send returns once the receiver has matched and its data
+    /// is in the kernel's socket buffer (TCP): up to this many bytes it does not wait for the
+    /// transfer itself, which the receiver's completion then waits for.
+    pub socket_buffer: u64,
 }
 
 impl Protocol {
@@ -47,15 +51,21 @@ impl Protocol {
             Protocol {
                 eager_inter: 128 * 1024,
                 eager_intra: 128 * 1024,
+                socket_buffer: SOCKET_BUFFER,
             }
         } else {
             Protocol {
                 eager_inter: 64 * 1024,
                 eager_intra: 4 * 1024,
+                socket_buffer: SOCKET_BUFFER,
             }
         }
     }
 }
+
+/// Linux's default maximum TCP send buffer (`net.ipv4.tcp_wmem`), which both libraries'
+/// TCP transports leave to the kernel by default.
+pub const SOCKET_BUFFER: u64 = 4 * 1024 * 1024;
 
 /// What a call does in the replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +179,7 @@ pub struct Plan {
     pub inst_of: Vec<u32>,
     pub instances: Vec<Instance>,
     pub placement: Placement,
+    pub protocol: Protocol,
 }
 
 impl Plan {
@@ -398,6 +409,7 @@ impl Plan {
             inst_of,
             instances,
             placement,
+            protocol,
         }
     }
 }
@@ -561,11 +573,28 @@ impl P2p {
     fn hockney(&self, intra: bool) -> &Hockney {
         if intra { &self.intra } else { &self.inter }
     }
-    fn plogp(&self, intra: bool) -> &PLogP {
-        if intra {
+    /// Local cost of sending (`send`) or receiving a message once the network is not in the
+    /// way: pLogP's os(m)/or(m) within a node; between nodes the fixed part os(0)/or(0) plus a
+    /// copy at memory speed (intra-node β) to or from the socket buffer. Calibrated os(m) and
+    /// or(m) on TCP include the wire time of the message, which the replay's network adds.
+    fn overhead(&self, msg: &Msg, send: bool) -> f64 {
+        let intra = msg.src_node == msg.dst_node;
+        let pl = if intra {
             &self.plogp_intra
         } else {
             &self.plogp_inter
+        };
+        let at = |m: f64| {
+            if send {
+                pl.send_overhead(m)
+            } else {
+                pl.recv_overhead(m)
+            }
+        };
+        if intra {
+            at(msg.bytes as f64)
+        } else {
+            at(0.0) + self.intra.beta * msg.bytes as f64
         }
     }
 }
@@ -606,10 +635,12 @@ pub struct Timing {
     pub reason: Vec<Reason>,
     /// When each nonblocking operation's request completed (NaN for other calls).
     pub req_done: Vec<f64>,
-    /// Per message: when the sender and receiver posted, when the data started to move
-    /// and arrived, its contention-free time, its flow in the network (NONE: none).
+    /// Per message: when the sender and receiver posted, when both had (the message could
+    /// go), when the data started to move and arrived, its contention-free time, its flow in
+    /// the network (NONE: none).
     pub send_post: Vec<f64>,
     pub recv_post: Vec<f64>,
+    pub matched: Vec<f64>,
     pub flow_start: Vec<f64>,
     pub arrive: Vec<f64>,
     pub tref: Vec<f64>,
@@ -658,6 +689,9 @@ struct Engine<'a> {
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
     msg_waiters: HashMap<u32, Vec<u32>>,
+    /// Matched messages per connection (source rank, destination rank), in order; the
+    /// first is on the network.
+    conns: HashMap<(i32, i32), VecDeque<u32>>,
     inst_waiters: HashMap<u32, Vec<u32>>,
     /// Per instance: members entered so far, latest entry.
     inst_entered: Vec<u32>,
@@ -690,6 +724,7 @@ pub fn replay(
             req_done: vec![f64::NAN; n],
             send_post: vec![f64::NAN; nm],
             recv_post: vec![f64::NAN; nm],
+            matched: vec![f64::NAN; nm],
             flow_start: vec![f64::NAN; nm],
             arrive: vec![f64::NAN; nm],
             tref: vec![0.0; nm],
@@ -703,6 +738,7 @@ pub fn replay(
         heap: BinaryHeap::new(),
         seq: 0,
         msg_waiters: HashMap::new(),
+        conns: HashMap::new(),
         inst_waiters: HashMap::new(),
         inst_entered: vec![0; plan.instances.len()],
         inst_last: vec![f64::NEG_INFINITY; plan.instances.len()],
@@ -761,9 +797,7 @@ impl Engine<'_> {
             if tf <= ts {
                 self.net.advance(tf, done);
                 for &f in done.iter() {
-                    let m = self.t.flow_msg[f as usize];
-                    self.t.arrive[m as usize] = tf;
-                    self.wake_msg(m, tf);
+                    self.arrived(self.t.flow_msg[f as usize], tf);
                 }
                 continue;
             }
@@ -772,9 +806,7 @@ impl Engine<'_> {
             };
             self.net.advance(ts, done);
             for &f in done.iter() {
-                let m = self.t.flow_msg[f as usize];
-                self.t.arrive[m as usize] = ts;
-                self.wake_msg(m, ts);
+                self.arrived(self.t.flow_msg[f as usize], ts);
             }
             self.step(s, ts);
         }
@@ -799,13 +831,29 @@ impl Engine<'_> {
     /// Starts message `m`'s transfer now if both sides allow it.
     fn maybe_start(&mut self, m: u32) {
         let mi = m as usize;
-        if self.t.flow[mi] != NONE || self.t.send_post[mi].is_nan() {
+        if !self.t.matched[mi].is_nan() || self.t.send_post[mi].is_nan() {
             return;
         }
         let msg = self.plan.msgs[mi];
         if msg.rendezvous && msg.recv != NONE && self.t.recv_post[mi].is_nan() {
             return;
         }
+        self.t.matched[mi] = self.net.now();
+        // Messages between two ranks share one connection and leave in order: a message
+        // enters the network when the one before it on its connection has arrived.
+        let conn = (msg.src_rank, msg.dst_rank);
+        let q = self.conns.entry(conn).or_default();
+        q.push_back(m);
+        if q.len() == 1 {
+            self.launch(m);
+        }
+        self.wake_msg(m, self.net.now());
+    }
+
+    /// Puts message `m` on the network now.
+    fn launch(&mut self, m: u32) {
+        let mi = m as usize;
+        let msg = self.plan.msgs[mi];
         let intra = msg.src_node == msg.dst_node;
         let tref = self.p2p.hockney(intra).time_bytes(msg.bytes as f64);
         self.t.tref[mi] = tref;
@@ -814,7 +862,23 @@ impl Engine<'_> {
         debug_assert_eq!(f as usize, self.t.flow_msg.len());
         self.t.flow_msg.push(m);
         self.t.flow[mi] = f;
-        self.wake_msg(m, self.net.now());
+    }
+
+    /// Message `m` arrived at `t`: wake who waits for it, start the next on its connection.
+    fn arrived(&mut self, m: u32, t: f64) {
+        self.t.arrive[m as usize] = t;
+        let msg = self.plan.msgs[m as usize];
+        let next = self
+            .conns
+            .get_mut(&(msg.src_rank, msg.dst_rank))
+            .and_then(|q| {
+                q.pop_front();
+                q.front().copied()
+            });
+        if let Some(n) = next {
+            self.launch(n);
+        }
+        self.wake_msg(m, t);
     }
 
     fn step(&mut self, s: u32, now: f64) {
@@ -908,14 +972,10 @@ impl Engine<'_> {
                     return Ok(t0);
                 }
                 let msg = &plan.msgs[m as usize];
-                let os = self
-                    .p2p
-                    .plogp(msg.src_node == msg.dst_node)
-                    .send_overhead(msg.bytes as f64);
                 if msg.rendezvous {
-                    Ok(arrived(m)?.max(t0 + os))
+                    self.rendezvous_send_done(m, t0)
                 } else {
-                    Ok(t0 + os)
+                    Ok(t0 + self.send_overhead(m))
                 }
             }
             Op::Isend { .. } | Op::Irecv => Ok(t0 + plan.op_dur[gi]),
@@ -989,10 +1049,35 @@ impl Engine<'_> {
     }
 
     fn recv_overhead(&self, m: u32) -> f64 {
-        let msg = &self.plan.msgs[m as usize];
-        self.p2p
-            .plogp(msg.src_node == msg.dst_node)
-            .recv_overhead(msg.bytes as f64)
+        self.p2p.overhead(&self.plan.msgs[m as usize], false)
+    }
+
+    fn send_overhead(&self, m: u32) -> f64 {
+        self.p2p.overhead(&self.plan.msgs[m as usize], true)
+    }
+
+    /// When the sender of rendezvous message `m` is done, no sooner than `floor`: between
+    /// nodes, when the data fits in the socket buffer, one latency after the receiver matched
+    /// plus the copy into the buffer (memory speed: the intra-node β); otherwise, and
+    /// within a node (the receiver copies), when the data has arrived.
+    fn rendezvous_send_done(&self, m: u32, floor: f64) -> Result<f64, Block> {
+        let mi = m as usize;
+        let msg = &self.plan.msgs[mi];
+        let intra = msg.src_node == msg.dst_node;
+        if !intra && msg.bytes <= self.plan.protocol.socket_buffer {
+            let matched = self.t.matched[mi];
+            if matched.is_nan() {
+                return Err(Block::Msg(m));
+            }
+            let copy = self.p2p.intra.beta * msg.bytes as f64;
+            return Ok(floor.max(matched + self.p2p.inter.alpha + copy));
+        }
+        let a = self.t.arrive[mi];
+        if a.is_nan() {
+            Err(Block::Msg(m))
+        } else {
+            Ok(a.max(floor))
+        }
     }
 
     /// When nonblocking record `nb` completed in the replay.
@@ -1015,11 +1100,7 @@ impl Engine<'_> {
                         Ok(a.max(posted))
                     }
                 } else {
-                    let os = self
-                        .p2p
-                        .plogp(msg.src_node == msg.dst_node)
-                        .send_overhead(msg.bytes as f64);
-                    Ok(posted.max(start + os))
+                    Ok(posted.max(start + self.send_overhead(m)))
                 }
             }
             Op::Irecv => {

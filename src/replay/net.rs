@@ -188,8 +188,10 @@ impl<'m> Net<'m> {
         let mut k = 0;
         while k < self.active.len() {
             let i = self.active[k];
+            // Compared as the finish time `next_finish` computed, so that the flow it named
+            // finishes even when its time left is below the resolution of `now`.
             let left = self.time_left(i);
-            if left <= dt * (1.0 + EPS) + 1e-15 {
+            if self.now + left <= t || left <= dt * (1.0 + EPS) + 1e-15 {
                 self.active.swap_remove(k);
                 done.push(i);
                 if !self.flows[i as usize].intra {
@@ -245,6 +247,28 @@ mod tests {
         assert_eq!(ends, vec![(1, 0.5), (0, 2.0)]);
         assert_eq!(net.inter, vec![0]);
         assert_eq!(net.log.intervals.len(), 2);
+    }
+
+    #[test]
+    fn a_flow_shorter_than_the_clock_resolution_still_finishes() {
+        // At t = 20 s a time step of 1e-15 s is below f64's resolution: the flow must
+        // finish anyway rather than leave the network stuck at the same instant.
+        let m = GigabitEthernet::new(0.75, 0.115, 0.036).unwrap();
+        let mut net = Net::new(Some(&m));
+        let mut done = Vec::new();
+        net.advance(20.0, &mut done);
+        net.add(0, 1, 10, 1e-9);
+        net.add(0, 2, 10, 3e-9);
+        let mut steps = 0;
+        let mut finished = 0;
+        while net.next_finish().is_finite() {
+            let t = net.next_finish();
+            net.advance(t, &mut done);
+            finished += done.len();
+            steps += 1;
+            assert!(steps < 10, "stuck at {t}");
+        }
+        assert_eq!(finished, 2);
     }
 
     #[test]
