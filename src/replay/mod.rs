@@ -644,6 +644,8 @@ pub struct Timing {
     pub flow_start: Vec<f64>,
     pub arrive: Vec<f64>,
     pub tref: Vec<f64>,
+    /// The message stays within a node (never shares the network).
+    pub intra: Vec<bool>,
     pub flow: Vec<u32>,
     /// Message of each network flow.
     pub flow_msg: Vec<u32>,
@@ -658,10 +660,16 @@ impl Timing {
     /// Contention of message `m`: its transfer beyond its contention-free time.
     pub fn msg_contention(&self, m: u32) -> f64 {
         let m = m as usize;
-        if self.flow[m] == NONE {
+        if self.flow[m] == NONE || self.intra[m] {
             return 0.0;
         }
-        ((self.arrive[m] - self.flow_start[m]) - self.tref[m]).max(0.0)
+        let c = (self.arrive[m] - self.flow_start[m]) - self.tref[m];
+        // Below the rounding of the times it was computed from, it is none.
+        if c > 1e-9 * self.tref[m] + 1e-12 {
+            c
+        } else {
+            0.0
+        }
     }
 }
 
@@ -728,6 +736,7 @@ pub fn replay(
             flow_start: vec![f64::NAN; nm],
             arrive: vec![f64::NAN; nm],
             tref: vec![0.0; nm],
+            intra: plan.msgs.iter().map(|m| m.src_node == m.dst_node).collect(),
             flow: vec![NONE; nm],
             flow_msg: Vec::new(),
             inter: Vec::new(),

@@ -1,0 +1,82 @@
+//! Wait states on real `mpirun` launches with known causes (tests/programs/waits.c): the
+//! kind is asserted, and that the wait is above half the injected sleep, never a tight time.
+
+mod common;
+use common::*;
+
+#[test]
+fn late_sender_and_barrier_waits_are_measured_and_predicted_and_one_node_has_no_contention() {
+    let dir = scratch("waits");
+    let exe = build_program("waits", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let run = mpirun(
+        4,
+        &exe,
+        &[],
+        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_QUIET", "1")]),
+        &dir,
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rows = read_calls(&out);
+    let row = |rank: &str, call: &str| {
+        rows.iter()
+            .find(|r| r["rank"] == rank && r["call"] == call)
+            .unwrap_or_else(|| panic!("no {call} on rank {rank}"))
+    };
+    // Rank 0's receive waited for rank 1's sleep: measured and, since the replay keeps
+    // rank 1's compute gap, predicted.
+    let recv = row("0", "MPI_Recv");
+    assert_eq!(recv["wait_kind"], "late-sender", "{recv:?}");
+    assert!(f(recv, "wait_s") > 0.1, "{recv:?}");
+    assert_eq!(recv["pred_wait_kind"], "late-sender", "{recv:?}");
+    assert!(f(recv, "pred_wait_s") > 0.1, "{recv:?}");
+    // The barrier: everyone waited for rank 2's longer sleep.
+    let b = row("3", "MPI_Barrier");
+    assert_eq!(b["wait_kind"], "wait-at-barrier", "{b:?}");
+    assert!(f(b, "wait_s") > 0.1, "{b:?}");
+    assert_eq!(b["pred_wait_kind"], "wait-at-barrier", "{b:?}");
+    assert!(f(b, "pred_wait_s") > 0.1, "{b:?}");
+    assert!(f(row("2", "MPI_Barrier"), "wait_s") < f(b, "wait_s") / 2.0);
+    // Every row predicted; one node: no time lost to contention anywhere.
+    for r in &rows {
+        assert_eq!(r["reason"], "", "{r:?}");
+        assert!(r["predicted_s"].parse::<f64>().is_ok(), "{r:?}");
+        assert_eq!(f(r, "contention_s"), 0.0, "{r:?}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let p = &summary["prediction"];
+    assert_eq!(p["contention_loss_s"]["by_rank"], serde_json::json!({}));
+    assert!(
+        p["wait_s"]["measured_by_kind"]["late-sender"]
+            .as_f64()
+            .unwrap()
+            > 0.1
+    );
+    assert!(
+        p["wait_s"]["measured_caused_by_rank"]["1"]
+            .as_f64()
+            .unwrap()
+            > 0.1
+    );
+    assert!(
+        p["wait_s"]["measured_caused_by_rank"]["2"]
+            .as_f64()
+            .unwrap()
+            > 0.1
+    );
+    assert_eq!(p["not_predicted"], serde_json::json!({}));
+    let hot: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("hotspots.json")).unwrap()).unwrap();
+    assert_eq!(hot["ranks"], serde_json::json!([]));
+    let top: Vec<i64> = hot["waited_for"].as_array().unwrap()[..2]
+        .iter()
+        .map(|w| w["rank"].as_i64().unwrap())
+        .collect();
+    assert!(top.contains(&1) && top.contains(&2), "{top:?}");
+}

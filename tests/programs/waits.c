@@ -1,0 +1,31 @@
+/* Wait states with known causes, for tests/mpi_waits.rs. Rank 1 sleeps 200 ms before its
+ * send to rank 0 (a late sender); rank 2 sleeps 400 ms before a barrier (the others wait
+ * at the barrier); every rank then exchanges 1 MB with its ring neighbours. */
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int v = rank;
+    if (rank == 1) {
+        usleep(200000);
+        MPI_Send(&v, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        MPI_Recv(&v, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    if (rank == 2) usleep(400000);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int n = 1 << 20;
+    char *a = calloc(n, 1), *b = calloc(n, 1);
+    MPI_Sendrecv(a, n, MPI_BYTE, (rank + 1) % size, 1, b, n, MPI_BYTE, (rank + size - 1) % size, 1,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    free(a);
+    free(b);
+    MPI_Finalize();
+    return 0;
+}
