@@ -892,7 +892,9 @@ impl Engine<'_> {
 
     fn step(&mut self, s: u32, now: f64) {
         let c = self.cur[s as usize];
-        if c.done {
+        // A stale wake-up (from a wait the stream left when it was forced on) is early: the
+        // stream's own event at `t_op` comes later.
+        if c.done || (!c.started && now < c.t_op) {
             return;
         }
         let g = self.plan.streams[s as usize][c.pos];
