@@ -126,6 +126,8 @@ pub struct Msg {
     pub dst_node: u32,
     /// The transfer waits for the receive to be posted.
     pub rendezvous: bool,
+    /// Connection (source rank, destination rank) number: messages on one leave in order.
+    pub conn: u32,
 }
 
 /// One collective operation across its members.
@@ -180,6 +182,8 @@ pub struct Plan {
     pub instances: Vec<Instance>,
     pub placement: Placement,
     pub protocol: Protocol,
+    /// Number of connections among the messages.
+    pub connections: usize,
 }
 
 impl Plan {
@@ -300,6 +304,7 @@ impl Plan {
         let mut msg_out = vec![NONE; n];
         let mut msg_in = vec![NONE; n];
         let mut queue: HashMap<(i32, i32, i32), VecDeque<u32>> = HashMap::new();
+        let mut conn_ids: HashMap<(i32, i32), u32> = HashMap::new();
         for (ri, rk) in run.ranks.iter().enumerate() {
             let me = rk.meta.rank;
             let mut ids: Vec<u32> = (0..rk.records.len() as u32).map(|i| base[ri] + i).collect();
@@ -324,7 +329,10 @@ impl Plan {
                     .entry((me, r.peer, r.tag))
                     .or_default()
                     .push_back(msgs.len() as u32);
+                let next_conn = conn_ids.len() as u32;
+                let conn = *conn_ids.entry((me, r.peer)).or_insert(next_conn);
                 msgs.push(Msg {
+                    conn,
                     send: g,
                     recv: NONE,
                     bytes: r.bytes_send,
@@ -410,6 +418,7 @@ impl Plan {
             instances,
             placement,
             protocol,
+            connections: conn_ids.len(),
         }
     }
 }
@@ -696,10 +705,12 @@ struct Engine<'a> {
     cur: Vec<Cursor>,
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
-    msg_waiters: HashMap<u32, Vec<u32>>,
+    /// Streams blocked on each message: at most its sender's and its receiver's.
+    msg_waiters: Vec<[u32; 2]>,
+    more_waiters: Vec<(u32, u32)>,
     /// Matched messages per connection (source rank, destination rank), in order; the
     /// first is on the network.
-    conns: HashMap<(i32, i32), VecDeque<u32>>,
+    conns: Vec<VecDeque<u32>>,
     inst_waiters: HashMap<u32, Vec<u32>>,
     /// Per instance: members entered so far, latest entry.
     inst_entered: Vec<u32>,
@@ -746,8 +757,9 @@ pub fn replay(
         cur: vec![Cursor::default(); plan.streams.len()],
         heap: BinaryHeap::new(),
         seq: 0,
-        msg_waiters: HashMap::new(),
-        conns: HashMap::new(),
+        msg_waiters: vec![[NONE; 2]; nm],
+        more_waiters: Vec::new(),
+        conns: vec![VecDeque::new(); plan.connections],
         inst_waiters: HashMap::new(),
         inst_entered: vec![0; plan.instances.len()],
         inst_last: vec![f64::NEG_INFINITY; plan.instances.len()],
@@ -822,9 +834,21 @@ impl Engine<'_> {
     }
 
     fn wake_msg(&mut self, m: u32, t: f64) {
-        if let Some(ws) = self.msg_waiters.remove(&m) {
-            for s in ws {
+        let ws = std::mem::replace(&mut self.msg_waiters[m as usize], [NONE; 2]);
+        for s in ws {
+            if s != NONE {
                 self.push(t, s);
+            }
+        }
+        if !self.more_waiters.is_empty() {
+            let mut k = 0;
+            while k < self.more_waiters.len() {
+                if self.more_waiters[k].0 == m {
+                    let (_, s) = self.more_waiters.swap_remove(k);
+                    self.push(t, s);
+                } else {
+                    k += 1;
+                }
             }
         }
     }
@@ -850,8 +874,7 @@ impl Engine<'_> {
         self.t.matched[mi] = self.net.now();
         // Messages between two ranks share one connection and leave in order: a message
         // enters the network when the one before it on its connection has arrived.
-        let conn = (msg.src_rank, msg.dst_rank);
-        let q = self.conns.entry(conn).or_default();
+        let q = &mut self.conns[msg.conn as usize];
         q.push_back(m);
         if q.len() == 1 {
             self.launch(m);
@@ -877,13 +900,9 @@ impl Engine<'_> {
     fn arrived(&mut self, m: u32, t: f64) {
         self.t.arrive[m as usize] = t;
         let msg = self.plan.msgs[m as usize];
-        let next = self
-            .conns
-            .get_mut(&(msg.src_rank, msg.dst_rank))
-            .and_then(|q| {
-                q.pop_front();
-                q.front().copied()
-            });
+        let q = &mut self.conns[msg.conn as usize];
+        q.pop_front();
+        let next = q.front().copied();
         if let Some(n) = next {
             self.launch(n);
         }
@@ -909,7 +928,15 @@ impl Engine<'_> {
             match self.finish_time(g, c.t_op) {
                 Ok(e) => Some(e),
                 Err(Block::Msg(m)) => {
-                    self.msg_waiters.entry(m).or_default().push(s);
+                    let w = &mut self.msg_waiters[m as usize];
+                    if !w.contains(&s) {
+                        // The sender's and the receiver's streams; any other (threads
+                        // sharing a request) waits in the overflow list.
+                        match w.iter().position(|&x| x == NONE) {
+                            Some(k) => w[k] = s,
+                            None => self.more_waiters.push((m, s)),
+                        }
+                    }
                     None
                 }
                 Err(Block::Inst(i)) => {
