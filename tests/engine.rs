@@ -404,32 +404,16 @@ fn collectives_on_sub_communicators_use_their_members() {
 
 fn recv_rec(call: u16, peer: i32, bytes: u64, t0: u64, t1: u64) -> Record {
     Record {
-        t_start: t0,
-        t_end: t1,
-        t_posted: t1,
-        peer,
-        root: NO_RANK,
-        peer2: NO_RANK,
         bytes_recv: bytes,
-        comm: 0,
         comm_size: 2,
-        call,
-        ..Default::default()
+        ..send(call, peer, 0, t0, t1)
     }
 }
 
 fn coll(call: u16, n: u32, t0: u64, t1: u64) -> Record {
     Record {
-        t_start: t0,
-        t_end: t1,
-        t_posted: t1,
-        peer: NO_RANK,
-        root: NO_RANK,
-        peer2: NO_RANK,
-        comm: 0,
         comm_size: n,
-        call,
-        ..Default::default()
+        ..send(call, NO_RANK, 0, t0, t1)
     }
 }
 

@@ -1234,28 +1234,35 @@ pub fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
 /// The wait of every record under a timing (the rules of `docs/engine.md`). A nonblocking
 /// operation's wait is charged to the completion call that waited for it.
 pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
-    let post = |v: &[f64], m: u32| {
-        if m == NONE { f64::NAN } else { v[m as usize] }
+    // Call `g` waiting, as `kind`, for message `m`'s post in `posts` by `partner`.
+    let on = |kind: WaitKind, g: usize, m: u32, posts: &[f64], partner: i32| {
+        Wait::of(
+            kind,
+            t.start[g],
+            posts[m as usize],
+            t.end[g] - t.start[g],
+            partner,
+        )
     };
     let late_sender = |g: usize, m: u32| {
         if m == NONE {
             return Wait::default();
         }
-        Wait::of(
+        on(
             WaitKind::LateSender,
-            t.start[g],
-            post(t.send_post, m),
-            t.end[g] - t.start[g],
+            g,
+            m,
+            t.send_post,
             plan.msgs[m as usize].src_rank,
         )
     };
     let late_receiver = |g: usize, m: u32| {
         if m != NONE && plan.msgs[m as usize].rendezvous {
-            Wait::of(
+            on(
                 WaitKind::LateReceiver,
-                t.start[g],
-                post(t.recv_post, m),
-                t.end[g] - t.start[g],
+                g,
+                m,
+                t.recv_post,
                 plan.msgs[m as usize].dst_rank,
             )
         } else {
