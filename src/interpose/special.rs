@@ -758,9 +758,9 @@ fn launcher_rank() -> Option<String> {
 }
 
 /// The line a rank prints when it ends without the layer having seen MPI_Init.
-pub fn unseen_init_line(rank: &str) -> String {
+fn unseen_init_line(rank: &str) -> String {
     format!(
-        "pmpi-predict (rank {rank}): this MPI rank ends and the layer never saw MPI_Init, so nothing was recorded; the program reaches MPI by a path the layer does not wrap (a statically linked MPI, a layer built for another MPI library) or never called MPI_Init (see \"What is and is not recorded\" in LD_PRELOAD.md)\n"
+        "pmpi-predict (rank {rank}): the layer never saw MPI_Init in this rank, so nothing was recorded: the program never called MPI_Init, or reaches MPI by a path the layer does not wrap (a statically linked MPI, a layer built for another MPI library); see \"What is and is not recorded\" in LD_PRELOAD.md\n"
     )
 }
 
