@@ -73,4 +73,38 @@ mod tests {
             assert_eq!(*p, format!("P{n}\0").as_bytes());
         }
     }
+
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The library's own calls to a wrapped function must not use `mpi_sys`'s
+    /// declaration, which links to this library's own `PMPI_*` export.
+    #[test]
+    fn no_direct_calls_to_wrapped_pmpi_functions() {
+        let mut files = Vec::new();
+        rust_files(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        assert!(files.len() > 10);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for n in crate::trace::CALL_NAMES {
+                let direct = format!("ffi::P{n}(");
+                assert!(
+                    !text.contains(&direct),
+                    "{} calls {direct}...): use interpose::real::P{n}",
+                    f.display()
+                );
+            }
+        }
+    }
 }
