@@ -160,3 +160,39 @@ fn fortran_use_mpi_each_call_recorded_once() {
 fn fortran_use_mpi_f08_each_call_recorded_once() {
     census("f_f08");
 }
+
+/// The `PMPI_*` exports record only calls from a Fortran binding: ROMIO's communication
+/// inside collective MPI-IO and a C program's direct `PMPI_*` calls reach them too, and
+/// are not the program's MPI calls.
+#[test]
+fn pmpi_calls_from_the_mpi_library_or_the_program_are_not_recorded() {
+    let dir = scratch("pmpi-internal");
+    let exe = build_program("pmpi_internal", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let file = dir.join("data").display().to_string();
+    let with = mpirun(
+        2,
+        &exe,
+        &[&file],
+        Some(&[
+            ("PMPI_PREDICT_OUT", &out_s),
+            ("PMPI_PREDICT_QUIET", "1"),
+            // Open MPI's default MPI-IO (ompio) calls no PMPI function; ROMIO does.
+            ("OMPI_MCA_io", "romio321"),
+        ]),
+        &dir,
+    );
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
+    assert_eq!(sorted_lines(&with.stdout), ["rank 0 sum 2", "rank 1 sum 2"]);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 2 * 4096);
+    let rows = read_calls(&out);
+    let want: HashMap<(u32, String), usize> = (0..2)
+        .map(|r| ((r, "MPI_Barrier".to_string()), 1))
+        .collect();
+    assert_eq!(counts(&rows), want);
+}

@@ -7,6 +7,7 @@
 
 // Crate-private: their functions take raw pointers straight from the interposers and
 // are not an API.
+pub(crate) mod binding;
 pub(crate) mod handles;
 pub(crate) mod hook;
 pub mod real;
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 /// MPI prototype's contract: the arguments must be valid for the MPI call of that name.
 #[allow(clippy::missing_safety_doc)]
 mod generated {
-    use super::{ffi, hook, real};
+    use super::{binding, ffi, hook, real};
     include!(concat!(env!("OUT_DIR"), "/interposers.rs"));
 }
 

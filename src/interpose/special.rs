@@ -278,6 +278,7 @@ fn start_inner() -> Result<(), String> {
     let end = shared[1..].iter().position(|&b| b == 0).unwrap_or(PATH_MAX);
     let dir = PathBuf::from(String::from_utf8_lossy(&shared[1..1 + end]).into_owned());
 
+    super::binding::find_bindings();
     handles::init_sentinels(size);
     handles::init_comms(4096, size, rank);
     handles::init_requests(1 << 15);
