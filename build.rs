@@ -112,7 +112,7 @@ fn real_rs(wraps: &[wrapspec::Wrap]) -> String {
              /// # Safety\n\
              /// The arguments must be valid for `{name}`.\n\
              #[inline]\n\
-             #[allow(non_snake_case, clippy::missing_safety_doc)]\n\
+             #[allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]\n\
              pub unsafe fn P{name}({params}) -> ::std::ffi::c_int {{\n\
              \x20   let p = addr(crate::trace::call::{name});\n\
              \x20   if p.is_null() {{\n\

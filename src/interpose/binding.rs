@@ -115,7 +115,7 @@ mod tests {
     fn addresses_outside_every_range_are_not_from_a_binding() {
         // No Fortran binding is linked into the unit tests.
         find_bindings();
-        assert!(!from_binding(from_binding as usize));
+        assert!(!from_binding(from_binding as *const () as usize));
         assert!(!from_binding(0));
     }
 }

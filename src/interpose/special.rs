@@ -736,8 +736,8 @@ fn getenv(name: &std::ffi::CStr) -> Option<String> {
     // SAFETY: getenv with a NUL-terminated name; the value is copied at once. Nothing
     // else in this process changes the environment while it exits.
     let v = unsafe { libc::getenv(name.as_ptr()) };
-    // SAFETY: getenv returned a NUL-terminated string (checked non-null).
     (!v.is_null()).then(|| {
+        // SAFETY: getenv returned a NUL-terminated string (checked non-null).
         unsafe { std::ffi::CStr::from_ptr(v) }
             .to_string_lossy()
             .into_owned()
