@@ -159,7 +159,6 @@ fn interposers_rs(wraps: &[wrapspec::Wrap]) -> String {
         let _ = write!(
             s,
             "\n/// Recording body of `{name}` (kind `{kind}`), shared by `{name}` and `P{name}`.\n\
-             #[inline]\n\
              #[allow(non_snake_case)]\n\
              unsafe extern \"C\" fn hooked_{name}({params}) -> ::std::ffi::c_int {{\n\
              \x20   hook::{kind}(crate::trace::call::{name}, {roles}, |{subst}| {{\n\
@@ -168,7 +167,17 @@ fn interposers_rs(wraps: &[wrapspec::Wrap]) -> String {
              \x20   }})\n\
              }}\n\
              \n\
+             /// Interposer for `{name}`: a jump to the recording body, which thereby has a\n\
+             /// single caller and keeps its hook inlined.\n\
+             #[cfg(target_arch = \"x86_64\")]\n\
+             #[unsafe(no_mangle)]\n\
+             #[unsafe(naked)]\n\
+             pub unsafe extern \"C\" fn {name}({params}) -> ::std::ffi::c_int {{\n\
+             \x20   ::core::arch::naked_asm!(\"jmp {{hooked}}\", hooked = sym hooked_{name})\n\
+             }}\n\
+             \n\
              /// Interposer for `{name}`.\n\
+             #[cfg(not(target_arch = \"x86_64\"))]\n\
              #[unsafe(no_mangle)]\n\
              pub unsafe extern \"C\" fn {name}({params}) -> ::std::ffi::c_int {{\n\
              \x20   // SAFETY: the caller's contract is {name}'s.\n\
