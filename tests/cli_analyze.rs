@@ -105,6 +105,52 @@ fn analyze_marks_an_incomplete_run() {
     assert_eq!(summary["ranks"][1]["ended_by"], "signal 9");
 }
 
+/// A run whose rank 1 left no files (or only its metadata): analyze names the rank.
+#[test]
+fn analyze_names_missing_ranks() {
+    let dir = make_run("cli-analyze-missing", true);
+    std::fs::remove_file(trace::meta_path(&dir, 1)).unwrap();
+    std::fs::remove_file(trace::spool_path(&dir, 1)).unwrap();
+    let out = bin()
+        .arg("analyze")
+        .arg(&dir)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("pmpi-predict: 1 of 2 ranks left no files (rank 1): their calls are missing from the report;"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("INCOMPLETE run"));
+
+    let dir = make_run("cli-analyze-nospool", true);
+    std::fs::remove_file(trace::spool_path(&dir, 0)).unwrap();
+    let out = bin()
+        .arg("analyze")
+        .arg(&dir)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "pmpi-predict: rank 0 left metadata but no spool file: its calls are missing from the report\n"
+    );
+
+    // No rank at all: the run never got through MPI_Init under the layer.
+    let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-analyze-empty");
+    let _ = std::fs::remove_dir_all(&empty);
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = bin().arg("analyze").arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no rank of the run got through MPI_Init under the layer"),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_input_exits_2_with_a_message() {
     let dir = make_run("cli-analyze-bad", true);

@@ -28,6 +28,12 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
             a.dir.display()
         )));
     }
+    // Said before the report, so that a run some ranks never joined is not mistaken
+    // for a complete one.
+    let missing = crate::trace::missing_ranks(&a.dir).map_err(CliError::input)?;
+    for line in missing_lines(&missing) {
+        eprintln!("pmpi-predict: {line}");
+    }
     let opts = a.engine.options(!a.quiet);
     let s = crate::report::write_report_with(&a.dir, &opts).map_err(CliError::input)?;
     println!(
@@ -44,4 +50,56 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
         a.dir.join("hotspots.json").display()
     );
     Ok(())
+}
+
+/// Ranks as a list: `2, 3`.
+fn list(r: &[i32]) -> String {
+    r.iter().map(i32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// One line per kind of missing rank files, naming the ranks.
+fn missing_lines(m: &crate::trace::MissingRanks) -> Vec<String> {
+    let mut out = Vec::new();
+    if !m.no_meta.is_empty() {
+        out.push(format!(
+            "{} of {} ranks left no files (rank {}): their calls are missing from the report; a rank whose MPI_Init the layer did not see records nothing (see \"What is and is not recorded\" in LD_PRELOAD.md), and a rank on another node may have written to a directory not gathered here",
+            m.no_meta.len(),
+            m.world_size,
+            list(&m.no_meta)
+        ));
+    }
+    if !m.no_spool.is_empty() {
+        out.push(format!(
+            "rank {} left metadata but no spool file: its calls are missing from the report",
+            list(&m.no_spool)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::MissingRanks;
+
+    #[test]
+    fn missing_ranks_are_named() {
+        let m = MissingRanks {
+            world_size: 4,
+            no_meta: vec![2, 3],
+            no_spool: vec![1],
+        };
+        let l = missing_lines(&m);
+        assert_eq!(l.len(), 2);
+        assert!(
+            l[0].starts_with("2 of 4 ranks left no files (rank 2, 3):"),
+            "{}",
+            l[0]
+        );
+        assert_eq!(
+            l[1],
+            "rank 1 left metadata but no spool file: its calls are missing from the report"
+        );
+        assert!(missing_lines(&MissingRanks::default()).is_empty());
+    }
 }

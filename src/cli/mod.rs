@@ -36,6 +36,9 @@ enum Cmd {
 /// Runs the CLI and returns the process exit status: 0 on success, 2 on bad input,
 /// 1 on other failures.
 pub fn main() -> i32 {
+    // This binary links the layer (and so defines its MPI_*/PMPI_* interposers) but makes
+    // its own MPI calls (calibrate): nothing of the layer may start here.
+    crate::interpose::inert();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -6,3 +6,4 @@ void *const pmpi_predict_BOTTOM = MPI_BOTTOM;
 const int pmpi_predict_MAX_LIBRARY_VERSION_STRING = MPI_MAX_LIBRARY_VERSION_STRING;
 const MPI_Datatype pmpi_predict_BYTE = MPI_BYTE;
 const MPI_Datatype pmpi_predict_DATATYPE_NULL = MPI_DATATYPE_NULL;
+const int pmpi_predict_ERR_INTERN = MPI_ERR_INTERN;

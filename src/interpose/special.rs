@@ -2,10 +2,12 @@
 //! Start-up and shutdown of the recorder happen here, never on the hot path.
 //!
 //! Nothing runs before PMPI_Init succeeds, so the library is inert in `mpirun` and its
-//! daemons, which the preload reaches too.
+//! daemons, which the preload reaches too. At exit, an MPI rank whose MPI_Init the layer
+//! never saw says so (`on_unload`), so that a program the layer cannot see is not
+//! silently left unrecorded.
 
-use super::handles;
 use super::hook::{OFF, ON, PASS, POLL_COUNT, POLL_NS, STATE};
+use super::{handles, real};
 use crate::config::Config;
 use crate::record::{
     self,
@@ -38,6 +40,8 @@ unsafe impl Send for Run {}
 
 static RUN: Mutex<Option<Run>> = Mutex::new(None);
 static IS_CHILD: AtomicBool = AtomicBool::new(false);
+/// Set by [`super::inert`]: this process makes its own MPI calls (the CLI binary).
+pub(crate) static INERT: AtomicBool = AtomicBool::new(false);
 
 const TAG_CLOCK: c_int = 31_415;
 /// Rank 0's decision at init, broadcast to every rank.
@@ -46,18 +50,79 @@ const DECISION_DISABLED: u8 = 1;
 const DECISION_NO_DIR: u8 = 2;
 const PATH_MAX: usize = 4096;
 
+/// `MPI_Init`: the real call, then the layer starts.
+///
+/// # Safety
+/// The arguments must be valid for the MPI call of the same name.
+unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    // SAFETY: the caller's arguments go unchanged to the real PMPI_Init.
+    let rc = unsafe { real::PMPI_Init(argc, argv) };
+    if rc == 0 {
+        start();
+    }
+    rc
+}
+
+/// `MPI_Init_thread`: the real call, then the layer starts.
+///
+/// # Safety
+/// The arguments must be valid for the MPI call of the same name.
+unsafe fn init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's arguments go unchanged to the real PMPI_Init_thread.
+    let rc = unsafe { real::PMPI_Init_thread(argc, argv, required, provided) };
+    if rc == 0 {
+        start();
+    }
+    rc
+}
+
+/// `MPI_Finalize`: closes the spool, and rank 0 writes the report, all before the real
+/// PMPI_Finalize.
+fn finalize() -> c_int {
+    if std::panic::catch_unwind(finish).is_err() {
+        super::fail("internal error at MPI_Finalize; the report may be incomplete");
+    }
+    // SAFETY: plain call of the real PMPI_Finalize.
+    unsafe { real::PMPI_Finalize() }
+}
+
+/// `MPI_Abort`: flushes what this rank recorded, then aborts.
+///
+/// # Safety
+/// The arguments must be valid for MPI_Abort.
+unsafe fn abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
+    let _ = std::panic::catch_unwind(|| flush_on_exit(&format!("MPI_Abort({errorcode})")));
+    // SAFETY: the caller's arguments go unchanged to the real PMPI_Abort.
+    unsafe { real::PMPI_Abort(comm, errorcode) }
+}
+
+// The exports: `MPI_*` for C programs and MPICH's Fortran bindings, `PMPI_*` for Open
+// MPI's Fortran bindings (and MPICH's `mpi_f08` for some calls). Starting and finishing
+// are idempotent, so a binding that reaches both names starts the layer once.
+
 /// Interposer for `MPI_Init`.
 ///
 /// # Safety
 /// The arguments must be valid for the MPI call of the same name.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    // SAFETY: the caller's arguments go unchanged to PMPI_Init.
-    let rc = unsafe { ffi::PMPI_Init(argc, argv) };
-    if rc == 0 {
-        start();
-    }
-    rc
+    // SAFETY: the caller's contract is MPI_Init's.
+    unsafe { init(argc, argv) }
+}
+
+/// Interposer for `PMPI_Init`.
+///
+/// # Safety
+/// The arguments must be valid for the MPI call of the same name.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    // SAFETY: the caller's contract is MPI_Init's.
+    unsafe { init(argc, argv) }
 }
 
 /// Interposer for `MPI_Init_thread`.
@@ -71,37 +136,61 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
-    // SAFETY: the caller's arguments go unchanged to PMPI_Init_thread.
-    let rc = unsafe { ffi::PMPI_Init_thread(argc, argv, required, provided) };
-    if rc == 0 {
-        start();
-    }
-    rc
+    // SAFETY: the caller's contract is MPI_Init_thread's.
+    unsafe { init_thread(argc, argv, required, provided) }
 }
 
-/// Interposer for `MPI_Finalize`: closes the spool, and rank 0 writes the report, all
-/// before PMPI_Finalize.
+/// Interposer for `PMPI_Init_thread`.
+///
+/// # Safety
+/// The arguments must be valid for the MPI call of the same name.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's contract is MPI_Init_thread's.
+    unsafe { init_thread(argc, argv, required, provided) }
+}
+
+/// Interposer for `MPI_Finalize`.
 ///
 /// # Safety
 /// As for MPI_Finalize.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    if std::panic::catch_unwind(finish).is_err() {
-        super::fail("internal error at MPI_Finalize; the report may be incomplete");
-    }
-    // SAFETY: plain call of the real MPI_Finalize.
-    unsafe { ffi::PMPI_Finalize() }
+    finalize()
 }
 
-/// Interposer for `MPI_Abort`: flushes what this rank recorded, then aborts.
+/// Interposer for `PMPI_Finalize`.
+///
+/// # Safety
+/// As for MPI_Finalize.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
+    finalize()
+}
+
+/// Interposer for `MPI_Abort`.
 ///
 /// # Safety
 /// The arguments must be valid for MPI_Abort.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn MPI_Abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
-    let _ = std::panic::catch_unwind(|| flush_on_exit(&format!("MPI_Abort({errorcode})")));
-    // SAFETY: the caller's arguments go unchanged to PMPI_Abort.
-    unsafe { ffi::PMPI_Abort(comm, errorcode) }
+    // SAFETY: the caller's contract is MPI_Abort's.
+    unsafe { abort(comm, errorcode) }
+}
+
+/// Interposer for `PMPI_Abort`.
+///
+/// # Safety
+/// The arguments must be valid for MPI_Abort.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
+    // SAFETY: the caller's contract is MPI_Abort's.
+    unsafe { abort(comm, errorcode) }
 }
 
 extern "C" fn on_fork_child() {
@@ -135,7 +224,7 @@ fn start_inner() -> Result<(), String> {
     let comm = unsafe {
         ffi::PMPI_Comm_rank(world(), &mut rank);
         ffi::PMPI_Comm_size(world(), &mut size);
-        if ffi::PMPI_Comm_dup(world(), comm.as_mut_ptr()) != 0 {
+        if real::PMPI_Comm_dup(world(), comm.as_mut_ptr()) != 0 {
             return Err("cannot duplicate MPI_COMM_WORLD at MPI_Init".into());
         }
         comm.assume_init()
@@ -170,7 +259,7 @@ fn start_inner() -> Result<(), String> {
     }
     // SAFETY: broadcast of a local byte buffer on the layer's private communicator.
     unsafe {
-        ffi::PMPI_Bcast(
+        real::PMPI_Bcast(
             shared.as_mut_ptr() as *mut c_void,
             shared.len() as c_int,
             ffi::RSMPI_UINT8_T,
@@ -183,12 +272,13 @@ fn start_inner() -> Result<(), String> {
         super::fail_quietly();
         let mut comm = comm;
         // SAFETY: frees the private communicator duplicated above, on every rank.
-        unsafe { ffi::PMPI_Comm_free(&mut comm) };
+        unsafe { real::PMPI_Comm_free(&mut comm) };
         return Ok(());
     }
     let end = shared[1..].iter().position(|&b| b == 0).unwrap_or(PATH_MAX);
     let dir = PathBuf::from(String::from_utf8_lossy(&shared[1..1 + end]).into_owned());
 
+    super::binding::find_bindings();
     handles::init_sentinels(size);
     handles::init_comms(4096, size, rank);
     handles::init_requests(1 << 15);
@@ -319,7 +409,7 @@ fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Opt
                 for _ in 0..rounds + 1 {
                     let t0 = now_ns();
                     let mut tr: u64 = 0;
-                    ffi::PMPI_Send(
+                    real::PMPI_Send(
                         &t0 as *const u64 as *const c_void,
                         1,
                         u64t,
@@ -327,7 +417,7 @@ fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Opt
                         TAG_CLOCK,
                         comm,
                     );
-                    ffi::PMPI_Recv(
+                    real::PMPI_Recv(
                         &mut tr as *mut u64 as *mut c_void,
                         1,
                         u64t,
@@ -342,7 +432,7 @@ fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Opt
                 // The first exchange sets up the connection; leave it out.
                 let c = estimate_offset(&samples[1..]).unwrap_or_default();
                 let out: [i64; 3] = [c.at_ns as i64, c.offset_ns, c.rtt_ns as i64];
-                ffi::PMPI_Send(
+                real::PMPI_Send(
                     out.as_ptr() as *const c_void,
                     3,
                     ffi::RSMPI_INT64_T,
@@ -359,7 +449,7 @@ fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Opt
         } else {
             for _ in 0..rounds + 1 {
                 let mut t0: u64 = 0;
-                ffi::PMPI_Recv(
+                real::PMPI_Recv(
                     &mut t0 as *mut u64 as *mut c_void,
                     1,
                     u64t,
@@ -369,7 +459,7 @@ fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Opt
                     st.as_mut_ptr(),
                 );
                 let tr = now_ns();
-                ffi::PMPI_Send(
+                real::PMPI_Send(
                     &tr as *const u64 as *const c_void,
                     1,
                     u64t,
@@ -379,7 +469,7 @@ fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Opt
                 );
             }
             let mut got = [0i64; 3];
-            ffi::PMPI_Recv(
+            real::PMPI_Recv(
                 got.as_mut_ptr() as *mut c_void,
                 3,
                 ffi::RSMPI_INT64_T,
@@ -459,7 +549,7 @@ fn finish() {
     let dir = close_spool(&mut run, None);
     // Every rank's spool and metadata are complete before rank 0 reads them.
     // SAFETY: barrier and free of the layer's private communicator, on every rank.
-    unsafe { ffi::PMPI_Barrier(run.comm) };
+    unsafe { real::PMPI_Barrier(run.comm) };
     if let (0, true, Some(dir)) = (run.rank, run.cfg.report, dir) {
         let spooled = spool_bytes(&dir);
         let limit = run.cfg.report_max_mb.saturating_mul(1 << 20);
@@ -491,7 +581,7 @@ fn finish() {
         }
     }
     // SAFETY: frees the private communicator this layer created.
-    unsafe { ffi::PMPI_Comm_free(&mut run.comm) };
+    unsafe { real::PMPI_Comm_free(&mut run.comm) };
 }
 
 /// Called where the process is about to end without MPI_Finalize (MPI_Abort, exit):
@@ -626,4 +716,73 @@ fn on_signal_drained(sig: i32) {
         }
     });
     die_by(sig);
+}
+
+// Runs at process exit (the library's destructor): see `on_unload`.
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static ON_UNLOAD: extern "C" fn() = on_unload;
+
+/// Variables that launchers set in MPI ranks only (not in mpirun, orted/prted,
+/// hydra_pmi_proxy or slurmstepd themselves).
+const RANK_VARS: [&std::ffi::CStr; 4] = [
+    c"OMPI_COMM_WORLD_RANK",
+    c"PMIX_RANK",
+    c"PMI_RANK",
+    c"SLURM_PROCID",
+];
+
+fn getenv(name: &std::ffi::CStr) -> Option<String> {
+    // SAFETY: getenv with a NUL-terminated name; the value is copied at once. Nothing
+    // else in this process changes the environment while it exits.
+    let v = unsafe { libc::getenv(name.as_ptr()) };
+    (!v.is_null()).then(|| {
+        // SAFETY: getenv returned a NUL-terminated string (checked non-null).
+        unsafe { std::ffi::CStr::from_ptr(v) }
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+/// This process's rank according to its launcher, if it is an MPI rank. SLURM_PROCID
+/// counts only inside a job step (srun), where SLURM_STEP_ID is set too.
+fn launcher_rank() -> Option<String> {
+    for v in RANK_VARS {
+        if let Some(r) = getenv(v) {
+            if v == c"SLURM_PROCID" && getenv(c"SLURM_STEP_ID").is_none() {
+                continue;
+            }
+            return Some(r);
+        }
+    }
+    getenv(c"PMI_SIZE").map(|_| "?".into())
+}
+
+/// The line a rank prints when it ends without the layer having seen MPI_Init.
+fn unseen_init_line(rank: &str) -> String {
+    format!(
+        "pmpi-predict (rank {rank}): the layer never saw MPI_Init in this rank, so nothing was recorded: the program never called MPI_Init, or reaches MPI by a path the layer does not wrap (a statically linked MPI, a layer built for another MPI library); see \"What is and is not recorded\" in LD_PRELOAD.md\n"
+    )
+}
+
+/// Destructor: a process that is an MPI rank (launcher variables), is linked with MPI
+/// (`PMPI_Init` resolves after this library) and never got through MPI_Init under the
+/// layer says so in one line. Processes the preload reaches that are not ranks (mpirun,
+/// daemons, `sh -c` children without MPI) say nothing.
+extern "C" fn on_unload() {
+    let _ = std::panic::catch_unwind(|| {
+        if INERT.load(Ordering::Relaxed)
+            || IS_CHILD.load(Ordering::Relaxed)
+            || STATE.load(Ordering::Relaxed) != OFF
+        {
+            return;
+        }
+        let Some(rank) = launcher_rank() else { return };
+        if !real::have_mpi() {
+            return;
+        }
+        let line = unseen_init_line(&rank);
+        // SAFETY: write(2) of a buffer we own; no Rust stderr machinery at exit.
+        unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+    });
 }

@@ -468,6 +468,53 @@ impl RunTrace {
     }
 }
 
+/// Why a directory holds no run: no rank got through MPI_Init under the layer, or it is
+/// another directory.
+fn no_ranks(dir: &Path) -> String {
+    format!(
+        "{} holds no rank metadata (rank-NNNNN.json): no rank of the run got through MPI_Init under the layer (see \"What is and is not recorded\" in LD_PRELOAD.md), or this is not a pmpi-predict output directory",
+        dir.display()
+    )
+}
+
+/// Ranks of a run that left no files, found from the file names and the world size in
+/// the metadata (cheap: no spool is read).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MissingRanks {
+    pub world_size: i32,
+    /// Ranks with no rank-NNNNN.json.
+    pub no_meta: Vec<i32>,
+    /// Ranks with metadata but no rank-NNNNN.spool.
+    pub no_spool: Vec<i32>,
+}
+
+/// Which ranks of the run in `dir` left no metadata or no spool.
+pub fn missing_ranks(dir: &Path) -> Result<MissingRanks, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
+    let mut metas = Vec::new();
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("rank-") && name.ends_with(".json") {
+            metas.push(read_meta(&e.path())?);
+        }
+    }
+    if metas.is_empty() {
+        return Err(no_ranks(dir));
+    }
+    let world_size = metas.iter().map(|m| m.world_size).max().unwrap_or(0);
+    let have: std::collections::BTreeSet<i32> = metas.iter().map(|m| m.rank).collect();
+    Ok(MissingRanks {
+        world_size,
+        no_meta: (0..world_size).filter(|r| !have.contains(r)).collect(),
+        no_spool: have
+            .iter()
+            .copied()
+            .filter(|r| !spool_path(dir, *r).exists())
+            .collect(),
+    })
+}
+
 /// Loads every rank's metadata and spool from a run's output directory.
 pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
     let entries = std::fs::read_dir(dir)
@@ -481,10 +528,7 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
         }
     }
     if metas.is_empty() {
-        return Err(format!(
-            "{} holds no rank metadata (rank-NNNNN.json): not a pmpi-predict output directory",
-            dir.display()
-        ));
+        return Err(no_ranks(dir));
     }
     metas.sort_by_key(|m| m.rank);
     let world_size = metas.iter().map(|m| m.world_size).max().unwrap_or(0);

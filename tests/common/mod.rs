@@ -65,6 +65,67 @@ pub fn mpicc() -> String {
     std::env::var("MPICC").unwrap_or_else(|_| "mpicc".into())
 }
 
+/// The Fortran wrapper compiler of the MPI in use: PMPI_PREDICT_TEST_MPIFORT, else the
+/// `mpifort` beside `mpicc` (MPICC=mpicc.mpich gives mpifort.mpich).
+pub fn mpifort() -> String {
+    if let Ok(f) = std::env::var("PMPI_PREDICT_TEST_MPIFORT") {
+        return f;
+    }
+    let cc = mpicc();
+    match cc.rfind("mpicc") {
+        Some(i) => format!("{}mpifort{}", &cc[..i], &cc[i + 5..]),
+        None => "mpifort".into(),
+    }
+}
+
+/// Which MPI library a wrapper compiler links (`-show` works for Open MPI's and
+/// MPICH's wrappers): "mpich" or "openmpi".
+pub fn wrapper_family(wrapper: &str) -> String {
+    let out = Command::new(wrapper)
+        .arg("-show")
+        .output()
+        .unwrap_or_else(|e| panic!("{wrapper} -show: {e}"));
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    if line.contains("-lmpich") {
+        "mpich".into()
+    } else if line.contains("-lmpi") {
+        "openmpi".into()
+    } else {
+        panic!("{wrapper} -show names no MPI library: {line}")
+    }
+}
+
+/// Compiles tests/programs/NAME.f90 with the Fortran wrapper compiler into `dir`, after
+/// checking that it belongs to the same MPI as `mpicc` (the layer's).
+pub fn build_fortran(name: &str, dir: &Path) -> PathBuf {
+    let fc = mpifort();
+    assert_eq!(
+        wrapper_family(&fc),
+        wrapper_family(&mpicc()),
+        "{fc} and {} link different MPI libraries",
+        mpicc()
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(format!("{name}.f90"));
+    let exe = dir.join(name);
+    // mpif.h declares no interfaces: gfortran >= 10 needs this to pass buffers of
+    // different types to one routine (MPICH's wrapper adds it, Open MPI's does not).
+    let out = Command::new(&fc)
+        .args(["-O1", "-fallow-argument-mismatch", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{fc} runs: {e}"));
+    assert!(
+        out.status.success(),
+        "{fc} {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
 /// Which MPI launcher the tests use (`mpirun` of Open MPI unless PMPI_PREDICT_TEST_MPIEXEC
 /// names another, e.g. MPICH's `mpiexec.mpich`).
 pub fn launcher() -> String {
@@ -97,6 +158,8 @@ pub fn mpirun(
         c.args([
             "--allow-run-as-root",
             "--oversubscribe",
+            "--bind-to",
+            "none",
             "--mca",
             "btl",
             "self,vader,tcp",

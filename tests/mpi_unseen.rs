@@ -1,0 +1,77 @@
+//! Never silent: an MPI rank that loaded the layer and ends without the layer having
+//! seen MPI_Init says so in exactly one line; processes that are not MPI ranks (the
+//! launcher, its daemons, `sh -c` children without MPI) say nothing.
+
+mod common;
+use common::*;
+
+const LINE: &str = "the layer never saw MPI_Init in this rank, so nothing was recorded";
+
+fn unseen_lines(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| l.contains(LINE))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_rank_without_mpi_init_says_so_once() {
+    let dir = scratch("unseen-init");
+    let exe = build_program("no_init", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let with = mpirun(3, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    assert!(with.status.success(), "{:?}", with);
+    assert_eq!(
+        String::from_utf8_lossy(&with.stdout)
+            .matches("initialized 0")
+            .count(),
+        3
+    );
+    // One line per rank, none from the launcher or its daemons.
+    let mut lines = unseen_lines(&with.stderr);
+    lines.sort();
+    let want: Vec<String> = (0..3)
+        .map(|r| {
+            format!(
+                "pmpi-predict (rank {r}): {LINE}: the program never called MPI_Init, or reaches MPI by a path the layer does not wrap (a statically linked MPI, a layer built for another MPI library); see \"What is and is not recorded\" in LD_PRELOAD.md"
+            )
+        })
+        .collect();
+    assert_eq!(lines, want);
+    assert!(!out.exists(), "nothing may be written: {}", out.display());
+
+    let plain = mpirun(3, &exe, &[], None, &dir);
+    assert!(unseen_lines(&plain.stderr).is_empty());
+}
+
+/// Ranks that are not MPI programs (a shell without MPI) carry the launcher's rank
+/// variables but are not linked with MPI: silent.
+#[test]
+fn ranks_without_mpi_say_nothing() {
+    let dir = scratch("unseen-shell");
+    let with = mpirun(
+        2,
+        std::path::Path::new("/bin/sh"),
+        &["-c", "echo shell"],
+        Some(&[]),
+        &dir,
+    );
+    assert!(with.status.success(), "{:?}", with);
+    assert_eq!(String::from_utf8_lossy(&with.stdout), "shell\nshell\n");
+    assert_eq!(unseen_lines(&with.stderr), Vec::<String>::new());
+}
+
+/// A program the layer sees says nothing of the kind.
+#[test]
+fn a_recorded_rank_says_nothing() {
+    let dir = scratch("unseen-basic");
+    let exe = build_program("basic", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    assert!(with.status.success());
+    assert_eq!(unseen_lines(&with.stderr), Vec::<String>::new());
+    assert!(out.join("calls.csv").exists());
+}
