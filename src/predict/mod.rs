@@ -183,7 +183,10 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     }
     .unwrap_or(0.0);
     let model = match kind {
-        "alltoall" if n >= 2 && inst.multi_node => profile.alltoall.predict(&h, n, m).ok(),
+        // Alltoallv: the signature at the mean block (per-destination counts are not recorded).
+        "alltoall" | "alltoallv" if n >= 2 && inst.multi_node => {
+            profile.alltoall.predict(&h, n, m).ok()
+        }
         _ => None,
     }
     .unwrap_or(free);
