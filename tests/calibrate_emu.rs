@@ -167,8 +167,16 @@ fn report(label: &str, p: &Profile, wall: f64) {
 fn check(label: &str, p: &Profile) {
     p.validate().unwrap_or_else(|e| panic!("{label}: {e}"));
     let h = p.hockney.inter;
-    assert!(h.alpha > 0.0 && h.alpha.is_finite(), "{label}: alpha {}", h.alpha);
-    assert!(h.beta > 0.0 && h.beta.is_finite(), "{label}: beta {}", h.beta);
+    assert!(
+        h.alpha > 0.0 && h.alpha.is_finite(),
+        "{label}: alpha {}",
+        h.alpha
+    );
+    assert!(
+        h.beta > 0.0 && h.beta.is_finite(),
+        "{label}: beta {}",
+        h.beta
+    );
     // Two messages leaving one 100 Mbit/s port cannot both finish as fast as one alone.
     let out2 = whole(p, "out2");
     assert!(
@@ -190,7 +198,11 @@ fn check(label: &str, p: &Profile) {
         "{label}: all-to-all gamma {}",
         p.alltoall.gamma
     );
-    assert!(p.alltoall.delta >= 0.0, "{label}: delta {}", p.alltoall.delta);
+    assert!(
+        p.alltoall.delta >= 0.0,
+        "{label}: delta {}",
+        p.alltoall.delta
+    );
 }
 
 #[test]
