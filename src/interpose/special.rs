@@ -291,7 +291,6 @@ fn start_inner() -> Result<(), String> {
         node: crate::topo::node_name(cfg.node.as_deref()),
         pid: std::process::id(),
         mpi_library: library_version(),
-        mpi_cvars: protocol_cvars(),
         calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
         clock_init: clock,
         init_ns: now_ns(),
@@ -373,96 +372,6 @@ fn default_dir() -> PathBuf {
         tm.tm_sec,
         std::process::id()
     ))
-}
-
-/// MPI_T control variables that set the library's protocols (eager limits), by name.
-/// Variables the library does not have are left out; any MPI_T failure gives none.
-fn protocol_cvars() -> std::collections::BTreeMap<String, u64> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut provided: c_int = 0;
-    // SAFETY: MPI_T may be initialised any number of times; `provided` is a valid out-pointer.
-    if unsafe { ffi::PMPI_T_init_thread(0, &mut provided) } != 0 {
-        return out;
-    }
-    for name in crate::replay::PROTOCOL_CVARS {
-        let Ok(cname) = std::ffi::CString::new(*name) else {
-            continue;
-        };
-        if let Some(v) = read_cvar(&cname) {
-            out.insert(name.to_string(), v);
-        }
-    }
-    // SAFETY: balances the successful PMPI_T_init_thread above.
-    unsafe { ffi::PMPI_T_finalize() };
-    out
-}
-
-/// Reads one integer control variable bound to no object.
-fn read_cvar(name: &std::ffi::CStr) -> Option<u64> {
-    let mut index: c_int = -1;
-    // SAFETY: a NUL-terminated name and a valid out-pointer.
-    if unsafe { ffi::PMPI_T_cvar_get_index(name.as_ptr(), &mut index) } != 0 || index < 0 {
-        return None;
-    }
-    let mut dtype = std::mem::MaybeUninit::<ffi::MPI_Datatype>::uninit();
-    let mut etype = std::mem::MaybeUninit::<ffi::MPI_T_enum>::uninit();
-    let (mut verbosity, mut bind, mut scope) = (0 as c_int, 0 as c_int, 0 as c_int);
-    let mut cname = [0 as c_char; 256];
-    let mut desc = [0 as c_char; 1024];
-    let (mut nl, mut dl) = (cname.len() as c_int, desc.len() as c_int);
-    // SAFETY: every pointer is to a live local of the type the MPI_T interface writes, with
-    // the buffer lengths passed alongside.
-    let rc = unsafe {
-        ffi::PMPI_T_cvar_get_info(
-            index,
-            cname.as_mut_ptr(),
-            &mut nl,
-            &mut verbosity,
-            dtype.as_mut_ptr(),
-            etype.as_mut_ptr(),
-            desc.as_mut_ptr(),
-            &mut dl,
-            &mut bind,
-            &mut scope,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    let mut size: c_int = 0;
-    // SAFETY: get_info wrote a valid datatype handle.
-    if unsafe { ffi::PMPI_Type_size(dtype.assume_init(), &mut size) } != 0
-        || !(1..=8).contains(&size)
-    {
-        return None;
-    }
-    let mut handle = std::mem::MaybeUninit::<ffi::MPI_T_cvar_handle>::uninit();
-    let mut count: c_int = 0;
-    // SAFETY: a variable bound to no object takes a null object handle.
-    if unsafe {
-        ffi::PMPI_T_cvar_handle_alloc(index, std::ptr::null_mut(), handle.as_mut_ptr(), &mut count)
-    } != 0
-        || count != 1
-    {
-        return None;
-    }
-    // SAFETY: handle_alloc succeeded, so the handle is initialised.
-    let mut handle = unsafe { handle.assume_init() };
-    let mut buf = [0u8; 8];
-    // SAFETY: the buffer holds one value of `size` <= 8 bytes.
-    let rc = unsafe { ffi::PMPI_T_cvar_read(handle, buf.as_mut_ptr() as *mut c_void) };
-    // SAFETY: frees the handle allocated above.
-    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
-    if rc != 0 {
-        return None;
-    }
-    let v = match size {
-        1 => buf[0] as u64,
-        2 => u16::from_ne_bytes([buf[0], buf[1]]) as u64,
-        4 => u32::from_ne_bytes(buf[..4].try_into().ok()?) as u64,
-        _ => u64::from_ne_bytes(buf),
-    };
-    Some(v)
 }
 
 fn library_version() -> String {

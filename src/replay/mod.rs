@@ -43,31 +43,7 @@ pub struct Protocol {
     pub socket_buffer: u64,
 }
 
-/// The MPI_T control variables the layer reads at init: Open MPI's TCP and shared-memory
-/// eager limits, MPICH's CH3 eager limit.
-pub const PROTOCOL_CVARS: &[&str] = &[
-    "btl_tcp_eager_limit",
-    "btl_vader_eager_limit",
-    "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE",
-];
-
 impl Protocol {
-    /// The eager limits a run's library reported through MPI_T (`cvars`, from the rank
-    /// metadata), and the library's defaults for those it did not.
-    pub fn for_run(library: &str, cvars: &std::collections::BTreeMap<String, u64>) -> Protocol {
-        let mut p = Protocol::for_library(library);
-        if let Some(&v) = cvars.get("btl_tcp_eager_limit") {
-            p.eager_inter = v;
-        }
-        if let Some(&v) = cvars.get("btl_vader_eager_limit") {
-            p.eager_intra = v;
-        }
-        if let Some(&v) = cvars.get("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE") {
-            p.eager_inter = v;
-        }
-        p
-    }
-
     /// The defaults of the MPI library named in the run's metadata: Open MPI 4.1's TCP and
     /// shared-memory eager limits (64 KiB, 4 KiB), MPICH's CH3/CH4 eager limit (128 KiB).
     pub fn for_library(library: &str) -> Protocol {

@@ -206,10 +206,6 @@ pub struct RankMeta {
     /// Records drained but not written (spool write failure).
     #[serde(default)]
     pub lost: u64,
-    /// MPI_T control variables that set the library's protocols (eager limits), read at
-    /// init where the library exposes them.
-    #[serde(default)]
-    pub mpi_cvars: std::collections::BTreeMap<String, u64>,
     /// Intracommunicators other than MPI_COMM_WORLD that calls ran on, in registration
     /// order: the engine expands their collectives.
     #[serde(default)]
