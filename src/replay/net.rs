@@ -206,16 +206,6 @@ impl<'m> Net<'m> {
         done.sort_unstable();
         self.now = self.now.max(t);
     }
-
-    /// Number of flows added so far.
-    pub fn len(&self) -> usize {
-        self.flows.len()
-    }
-
-    /// True when no flow was ever added.
-    pub fn is_empty(&self) -> bool {
-        self.flows.is_empty()
-    }
 }
 
 #[cfg(test)]

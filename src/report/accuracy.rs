@@ -241,21 +241,12 @@ pub fn run_accuracy(run: &RunTrace, pred: &RunPrediction) -> RunAccuracy {
     let mut ef = Vec::new();
     let (mut rows, mut kept) = (0, 0);
     for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        let (mut sm, mut sp, mut sf) = (0.0, 0.0, 0.0);
-        for (r, c) in rk.records.iter().zip(cs) {
-            rows += 1;
-            if c.reason != crate::predict::Reason::None {
-                kept += 1;
-            }
-            if r.flags & crate::trace::FLAG_NONBLOCKING != 0 {
-                continue;
-            }
-            if let (Some(p), Some(f)) = (c.predicted, c.free) {
-                sm += r.duration_s();
-                sp += p;
-                sf += f;
-            }
-        }
+        rows += cs.len();
+        kept += cs
+            .iter()
+            .filter(|c| c.reason != crate::predict::Reason::None)
+            .count();
+        let (sm, sp, sf) = super::task_sums(rk, cs);
         if let (Some(a), Some(b)) = (super::e_rel(sp, sm), super::e_rel(sf, sm)) {
             em.push(a.abs());
             ef.push(b.abs());

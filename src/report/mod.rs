@@ -231,6 +231,22 @@ fn stats(v: &mut [f64]) -> Value {
     })
 }
 
+/// A rank's per-task sums (the seeds' S_m and S_p) over its predicted blocking and
+/// completion calls: measured, predicted and contention-free seconds. A nonblocking
+/// operation's span runs until the application's completion call and holds whatever the
+/// application did meanwhile, so the sums leave it out.
+pub fn task_sums(rk: &trace::RankTrace, calls: &[CallPrediction]) -> (f64, f64, f64) {
+    let (mut sm, mut sp, mut sf) = (0.0, 0.0, 0.0);
+    for (r, c) in rk.records.iter().zip(calls) {
+        if let Some(p) = c.predicted.filter(|_| r.flags & FLAG_NONBLOCKING == 0) {
+            sm += r.duration_s();
+            sp += p;
+            sf += c.free.unwrap_or(p);
+        }
+    }
+    (sm, sp, sf)
+}
+
 /// The `prediction` section of summary.json.
 fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Value {
     let mut by_call: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
@@ -245,7 +261,6 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
     let mut caused: BTreeMap<i32, f64> = BTreeMap::new();
     let mut reasons: BTreeMap<&'static str, u64> = BTreeMap::new();
     for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        let (mut sm, mut sp, mut sf) = (0.0, 0.0, 0.0);
         let mut errs = Vec::with_capacity(rk.records.len());
         for (r, c) in rk.records.iter().zip(cs) {
             let name = rk
@@ -269,23 +284,13 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             if c.wait.seconds > 0.0 {
                 *wait_predicted.entry(c.wait.kind.name()).or_default() += c.wait.seconds;
             }
-            if let Some(p) = c.predicted {
-                // A nonblocking operation's span runs until the application's completion
-                // call, and holds whatever the application did meanwhile: the per-task
-                // sums take blocking calls only.
-                if r.flags & FLAG_NONBLOCKING == 0 {
-                    sm += m;
-                    sp += p;
-                    sf += c.free.unwrap_or(p);
-                }
-                if let Some(e) = e {
-                    by_call
-                        .entry(name.clone())
-                        .or_default()
-                        .entry(size_class(r.bytes_send + r.bytes_recv))
-                        .or_default()
-                        .push(e);
-                }
+            if let Some(e) = e {
+                by_call
+                    .entry(name.clone())
+                    .or_default()
+                    .entry(size_class(r.bytes_send + r.bytes_recv))
+                    .or_default()
+                    .push(e);
             }
             if c.contention > 0.0 {
                 *lost_rank.entry(rk.meta.rank).or_default() += c.contention;
@@ -294,6 +299,7 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             }
         }
         call_err.push(errs);
+        let (sm, sp, sf) = task_sums(rk, cs);
         tasks.push(json!({
             "rank": rk.meta.rank,
             "measured_s": sm,
