@@ -393,7 +393,7 @@ impl Plan {
                     .map_or(NONE, |&h| msg_in[h as usize]);
             }
         }
-        let (inst_of, instances) = collective_instances(run, &base, &kinds, &placement);
+        let (inst_of, instances) = collective_instances(run, &base, &refs, &kinds, &placement);
         Plan {
             base,
             refs,
@@ -458,6 +458,7 @@ fn op_of(kind: &str, name: &str) -> Op {
 fn collective_instances(
     run: &RunTrace,
     base: &[u32],
+    refs: &[CallRef],
     kinds: &[&'static str],
     placement: &Placement,
 ) -> (Vec<u32>, Vec<Instance>) {
@@ -499,8 +500,11 @@ fn collective_instances(
         }
     }
     let rec = |g: u32| {
-        let (ri, i) = locate(base, g);
-        (&run.ranks[ri], &run.ranks[ri].records[i])
+        let CallRef { rank, rec } = refs[g as usize];
+        (
+            &run.ranks[rank as usize],
+            &run.ranks[rank as usize].records[rec as usize],
+        )
     };
     let mut instances = Vec::new();
     for members in groups {
@@ -539,12 +543,6 @@ fn collective_instances(
         });
     }
     (inst_of, instances)
-}
-
-/// Rank index and record index of global id `g`.
-fn locate(base: &[u32], g: u32) -> (usize, usize) {
-    let ri = base.partition_point(|&b| b <= g) - 1;
-    (ri, (g - base[ri]) as usize)
 }
 
 /// Bytes per block of a collective call, as the collective models take it.
