@@ -1,8 +1,13 @@
 //! The prediction engine on synthetic event streams with hand-computed expectations.
 
 use pmpi_predict::model::Hockney;
-use pmpi_predict::predict::{Reason, WaitKind, predict_run};
+use pmpi_predict::model::grid::TwoClusters;
+use pmpi_predict::predict::{
+    AlltoallAlgo, Assumptions, Conditions, Reason, WaitKind, predict_run, predict_run_under,
+};
 use pmpi_predict::profile::Profile;
+use pmpi_predict::replay::whatif;
+use pmpi_predict::topo::placement::Placement;
 use pmpi_predict::trace::{
     self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call,
 };
@@ -735,4 +740,211 @@ fn messages_on_one_connection_leave_in_order_and_do_not_share_the_port() {
     assert!(close(b.predicted.unwrap(), 2.0), "{b:?}");
     assert_eq!(b.contention, 0.0);
     assert!(p.sim.arcs.iter().all(|&(_, pen)| close(pen, 1.0)));
+}
+
+// What-if replay: the same trace under other conditions.
+
+fn conditions(names: &[&str]) -> Conditions {
+    Conditions {
+        placement: Placement::from_names(&names.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+        clusters: None,
+        alltoall: AlltoallAlgo::Direct,
+    }
+}
+
+/// Rank 0 sends `m` bytes to each other rank at t = 0 (nonblocking, so that the messages
+/// overlap), recorded on one node per rank.
+fn fan_out(world: i32, m: u64) -> RunTrace {
+    let mut ranks = vec![rank(
+        0,
+        "n0",
+        0,
+        (1..world).map(|d| isend(d, m, 0, 3 * S)).collect(),
+        world,
+    )];
+    for r in 1..world {
+        ranks.push(rank(r, &format!("n{r}"), 0, vec![], world));
+    }
+    run(ranks)
+}
+
+#[test]
+fn another_placement_moves_messages_between_paths() {
+    let mut prof = profile();
+    prof.hockney.intra = Hockney {
+        alpha: 0.0,
+        beta: 1e-9,
+    };
+    let r = fan_out(3, 100_000_000);
+    let a = Assumptions::default();
+    // Recorded: three nodes, both messages between nodes (1 s each alone).
+    let rec =
+        predict_run_under(&r, &prof, Some("gige"), &a, &conditions(&["x", "y", "z"])).unwrap();
+    assert_eq!(rec.inter.len(), 2);
+    assert!(rec.tref.iter().all(|&t| close(t, 1.0)), "{:?}", rec.tref);
+    // Rank 1 moved onto rank 0's node: its message takes the intra-node path (0.1 s) and
+    // leaves the network; the other still crosses it.
+    let what =
+        predict_run_under(&r, &prof, Some("gige"), &a, &conditions(&["x", "x", "z"])).unwrap();
+    assert_eq!(what.inter.len(), 1);
+    let to = |p: &pmpi_predict::predict::RunPrediction, d: i32| {
+        let i = p.flows.flows.iter().position(|f| f.dst_rank == d).unwrap();
+        (
+            p.flows.flows[i].src_node == p.flows.flows[i].dst_node,
+            p.tref[i],
+        )
+    };
+    let (intra, t) = to(&what, 1);
+    assert!(intra && close(t, 0.1), "{intra} {t}");
+    let (intra, t) = to(&what, 2);
+    assert!(!intra && close(t, 1.0), "{intra} {t}");
+    // No longer sharing node x's port, the remaining inter-node send is not penalised.
+    assert!(close(what.calls[0][1].contention, 0.0));
+    assert!(rec.calls[0][1].contention > 0.0);
+}
+
+#[test]
+fn two_clusters_put_messages_on_the_wide_area_link() {
+    let prof = profile();
+    let r = fan_out(4, 10_000_000);
+    let mut c = conditions(&["a0", "a1", "b0", "b1"]);
+    let pl = c.placement.clone();
+    c.clusters = Some(
+        whatif::parse_clusters(
+            r#"{"clusters": {"A": ["a0", "a1"], "B": ["b0", "b1"]},
+                "wan": {"alpha": 0.01, "beta": 1e-7}}"#,
+            &pl,
+        )
+        .unwrap(),
+    );
+    let a = Assumptions::default();
+    let p = predict_run_under(&r, &prof, Some("none"), &a, &c).unwrap();
+    // Rank 0 (cluster A) → 1 stays in A (LAN: 0.1 s); → 2, 3 cross (WAN: 0.01 + 1 s).
+    for (i, f) in p.flows.flows.iter().enumerate() {
+        let want = if f.dst_rank == 1 { 0.1 } else { 1.01 };
+        assert!(close(p.tref[i], want), "to {}: {}", f.dst_rank, p.tref[i]);
+    }
+    // With a model, the two crossing flows in the same direction share the backbone:
+    // each is penalised at least 2×.
+    let q = predict_run_under(&r, &prof, Some("gige"), &a, &c).unwrap();
+    let iv = &q.sim.intervals[0];
+    let crossing: Vec<f64> = q
+        .sim
+        .arcs_of(iv)
+        .iter()
+        .filter(|&&(k, _)| q.flows.flows[q.inter[k as usize]].dst_rank >= 2)
+        .map(|&(_, pen)| pen)
+        .collect();
+    assert_eq!(crossing.len(), 2);
+    assert!(crossing.iter().all(|&p| p >= 2.0), "{crossing:?}");
+}
+
+#[test]
+fn model_none_is_the_contention_free_baseline() {
+    let r = fan_out(4, 100_000_000);
+    let p = predict_run_under(
+        &r,
+        &profile(),
+        Some("none"),
+        &Assumptions::default(),
+        &conditions(&["a", "b", "c", "d"]),
+    )
+    .unwrap();
+    for c in &p.calls[0] {
+        assert_eq!(c.predicted, c.free);
+        assert_eq!(c.contention, 0.0);
+    }
+    assert!(close(p.makespan, p.makespan_free));
+}
+
+#[test]
+fn all_to_all_across_two_clusters_follows_eq6_and_eq7() {
+    // The grid paper's shape: n1 = 3 nodes on C1, n2 = 7 on C2, one process each; small
+    // blocks, where the wide-area latency dominates.
+    let m: u64 = 10_000;
+    let world = 10;
+    let ranks = (0..world)
+        .map(|r| {
+            let rec = Record {
+                bytes_send: world as u64 * m,
+                bytes_recv: world as u64 * m,
+                ..coll(call::MPI_Alltoall, world as u32, S, 2 * S)
+            };
+            rank(r, &format!("n{r}"), 0, vec![rec], world)
+        })
+        .collect();
+    let r = run(ranks);
+    let prof = profile();
+    let names: Vec<String> = (0..world).map(|i| format!("n{i}")).collect();
+    let mut c = conditions(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    let pl = c.placement.clone();
+    c.clusters = Some(
+        whatif::parse_clusters(
+            r#"{"clusters": {"C1": ["n0", "n1", "n2"],
+                             "C2": ["n3", "n4", "n5", "n6", "n7", "n8", "n9"]},
+                "wan": {"alpha": 0.01, "beta": 1e-7}}"#,
+            &pl,
+        )
+        .unwrap(),
+    );
+    let wan = Hockney {
+        alpha: 0.01,
+        beta: 1e-7,
+    };
+    let two = TwoClusters::new(3, 7, prof.hockney.inter, prof.alltoall, wan).unwrap();
+    let a = Assumptions::default();
+    for (algo, want) in [
+        (AlltoallAlgo::Direct, two.eq6_direct(m)),
+        (AlltoallAlgo::LocalGroup, two.eq7_local_group(m)),
+    ] {
+        c.alltoall = algo;
+        let p = predict_run_under(&r, &prof, Some("gige"), &a, &c).unwrap();
+        // Every member enters at the same time: the call takes the model's time.
+        for rk in 0..world as usize {
+            let got = p.calls[rk][0].predicted.unwrap();
+            assert!(close(got, want), "{algo}: rank {rk}: {got} vs {want}");
+        }
+    }
+    // Local Group pays ⌈7/3⌉ = 3 wide-area latencies instead of 7: faster here.
+    assert!(two.eq7_local_group(m) < two.eq6_direct(m));
+}
+
+#[test]
+fn sharing_a_node_loads_its_port_in_an_all_to_all() {
+    // 4 ranks, block 0.1 s alone: one per node the signature's wire term is 3·γ·0.1 s;
+    // two per node, each node's port carries 2·2 = 4 of the messages instead of 3.
+    let m: u64 = 10_000_000;
+    let ranks: Vec<RankTrace> = (0..4)
+        .map(|r| {
+            let rec = Record {
+                bytes_send: 4 * m,
+                bytes_recv: 4 * m,
+                ..coll(call::MPI_Alltoall, 4, S, 2 * S)
+            };
+            rank(r, &format!("n{r}"), 0, vec![rec], 4)
+        })
+        .collect();
+    let r = run(ranks);
+    let prof = profile();
+    let a = Assumptions::default();
+    let one = predict_run_under(
+        &r,
+        &prof,
+        Some("gige"),
+        &a,
+        &conditions(&["a", "b", "c", "d"]),
+    )
+    .unwrap();
+    let two = predict_run_under(
+        &r,
+        &prof,
+        Some("gige"),
+        &a,
+        &conditions(&["a", "a", "b", "b"]),
+    )
+    .unwrap();
+    let wire = 3.0 * 0.1 * prof.alltoall.gamma;
+    let d = two.calls[0][0].predicted.unwrap() - one.calls[0][0].predicted.unwrap();
+    assert!(close(d, wire * (4.0 / 3.0 - 1.0)), "{d} vs {}", wire / 3.0);
+    assert!(close(two.calls[0][0].free.unwrap(), 0.4));
 }

@@ -7,6 +7,7 @@ pub mod analyze;
 pub mod calibrate;
 pub mod model;
 pub mod profile_cmd;
+pub mod replay;
 
 /// Profile MPI programs, and predict their communication time under contention models.
 #[derive(Parser, Debug)]
@@ -23,6 +24,9 @@ enum Cmd {
     Model(model::ModelCmd),
     /// Rebuild calls.csv, summary.json and hotspots.json from a run's spool files, without MPI.
     Analyze(analyze::AnalyzeArgs),
+    /// Replay a recorded run under other conditions (placement, network, two clusters)
+    /// and compare it with the recorded run.
+    Replay(replay::ReplayArgs),
     /// Measured against predicted (and the contention-free baseline) per group of like calls.
     Accuracy(accuracy::AccuracyArgs),
     /// Measure the network under an MPI launcher and write a calibration profile
@@ -50,6 +54,7 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Model(m) => model::run(m),
         Cmd::Analyze(a) => analyze::run(a),
+        Cmd::Replay(a) => replay::run(a),
         Cmd::Accuracy(a) => accuracy::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Profile(p) => profile_cmd::run(p),

@@ -10,11 +10,12 @@
 //! contention-free formulas ([`free_collective`]).
 
 use crate::graph::{Flow, Flows};
-use crate::model::{Hockney, PLogP, PenaltyModel, alltoall, bcast, scatter};
+use crate::model::{Hockney, PLogP, PenaltyModel, alltoall, bcast, grid, scatter};
 use crate::profile::Profile;
 pub use crate::replay::Reason;
 use crate::replay::net::Sim;
 pub use crate::replay::wait::{Wait, WaitKind};
+pub use crate::replay::whatif::{AlltoallAlgo, Conditions};
 use crate::replay::{self, CollCost, Instance, Op, P2p, Plan, Protocol, Times, Timing};
 use crate::topo::placement::Placement;
 use crate::trace::RunTrace;
@@ -182,17 +183,96 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         _ => free_collective(kind, &h, n, m),
     }
     .unwrap_or(0.0);
-    let model = match kind {
+    // The signature is fitted with one process per node. With k members on one node, that
+    // node's port carries k·(n−k) of the exchange's messages instead of n−1: the bandwidth
+    // term grows by that ratio (the busiest port sets the pace).
+    let port_load = {
+        let k = inst.max_per_node.clamp(1, n.max(1));
+        if n >= 2 && k > 1 {
+            (k * (n - k)) as f64 / (n - 1) as f64
+        } else {
+            1.0
+        }
+    };
+    let wire = |gamma: f64| (n.saturating_sub(1)) as f64 * h.beta * m as f64 * gamma;
+    let (free, model) = match kind {
         // Alltoallv: the signature at the mean block (per-destination counts are not recorded).
         "alltoall" | "alltoallv" if n >= 2 && inst.multi_node => {
-            profile.alltoall.predict(&h, n, m).ok()
+            let extra = port_load - 1.0;
+            let model = profile
+                .alltoall
+                .predict(&h, n, m)
+                .ok()
+                .map(|t| t + extra * wire(profile.alltoall.gamma));
+            (free + extra * wire(1.0), model)
         }
-        _ => None,
-    }
-    .unwrap_or(free);
+        _ => (free, None),
+    };
+    let model = model.unwrap_or(free);
     CollCost {
         model_s: model,
         free_s: free,
+        step_s,
+    }
+}
+
+/// Time of a collective instance under what-if conditions. An instance whose members span
+/// two clusters: MPI_Alltoall(v) by the grid paper's Eq. 6 (direct) or Eq. 7 (Local Group),
+/// the clusters' sizes counted in members; the other collectives take their usual formula
+/// with the wide-area link's parameters (their algorithms cross it at every step, at
+/// worst). Otherwise [`coll_cost`].
+pub fn coll_cost_under(
+    profile: &Profile,
+    assume: &Assumptions,
+    plan: &Plan,
+    inst: &Instance,
+    cond: &Conditions,
+) -> CollCost {
+    let Some(cl) = &cond.clusters else {
+        return coll_cost(profile, assume, inst);
+    };
+    let mut per: std::collections::BTreeMap<u32, u64> = Default::default();
+    for &g in &inst.members {
+        let rank = plan.rank[g as usize];
+        if let Some(n) = cond.placement.node(rank) {
+            *per.entry(cl.of(n)).or_default() += 1;
+        }
+    }
+    if per.len() < 2 {
+        return coll_cost(profile, assume, inst);
+    }
+    let (n, m) = (inst.n, inst.block);
+    let wan = cl.wan;
+    let step_s = wan.time_bytes(m as f64);
+    let free_other = free_collective(inst.kind, &wan, n, m).unwrap_or(0.0);
+    if !matches!(inst.kind, "alltoall" | "alltoallv") || per.len() != 2 {
+        return CollCost {
+            model_s: free_other,
+            free_s: free_other,
+            step_s,
+        };
+    }
+    let mut sizes: Vec<u64> = per.values().copied().collect();
+    sizes.sort_unstable();
+    let lan = profile.hockney.inter;
+    let two = |sig: alltoall::Signature| {
+        grid::TwoClusters::new(sizes[0], sizes[1], lan, sig, wan)
+            .ok()
+            .map(|c| match cond.alltoall {
+                AlltoallAlgo::Direct => c.eq6_direct(m),
+                AlltoallAlgo::LocalGroup => c.eq7_local_group(m),
+            })
+    };
+    let model_s = two(profile.alltoall).unwrap_or(free_other);
+    let no_contention = alltoall::Signature {
+        gamma: 1.0,
+        delta: 0.0,
+        threshold: u64::MAX,
+    };
+    let free_s = two(no_contention).unwrap_or(free_other);
+    CollCost {
+        model_s,
+        free_s,
         step_s,
     }
 }
@@ -204,6 +284,23 @@ pub fn predict_run_with(
     model_override: Option<&str>,
     assume: &Assumptions,
 ) -> Result<RunPrediction, String> {
+    let cond = Conditions {
+        placement: Placement::from_run(run),
+        clusters: None,
+        alltoall: AlltoallAlgo::Direct,
+    };
+    predict_run_under(run, profile, model_override, assume, &cond)
+}
+
+/// Runs the engine on a recorded run under other conditions (what-if replay): the
+/// recorded compute gaps and call order, another placement, network or clusters.
+pub fn predict_run_under(
+    run: &RunTrace,
+    profile: &Profile,
+    model_override: Option<&str>,
+    assume: &Assumptions,
+    cond: &Conditions,
+) -> Result<RunPrediction, String> {
     let model = penalty_model(profile, model_override)?;
     let model_name = model
         .as_ref()
@@ -213,23 +310,21 @@ pub fn predict_run_with(
         .first()
         .map(|r| r.meta.mpi_library.as_str())
         .unwrap_or("");
-    let plan = Plan::new(
-        run,
-        Placement::from_run(run),
-        Protocol::for_library(library),
-    );
+    let plan = Plan::new(run, cond.placement.clone(), Protocol::for_library(library));
     let costs: Vec<CollCost> = plan
         .instances
         .iter()
-        .map(|i| coll_cost(profile, assume, i))
+        .map(|i| coll_cost_under(profile, assume, &plan, i, cond))
         .collect();
     let p2p = P2p {
         inter: profile.hockney.inter,
         intra: profile.hockney.intra,
         plogp_inter: profile.plogp_or_hockney(),
         plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
+        wan: cond.clusters.clone(),
     };
-    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, true);
+    // Without a penalty model ("none") nothing is contended, collectives included.
+    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some());
     let free = replay::replay(&plan, &p2p, None, &costs, false);
     let (m_send, m_recv) = replay::measured_posts(&plan);
     let measured_waits = replay::waits(

@@ -15,6 +15,7 @@
 
 pub mod net;
 pub mod wait;
+pub mod whatif;
 
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};
@@ -144,6 +145,8 @@ pub struct Instance {
     pub block: u64,
     /// Spans more than one node.
     pub multi_node: bool,
+    /// Most members on one node (their traffic shares that node's port).
+    pub max_per_node: u64,
 }
 
 /// What the recorded run fixes: streams, matches, completions, collective instances.
@@ -528,6 +531,11 @@ fn collective_instances(
             .filter_map(|&g| placement.node(rec(g).0.meta.rank))
             .collect();
         nodes.sort_unstable();
+        let max_per_node = nodes
+            .chunk_by(|a, b| a == b)
+            .map(|c| c.len() as u64)
+            .max()
+            .unwrap_or(1);
         nodes.dedup();
         let id = instances.len() as u32;
         for &g in &members {
@@ -540,6 +548,7 @@ fn collective_instances(
             n,
             block,
             multi_node: nodes.len() > 1,
+            max_per_node,
         });
     }
     (inst_of, instances)
@@ -574,11 +583,19 @@ pub struct P2p {
     pub intra: Hockney,
     pub plogp_inter: PLogP,
     pub plogp_intra: PLogP,
+    /// Clusters joined by a wide-area link (what-if replay): messages between clusters
+    /// take its parameters.
+    pub wan: Option<whatif::Clusters>,
 }
 
 impl P2p {
-    fn hockney(&self, intra: bool) -> &Hockney {
-        if intra { &self.intra } else { &self.inter }
+    /// The point-to-point parameters between two nodes.
+    fn hockney(&self, src_node: u32, dst_node: u32) -> &Hockney {
+        match &self.wan {
+            Some(c) if c.crosses(src_node, dst_node) => &c.wan,
+            _ if src_node == dst_node => &self.intra,
+            _ => &self.inter,
+        }
     }
     /// Local cost of sending (`send`) or receiving a message once the network is not in the
     /// way: pLogP's os(m)/or(m) within a node; between nodes the fixed part os(0)/or(0) plus a
@@ -733,7 +750,10 @@ pub fn replay(
         p2p,
         costs,
         contention,
-        net: Net::new(model),
+        net: match (&p2p.wan, model) {
+            (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(c.cluster_of_node.clone()),
+            _ => Net::new(model),
+        },
         t: Timing {
             start: vec![f64::NAN; n],
             end: vec![f64::NAN; n],
@@ -884,8 +904,10 @@ impl Engine<'_> {
     fn launch(&mut self, m: u32) {
         let mi = m as usize;
         let msg = self.plan.msgs[mi];
-        let intra = msg.src_node == msg.dst_node;
-        let tref = self.p2p.hockney(intra).time_bytes(msg.bytes as f64);
+        let tref = self
+            .p2p
+            .hockney(msg.src_node, msg.dst_node)
+            .time_bytes(msg.bytes as f64);
         self.t.tref[mi] = tref;
         self.t.flow_start[mi] = self.net.now();
         let f = self.net.add(msg.src_node, msg.dst_node, msg.bytes, tref);
@@ -1062,7 +1084,7 @@ impl Engine<'_> {
                     if sp.is_nan() {
                         return Err(Block::Msg(m));
                     }
-                    let a = self.p2p.hockney(msg.src_node == msg.dst_node).alpha;
+                    let a = self.p2p.hockney(msg.src_node, msg.dst_node).alpha;
                     Ok(t0.max(sp + a))
                 } else {
                     Ok(t0.max(arrived(m)?))
@@ -1106,7 +1128,8 @@ impl Engine<'_> {
                 return Err(Block::Msg(m));
             }
             let copy = self.p2p.intra.beta * msg.bytes as f64;
-            return Ok(floor.max(matched + self.p2p.inter.alpha + copy));
+            let alpha = self.p2p.hockney(msg.src_node, msg.dst_node).alpha;
+            return Ok(floor.max(matched + alpha + copy));
         }
         let a = self.t.arrive[mi];
         if a.is_nan() {

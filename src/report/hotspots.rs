@@ -227,7 +227,11 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
         .zip(&pred.calls)
         .map(|(rk, cs)| RankLoss {
             rank: rk.meta.rank,
-            node: rk.meta.node.clone(),
+            // The replay's node: another placement in a what-if replay.
+            node: pred
+                .placement
+                .node(rk.meta.rank)
+                .map_or_else(|| rk.meta.node.clone(), name),
             lost_s: rk.records.iter().zip(cs).map(|(_, c)| c.contention).sum(),
         })
         .collect();

@@ -1,0 +1,395 @@
+//! The conditions a recorded run is replayed under: another placement of the ranks on
+//! nodes, two clusters joined by a wide-area link, the all-to-all algorithm across them.
+//! Parsing and validation only; the replay itself is the same engine.
+#![forbid(unsafe_code)]
+
+use crate::model::Hockney;
+use crate::topo::placement::Placement;
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// How ranks are put on nodes (`--placement`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlacementSpec {
+    /// Round-robin by node: rank r on node r mod N.
+    Rrn,
+    /// By processor: nodes filled in turn, C ranks each (rank r on node ⌊r/C⌋).
+    Rrp,
+    /// The N·C slots shuffled with a seeded generator.
+    Random(u64),
+    /// One `RANK NODE` line per world rank.
+    File(PathBuf),
+}
+
+impl FromStr for PlacementSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "rrn" => Ok(PlacementSpec::Rrn),
+            "rrp" => Ok(PlacementSpec::Rrp),
+            "random" => Ok(PlacementSpec::Random(1)),
+            _ => match s.strip_prefix("random:") {
+                Some(seed) => seed
+                    .parse()
+                    .map(PlacementSpec::Random)
+                    .map_err(|_| format!("placement {s:?}: the seed must be an unsigned integer")),
+                None if s.is_empty() => {
+                    Err("placement: empty (rrn, rrp, random[:SEED] or a file)".into())
+                }
+                None => Ok(PlacementSpec::File(PathBuf::from(s))),
+            },
+        }
+    }
+}
+
+impl fmt::Display for PlacementSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlacementSpec::Rrn => f.write_str("rrn"),
+            PlacementSpec::Rrp => f.write_str("rrp"),
+            PlacementSpec::Random(s) => write!(f, "random:{s}"),
+            PlacementSpec::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// Name of synthetic node `i`.
+pub fn node_name(i: usize) -> String {
+    format!("node{i}")
+}
+
+/// The placement of `world` ranks by `spec` on `nodes` nodes of `cores` slots each.
+/// Synthetic nodes are named `node0`…; a file names its own. More ranks than slots, a
+/// rank missing from (or twice in) the file, or a node over its slots is an error.
+pub fn place(
+    spec: &PlacementSpec,
+    world: usize,
+    nodes: usize,
+    cores: usize,
+) -> Result<Placement, String> {
+    if nodes == 0 || cores == 0 {
+        return Err("--nodes and --cores-per-node must be at least 1".into());
+    }
+    let slots = nodes.saturating_mul(cores);
+    if world > slots {
+        return Err(format!(
+            "{world} ranks do not fit on {nodes} nodes of {cores} cores ({slots} slots)"
+        ));
+    }
+    let names: Vec<String> = match spec {
+        PlacementSpec::Rrn => (0..world).map(|r| node_name(r % nodes)).collect(),
+        PlacementSpec::Rrp => (0..world).map(|r| node_name(r / cores)).collect(),
+        PlacementSpec::Random(_) if slots > 1 << 24 => {
+            return Err(format!(
+                "random placement: {slots} slots is too many to shuffle"
+            ));
+        }
+        PlacementSpec::Random(seed) => {
+            let mut slot: Vec<usize> = (0..slots).map(|s| s / cores).collect();
+            fastrand::Rng::with_seed(*seed).shuffle(&mut slot);
+            slot[..world].iter().map(|&n| node_name(n)).collect()
+        }
+        PlacementSpec::File(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| format!("cannot read placement {}: {e}", p.display()))?;
+            let names = parse_map(&text, world).map_err(|e| format!("{}: {e}", p.display()))?;
+            let pl = Placement::from_names(&names);
+            let mut load = vec![0usize; pl.nodes()];
+            for &n in &pl.node_of_rank {
+                load[n as usize] += 1;
+            }
+            if let Some((n, &k)) = load.iter().enumerate().find(|&(_, &k)| k > cores) {
+                return Err(format!(
+                    "{}: node {} holds {k} ranks, more than --cores-per-node {cores}",
+                    p.display(),
+                    pl.names[n]
+                ));
+            }
+            if pl.nodes() > nodes {
+                return Err(format!(
+                    "{}: {} nodes named, more than --nodes {nodes}",
+                    p.display(),
+                    pl.nodes()
+                ));
+            }
+            return Ok(pl);
+        }
+    };
+    Ok(Placement::from_names(&names))
+}
+
+/// Parses `RANK NODE` lines (blank lines and `#` comments ignored) into one node name per
+/// rank `0..world`.
+pub fn parse_map(text: &str, world: usize) -> Result<Vec<String>, String> {
+    let mut names: Vec<Option<String>> = vec![None; world];
+    for (ln, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut f = line.split_whitespace();
+        let (Some(r), Some(node), None) = (f.next(), f.next(), f.next()) else {
+            return Err(format!("line {}: expected `RANK NODE`", ln + 1));
+        };
+        let r: usize = r
+            .parse()
+            .map_err(|_| format!("line {}: rank {r:?} is not a number", ln + 1))?;
+        let slot = names.get_mut(r).ok_or_else(|| {
+            format!(
+                "line {}: rank {r} is not in the run (world size {world})",
+                ln + 1
+            )
+        })?;
+        if slot.is_some() {
+            return Err(format!("line {}: rank {r} is placed twice", ln + 1));
+        }
+        *slot = Some(node.to_string());
+    }
+    let missing: Vec<String> = (0..world)
+        .filter(|&r| names[r].is_none())
+        .map(|r| r.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "rank(s) {} missing from the map",
+            missing.join(", ")
+        ));
+    }
+    Ok(names.into_iter().flatten().collect())
+}
+
+/// All-to-all across two clusters (`--alltoall`): the grid paper's direct exchange (Eq. 6)
+/// or its Local Group algorithm (Eq. 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AlltoallAlgo {
+    #[default]
+    Direct,
+    LocalGroup,
+}
+
+impl FromStr for AlltoallAlgo {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "direct" => Ok(AlltoallAlgo::Direct),
+            "local-group" | "lg" => Ok(AlltoallAlgo::LocalGroup),
+            _ => Err(format!(
+                "unknown all-to-all algorithm {s:?} (direct, local-group)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for AlltoallAlgo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AlltoallAlgo::Direct => "direct",
+            AlltoallAlgo::LocalGroup => "local-group",
+        })
+    }
+}
+
+/// Two (or more) clusters and the wide-area link between them, resolved against a
+/// placement: `cluster_of_node[n]` for each node id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clusters {
+    pub names: Vec<String>,
+    pub cluster_of_node: Vec<u32>,
+    /// Latency and inverse bandwidth of the wide-area link.
+    pub wan: Hockney,
+}
+
+impl Clusters {
+    /// Cluster of node `n` (0 for an unknown node).
+    pub fn of(&self, n: u32) -> u32 {
+        self.cluster_of_node.get(n as usize).copied().unwrap_or(0)
+    }
+    /// Whether nodes `a` and `b` are in different clusters.
+    pub fn crosses(&self, a: u32, b: u32) -> bool {
+        self.of(a) != self.of(b)
+    }
+}
+
+/// The `--clusters` file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClustersFile {
+    /// Cluster name → its nodes.
+    clusters: std::collections::BTreeMap<String, Vec<String>>,
+    wan: WanFile,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WanFile {
+    /// Latency, seconds.
+    alpha: f64,
+    /// Seconds per byte.
+    beta: f64,
+}
+
+/// Reads a clusters file (JSON: `{"clusters": {"A": ["node0", ...], "B": [...]},
+/// "wan": {"alpha": S, "beta": S_PER_BYTE}}`) and resolves it against `placement`: every
+/// node of the placement in exactly one cluster.
+pub fn load_clusters(path: &Path, placement: &Placement) -> Result<Clusters, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read clusters file {}: {e}", path.display()))?;
+    parse_clusters(&text, placement).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Parses a clusters file's text; see [`load_clusters`].
+pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, String> {
+    let f: ClustersFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let wan = Hockney::new(f.wan.alpha, f.wan.beta).map_err(|e| format!("wan: {e}"))?;
+    if f.clusters.len() < 2 {
+        return Err("name at least two clusters".into());
+    }
+    let mut of: Vec<Option<u32>> = vec![None; placement.nodes()];
+    let mut names = Vec::new();
+    for (ci, (name, nodes)) in f.clusters.iter().enumerate() {
+        names.push(name.clone());
+        for n in nodes {
+            let Some(id) = placement.names.iter().position(|x| x == n) else {
+                return Err(format!(
+                    "cluster {name}: node {n:?} is not in the placement (nodes: {})",
+                    placement.names.join(", ")
+                ));
+            };
+            if of[id].is_some() {
+                return Err(format!("node {n:?} is in two clusters"));
+            }
+            of[id] = Some(ci as u32);
+        }
+    }
+    let missing: Vec<&str> = of
+        .iter()
+        .zip(&placement.names)
+        .filter(|(c, _)| c.is_none())
+        .map(|(_, n)| n.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("node(s) {} in no cluster", missing.join(", ")));
+    }
+    Ok(Clusters {
+        names,
+        cluster_of_node: of.into_iter().flatten().collect(),
+        wan,
+    })
+}
+
+/// Everything a replay can change about the recorded run's conditions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conditions {
+    pub placement: Placement,
+    pub clusters: Option<Clusters>,
+    pub alltoall: AlltoallAlgo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(p: &Placement) -> Vec<u32> {
+        p.node_of_rank.clone()
+    }
+
+    #[test]
+    fn rrn_and_rrp() {
+        let rrn = place(&PlacementSpec::Rrn, 8, 4, 2).unwrap();
+        assert_eq!(nodes(&rrn), vec![0, 1, 2, 3, 0, 1, 2, 3]);
+        assert_eq!(rrn.names[3], "node3");
+        let rrp = place(&PlacementSpec::Rrp, 8, 4, 2).unwrap();
+        assert_eq!(nodes(&rrp), vec![0, 0, 1, 1, 2, 2, 3, 3]);
+        assert!(
+            place(&PlacementSpec::Rrp, 9, 4, 2)
+                .unwrap_err()
+                .contains("do not fit")
+        );
+    }
+
+    #[test]
+    fn random_is_seeded_and_respects_slots() {
+        let a = place(&PlacementSpec::Random(7), 8, 4, 2).unwrap();
+        let b = place(&PlacementSpec::Random(7), 8, 4, 2).unwrap();
+        assert_eq!(a, b);
+        let mut per = std::collections::HashMap::new();
+        for (r, &n) in a.node_of_rank.iter().enumerate() {
+            *per.entry(a.names[n as usize].clone()).or_insert(0) += 1;
+            assert!(r < 8);
+        }
+        assert!(per.values().all(|&k| k <= 2));
+        assert_eq!(per.values().sum::<i32>(), 8);
+    }
+
+    #[test]
+    fn specs_parse() {
+        assert_eq!("rrn".parse::<PlacementSpec>().unwrap(), PlacementSpec::Rrn);
+        assert_eq!(
+            "random:42".parse::<PlacementSpec>().unwrap(),
+            PlacementSpec::Random(42)
+        );
+        assert!("random:x".parse::<PlacementSpec>().is_err());
+        assert_eq!(
+            "map.txt".parse::<PlacementSpec>().unwrap(),
+            PlacementSpec::File("map.txt".into())
+        );
+        assert_eq!(
+            "lg".parse::<AlltoallAlgo>().unwrap(),
+            AlltoallAlgo::LocalGroup
+        );
+        assert!("ring".parse::<AlltoallAlgo>().is_err());
+    }
+
+    #[test]
+    fn map_file_errors_name_the_rank() {
+        assert_eq!(
+            parse_map("0 a\n1 b # comment\n\n2 a\n", 3).unwrap(),
+            vec!["a", "b", "a"]
+        );
+        assert!(
+            parse_map("0 a\n2 a\n", 3)
+                .unwrap_err()
+                .contains("rank(s) 1 missing")
+        );
+        assert!(
+            parse_map("0 a\n0 b\n1 a\n", 2)
+                .unwrap_err()
+                .contains("placed twice")
+        );
+        assert!(
+            parse_map("0 a\n5 b\n", 2)
+                .unwrap_err()
+                .contains("not in the run")
+        );
+        assert!(parse_map("0\n", 1).unwrap_err().contains("RANK NODE"));
+    }
+
+    #[test]
+    fn clusters_resolve_against_the_placement() {
+        let p = place(&PlacementSpec::Rrp, 4, 4, 1).unwrap();
+        let c = parse_clusters(
+            r#"{"clusters": {"A": ["node0"], "B": ["node1", "node2", "node3"]},
+                "wan": {"alpha": 0.01, "beta": 1e-7}}"#,
+            &p,
+        )
+        .unwrap();
+        assert_eq!(c.cluster_of_node, vec![0, 1, 1, 1]);
+        assert!(c.crosses(0, 2) && !c.crosses(1, 3));
+        let missing = parse_clusters(
+            r#"{"clusters": {"A": ["node0"], "B": ["node1"]}, "wan": {"alpha": 0, "beta": 0}}"#,
+            &p,
+        );
+        assert!(missing.unwrap_err().contains("node2, node3 in no cluster"));
+        let unknown = parse_clusters(
+            r#"{"clusters": {"A": ["x"], "B": ["node1"]}, "wan": {"alpha": 0, "beta": 0}}"#,
+            &p,
+        );
+        assert!(
+            unknown
+                .unwrap_err()
+                .contains("\"x\" is not in the placement")
+        );
+    }
+}

@@ -1,0 +1,348 @@
+//! `pmpi-predict replay` on a synthetic recorded run (no MPI): every flag, the fields of
+//! replay.json, and bad input answered with exit status 2.
+
+use pmpi_predict::profile::Profile;
+use pmpi_predict::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Four ranks on four nodes: 0 → 1 and 2 → 3 send 1 MB, then all four do an all-to-all.
+fn make_run(name: &str) -> PathBuf {
+    let dir = tmp(name);
+    let ms = 1_000_000u64;
+    let p2p = Record {
+        t_start: ms,
+        t_end: 90 * ms,
+        t_posted: 90 * ms,
+        root: NO_RANK,
+        peer2: NO_RANK,
+        comm_size: 4,
+        tag: 5,
+        ..Default::default()
+    };
+    let a2a = Record {
+        t_start: 100 * ms,
+        t_end: 200 * ms,
+        t_posted: 200 * ms,
+        peer: NO_RANK,
+        root: NO_RANK,
+        peer2: NO_RANK,
+        bytes_send: 400_000,
+        bytes_recv: 400_000,
+        comm_size: 4,
+        call: call::MPI_Alltoall,
+        ..Default::default()
+    };
+    for rank in 0..4 {
+        let first = if rank % 2 == 0 {
+            Record {
+                peer: rank + 1,
+                bytes_send: 1_000_000,
+                call: call::MPI_Send,
+                ..p2p
+            }
+        } else {
+            Record {
+                peer: rank - 1,
+                bytes_recv: 1_000_000,
+                call: call::MPI_Recv,
+                ..p2p
+            }
+        };
+        let meta = RankMeta {
+            rank,
+            world_size: 4,
+            node: format!("n{rank}"),
+            calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+            clock_init: Some(ClockSample::default()),
+            finalized: true,
+            ..Default::default()
+        };
+        trace::write_meta(&dir, &meta).unwrap();
+        let mut bytes = Vec::new();
+        trace::write_spool_header(&mut bytes).unwrap();
+        bytes.extend_from_slice(first.as_bytes());
+        bytes.extend_from_slice(a2a.as_bytes());
+        std::fs::write(trace::spool_path(&dir, rank), bytes).unwrap();
+    }
+    dir
+}
+
+fn replay(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+        .arg("replay")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs replay into `out` and returns replay.json.
+fn ok(dir: &Path, out: &Path, args: &[&str]) -> Value {
+    let o = replay(dir, &[&["-o", out.to_str().unwrap()], args].concat());
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("replay.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn bad(dir: &Path, args: &[&str], says: &str) {
+    let o = replay(dir, args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err:?} lacks {says:?}");
+}
+
+fn nodes(v: &Value) -> Vec<String> {
+    v["conditions"]["node_of_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn as_recorded_the_replay_equals_the_self_replay() {
+    let dir = make_run("replay-as-recorded");
+    let out = dir.join("out");
+    let o = replay(&dir, &["-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("makespan") && text.contains("replayed as recorded"),
+        "{text}"
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("replay.json")).unwrap()).unwrap();
+    assert_eq!(v["ranks_n"], 4);
+    assert_eq!(v["records"], 8);
+    assert_eq!(nodes(&v), ["n0", "n1", "n2", "n3"]);
+    let m = &v["makespan"];
+    assert_eq!(num(&m["predicted_s"]), num(&m["replayed_s"]));
+    assert!(num(&m["measured_s"]) > 0.19 && num(&m["measured_s"]) < 0.21);
+    let ranks = v["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 4);
+    for (i, r) in ranks.iter().enumerate() {
+        assert_eq!(r["rank"], i as i64);
+        assert_eq!(r["node"], format!("n{i}"));
+        for k in ["measured", "replayed", "predicted"] {
+            let s = &r[k];
+            let parts = num(&s["wait_s"]) + num(&s["transfer_s"]) + num(&s["contention_s"]);
+            assert!((parts - num(&s["mpi_s"])).abs() < 1e-9, "{k}: {s}");
+        }
+    }
+    let fams: Vec<&str> = v["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["call"].as_str().unwrap())
+        .collect();
+    assert!(
+        fams.contains(&"MPI_Alltoall") && fams.contains(&"MPI_Recv"),
+        "{fams:?}"
+    );
+    assert!(v["hotspots"]["model"].is_string());
+    // Default output directory: DIR/replay.
+    let o = replay(&dir, &["--quiet"]);
+    assert!(o.status.success());
+    assert!(dir.join("replay/replay.json").is_file());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().count(),
+        1,
+        "--quiet prints only where the report is"
+    );
+}
+
+#[test]
+fn placements_rrn_rrp_random_and_file() {
+    let dir = make_run("replay-placements");
+    let out = dir.join("out");
+    let v = ok(&dir, &out, &["--placement", "rrp", "--nodes", "2"]);
+    assert_eq!(nodes(&v), ["node0", "node0", "node1", "node1"]);
+    assert_eq!(v["ranks"][2]["node"], "node1");
+    assert_eq!(v["ranks"][2]["recorded_node"], "n2");
+    // --nodes alone means rrp.
+    assert_eq!(nodes(&ok(&dir, &out, &["--nodes", "2"])), nodes(&v));
+    let v = ok(
+        &dir,
+        &out,
+        &[
+            "--placement",
+            "rrn",
+            "--nodes",
+            "2",
+            "--cores-per-node",
+            "2",
+        ],
+    );
+    assert_eq!(nodes(&v), ["node0", "node1", "node0", "node1"]);
+    // Both sends now stay within a node: no contention on the network.
+    let v = ok(
+        &dir,
+        &out,
+        &["--placement", "rrp", "--nodes", "2", "--model", "none"],
+    );
+    let m = &v["makespan"];
+    assert_eq!(num(&m["predicted_s"]), num(&m["predicted_free_s"]));
+    let mut a = nodes(&ok(
+        &dir,
+        &out,
+        &["--placement", "random:3", "--cores-per-node", "1"],
+    ));
+    let b = nodes(&ok(
+        &dir,
+        &out,
+        &["--placement", "random:3", "--cores-per-node", "1"],
+    ));
+    assert_eq!(a, b, "the same seed gives the same placement");
+    a.sort();
+    assert_eq!(a, ["node0", "node1", "node2", "node3"]);
+    let map = dir.join("map.txt");
+    std::fs::write(&map, "# rank node\n0 left\n1 left\n2 right\n3 right\n").unwrap();
+    let v = ok(&dir, &out, &["--placement", map.to_str().unwrap()]);
+    assert_eq!(nodes(&v), ["left", "left", "right", "right"]);
+    assert!(
+        v["conditions"]["placement"]
+            .as_str()
+            .unwrap()
+            .contains("map.txt")
+    );
+}
+
+#[test]
+fn two_clusters_and_the_all_to_all_algorithm() {
+    let dir = make_run("replay-clusters");
+    let out = dir.join("out");
+    let cl = dir.join("clusters.json");
+    std::fs::write(
+        &cl,
+        r#"{"clusters": {"A": ["n0", "n2"], "B": ["n1", "n3"]}, "wan": {"alpha": 0.005, "beta": 1e-7}}"#,
+    )
+    .unwrap();
+    let direct = ok(&dir, &out, &["--clusters", cl.to_str().unwrap()]);
+    let c = &direct["conditions"];
+    assert_eq!(c["alltoall"], "direct");
+    assert_eq!(c["clusters"]["names"], serde_json::json!(["A", "B"]));
+    assert_eq!(
+        c["clusters"]["cluster_of_node"],
+        serde_json::json!([0, 1, 0, 1])
+    );
+    let lg = ok(
+        &dir,
+        &out,
+        &[
+            "--clusters",
+            cl.to_str().unwrap(),
+            "--alltoall",
+            "local-group",
+        ],
+    );
+    assert_eq!(lg["conditions"]["alltoall"], "local-group");
+    let family = |v: &Value, call: &str| {
+        v["families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["call"] == call)
+            .map(|f| num(&f["predicted"]["mpi_s"]))
+            .unwrap()
+    };
+    // n1 = n2 = 2: Eq. 6 pays max(n1, n2) = 2 wide-area steps of m, Eq. 7 one of 2·m;
+    // with a 5 ms latency and 100 KB blocks the two differ.
+    assert!(family(&direct, "MPI_Alltoall") != family(&lg, "MPI_Alltoall"));
+    // The sends now cross the wide-area link (1 MB at 10 MB/s): the receives take longer.
+    let plain = ok(&dir, &out, &[]);
+    assert!(family(&direct, "MPI_Recv") > family(&plain, "MPI_Recv") + 0.05);
+}
+
+#[test]
+fn profile_and_model_flags() {
+    let dir = make_run("replay-profile");
+    let out = dir.join("out");
+    let prof = dir.join("profile.json");
+    std::fs::write(
+        &prof,
+        serde_json::to_string(&Profile::builtin_default()).unwrap(),
+    )
+    .unwrap();
+    let v = ok(
+        &dir,
+        &out,
+        &["--profile", prof.to_str().unwrap(), "--model", "maxmin"],
+    );
+    assert_eq!(v["conditions"]["model"], "maxmin");
+    assert!(
+        v["conditions"]["profile"]
+            .as_str()
+            .unwrap()
+            .contains("profile.json")
+    );
+}
+
+#[test]
+fn bad_input_is_exit_status_2() {
+    let dir = make_run("replay-bad");
+    bad(&dir.join("nope"), &[], "is not a directory");
+    bad(
+        &dir,
+        &["--nodes", "1", "--cores-per-node", "2"],
+        "do not fit",
+    );
+    bad(&dir, &["--model", "ethernet"], "ethernet");
+    bad(&dir, &["--placement", "random:x"], "seed");
+    bad(&dir, &["--alltoall", "ring"], "ring");
+    bad(&dir, &["--nodes", "0"], "at least 1");
+    let map = dir.join("short.txt");
+    std::fs::write(&map, "0 a\n1 a\n2 b\n").unwrap();
+    bad(
+        &dir,
+        &["--placement", map.to_str().unwrap()],
+        "rank(s) 3 missing",
+    );
+    std::fs::write(&map, "0 a\n1 a\n2 a\n3 b\n").unwrap();
+    bad(
+        &dir,
+        &[
+            "--placement",
+            map.to_str().unwrap(),
+            "--cores-per-node",
+            "2",
+        ],
+        "holds 3 ranks",
+    );
+    bad(
+        &dir,
+        &["--placement", "/no/such/map"],
+        "cannot read placement",
+    );
+    let cl = dir.join("clusters.json");
+    std::fs::write(
+        &cl,
+        r#"{"clusters": {"A": ["n0"], "B": ["nx"]}, "wan": {"alpha": 0.005, "beta": 1e-7}}"#,
+    )
+    .unwrap();
+    bad(
+        &dir,
+        &["--clusters", cl.to_str().unwrap()],
+        "\"nx\" is not in the placement",
+    );
+    std::fs::write(&cl, r#"{"clusters": {"A": ["n0"]}, "wan": {}}"#).unwrap();
+    bad(&dir, &["--clusters", cl.to_str().unwrap()], "clusters.json");
+    bad(&dir, &["--profile", "/no/such/profile.json"], "profile");
+}
