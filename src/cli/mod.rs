@@ -8,6 +8,7 @@ pub mod calibrate;
 pub mod model;
 pub mod profile_cmd;
 pub mod replay;
+pub mod run;
 
 /// Profile MPI programs, and predict their communication time under contention models.
 #[derive(Parser, Debug)]
@@ -24,6 +25,8 @@ enum Cmd {
     Model(model::ModelCmd),
     /// Rebuild calls.csv, summary.json and hotspots.json from a run's spool files, without MPI.
     Analyze(analyze::AnalyzeArgs),
+    /// Run an MPI job under the layer: `pmpi-predict run -- mpirun -np 4 ./a.out`.
+    Run(run::RunArgs),
     /// Replay a recorded run under other conditions (placement, network, two clusters)
     /// and compare it with the recorded run.
     Replay(replay::ReplayArgs),
@@ -54,6 +57,7 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Model(m) => model::run(m),
         Cmd::Analyze(a) => analyze::run(a),
+        Cmd::Run(a) => run::run(a),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Accuracy(a) => accuracy::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),

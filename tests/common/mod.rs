@@ -138,6 +138,31 @@ fn is_openmpi(l: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The launcher and its options for `np` ranks on this machine (before any variables).
+pub fn launch_prefix(np: u32) -> (String, Vec<String>, bool) {
+    let l = launcher();
+    let ompi = is_openmpi(&l);
+    let args = if ompi {
+        [
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "--mca",
+            "btl",
+            "self,vader,tcp",
+            "-np",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([np.to_string()])
+        .collect()
+    } else {
+        vec!["-n".to_string(), np.to_string()]
+    };
+    (l, args, ompi)
+}
+
 /// Runs `exe args` on `np` ranks, with the layer when `env` is Some (its variables are
 /// passed to every rank).
 pub fn mpirun(
@@ -147,31 +172,18 @@ pub fn mpirun(
     env: Option<&[(&str, &str)]>,
     cwd: &Path,
 ) -> Output {
-    let l = launcher();
+    let (l, prefix, ompi) = launch_prefix(np);
     let mut c = Command::new(&l);
+    c.args(&prefix);
     let mut vars: Vec<(String, String)> = Vec::new();
     if let Some(env) = env {
         vars.push(("LD_PRELOAD".into(), layer().display().to_string()));
         vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     }
-    if is_openmpi(&l) {
-        c.args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "--mca",
-            "btl",
-            "self,vader,tcp",
-            "-np",
-        ]);
-        c.arg(np.to_string());
-        for (k, v) in &vars {
+    for (k, v) in &vars {
+        if ompi {
             c.arg("-x").arg(format!("{k}={v}"));
-        }
-    } else {
-        c.arg("-n").arg(np.to_string());
-        for (k, v) in &vars {
+        } else {
             c.arg("-genv").arg(k).arg(v);
         }
     }
