@@ -66,6 +66,16 @@ impl Default for Config {
     }
 }
 
+/// The output directory of one rank: `%h` in `dir` becomes its node name, `%r` its
+/// rank, so that PMPI_PREDICT_OUT can point at node-local disks (`/scratch/%h/run1`).
+pub fn expand_out(dir: &std::path::Path, node: &str, rank: i32) -> PathBuf {
+    let s = dir.to_string_lossy();
+    if !s.contains('%') {
+        return dir.to_path_buf();
+    }
+    PathBuf::from(s.replace("%h", node).replace("%r", &rank.to_string()))
+}
+
 /// Every variable the layer reads, for documentation and checks.
 pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_OUT",
@@ -195,6 +205,20 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_directory_per_node_or_rank() {
+        use std::path::Path;
+        assert_eq!(
+            expand_out(Path::new("/s/%h/run"), "n3", 7),
+            Path::new("/s/n3/run")
+        );
+        assert_eq!(expand_out(Path::new("/s/r%r"), "n3", 7), Path::new("/s/r7"));
+        assert_eq!(
+            expand_out(Path::new("/s/plain"), "n3", 7),
+            Path::new("/s/plain")
+        );
+    }
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {

@@ -232,3 +232,35 @@ fn accuracy_groups_the_send_and_the_receive() {
             .any(|g| g["call"] == "MPI_Recv" && g["count"] == 1)
     );
 }
+
+#[test]
+fn analyze_merges_directories_copied_from_each_node() {
+    let whole = make_run("cli-analyze-merge-src", true);
+    let a = whole.with_file_name("cli-analyze-merge-a");
+    let b = whole.with_file_name("cli-analyze-merge-b");
+    for (d, r) in [(&a, 0), (&b, 1)] {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).unwrap();
+        for ext in ["json", "spool"] {
+            let f = format!("rank-{r:05}.{ext}");
+            std::fs::copy(whole.join(&f), d.join(&f)).unwrap();
+        }
+    }
+    let out = bin().arg("analyze").arg(&a).arg(&b).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("merged 1 ranks"), "{err}");
+    assert!(!err.contains("left no files"), "{err}");
+    let csv = std::fs::read_to_string(a.join("calls.csv")).unwrap();
+    let ranks: std::collections::BTreeSet<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(ranks.into_iter().collect::<Vec<_>>(), ["0", "1"]);
+    // A directory that is not a run is bad input.
+    let empty = whole.with_file_name("cli-analyze-merge-empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = bin().arg("analyze").arg(&a).arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -137,6 +137,28 @@ echo "outgoing conflict (rank 0 -> ranks 1,2): ratio to lone send to1=$(val outg
 in_range "$out" 1.2 1000 || fail "outgoing conflict ratio $out: two messages out of one port not slower than one"
 ok "outgoing conflict ratio $out"
 
+# ---- node-local output directories: PMPI_PREDICT_OUT with %h gives each host its own
+# directory; rank 0 gathers the other hosts' spools over MPI and writes the full report.
+LIB=$ROOT/target/release/libpmpi_predict.so
+[[ -f $LIB ]] || fail "$LIB not built (cargo build --release)"
+mpicc -O1 -o "$TMP/basic" "$HERE/programs/basic.c" || fail "mpicc failed on basic.c"
+(cd "$TMP" && timeout 300 "$EMU" run -- -np 4 --map-by node -x LD_PRELOAD="$LIB" \
+    -x PMPI_PREDICT_OUT="$TMP/nl/%h" -x PMPI_PREDICT_QUIET=1 ./basic) >"$TMP/nl.out" 2>&1 \
+    || fail "basic with node-local output failed: $(cat "$TMP/nl.out")"
+for (( k=0; k<4; k++ )); do
+    [[ -f $TMP/nl/h0/rank-0000$k.json && -f $TMP/nl/h0/rank-0000$k.spool ]] \
+        || fail "rank $k's files not gathered into h0's directory: $(ls "$TMP/nl/h0")"
+done
+for (( k=1; k<4; k++ )); do
+    [[ $(ls "$TMP/nl/h$k") == "rank-0000$k.json"$'\n'"rank-0000$k.spool" ]] \
+        || fail "h$k's directory holds $(ls "$TMP/nl/h$k" | tr '\n' ' '), expected only rank $k's files"
+    cmp -s "$TMP/nl/h$k/rank-0000$k.spool" "$TMP/nl/h0/rank-0000$k.spool" \
+        || fail "rank $k's gathered spool differs from its own"
+done
+ranks=$(awk -F, 'NR > 1 { print $1 }' "$TMP/nl/h0/calls.csv" | sort -u | tr '\n' ' ')
+[[ $ranks == "0 1 2 3 " ]] || fail "report on h0 has rows of ranks '$ranks', expected 0 1 2 3"
+ok "node-local directories: h0's report holds all 4 ranks"
+
 # ---- down
 "$EMU" down || fail "down failed"
 brought_up=0

@@ -7,8 +7,11 @@ use std::path::PathBuf;
 /// Arguments of `analyze`.
 #[derive(clap::Args, Debug)]
 pub struct AnalyzeArgs {
-    /// Output directory of a run (holds rank-NNNNN.json and rank-NNNNN.spool).
+    /// Output directory of a run (holds rank-NNNNN.json and rank-NNNNN.spool). Further
+    /// directories (the spools of a run on node-local disks, copied from each node) are
+    /// merged into the first, where the report is written.
     pub dir: PathBuf,
+    pub more: Vec<PathBuf>,
     #[command(flatten)]
     pub engine: super::EngineArgs,
     /// Do not print the hotspot ranking.
@@ -27,6 +30,15 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
             "{} is not a directory",
             a.dir.display()
         )));
+    }
+    if !a.more.is_empty() {
+        let from: Vec<&std::path::Path> = a.more.iter().map(PathBuf::as_path).collect();
+        let got = crate::trace::merge_dirs(&a.dir, &from).map_err(CliError::input)?;
+        eprintln!(
+            "pmpi-predict: merged {} ranks into {}",
+            got.len(),
+            a.dir.display()
+        );
     }
     // Said before the report, so that a run some ranks never joined is not mistaken
     // for a complete one.

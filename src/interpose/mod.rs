@@ -8,6 +8,7 @@
 // Crate-private: their functions take raw pointers straight from the interposers and
 // are not an API.
 pub(crate) mod binding;
+mod gather;
 pub(crate) mod handles;
 pub(crate) mod hook;
 pub mod real;

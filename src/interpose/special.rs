@@ -240,11 +240,12 @@ fn start_inner() -> Result<(), String> {
     // creates the directory first, so that a directory that cannot be created is
     // reported once, by rank 0, and every rank passes through.
     let mut shared = [0u8; PATH_MAX + 1];
+    let node = crate::topo::node_name(cfg.node.as_deref());
     if rank == 0 {
         let dir = cfg.out_dir.clone().unwrap_or_else(default_dir);
         shared[0] = if cfg.disabled {
             DECISION_DISABLED
-        } else if let Err(e) = std::fs::create_dir_all(&dir) {
+        } else if let Err(e) = std::fs::create_dir_all(crate::config::expand_out(&dir, &node, 0)) {
             super::fail(&format!(
                 "cannot create output directory {} (PMPI_PREDICT_OUT): {e}",
                 dir.display()
@@ -277,6 +278,8 @@ fn start_inner() -> Result<(), String> {
     }
     let end = shared[1..].iter().position(|&b| b == 0).unwrap_or(PATH_MAX);
     let dir = PathBuf::from(String::from_utf8_lossy(&shared[1..1 + end]).into_owned());
+    // `%h` and `%r` in PMPI_PREDICT_OUT: a directory per node or per rank (node-local disks).
+    let dir = crate::config::expand_out(&dir, &node, rank);
 
     super::binding::find_bindings();
     handles::init_sentinels(size);
@@ -288,7 +291,7 @@ fn start_inner() -> Result<(), String> {
         format_version: trace::SPOOL_VERSION,
         rank,
         world_size: size,
-        node: crate::topo::node_name(cfg.node.as_deref()),
+        node,
         pid: std::process::id(),
         mpi_library: library_version(),
         calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
@@ -550,7 +553,33 @@ fn finish() {
     // Every rank's spool and metadata are complete before rank 0 reads them.
     // SAFETY: barrier and free of the layer's private communicator, on every rank.
     unsafe { real::PMPI_Barrier(run.comm) };
-    if let (0, true, Some(dir)) = (run.rank, run.cfg.report, dir) {
+    // Rank 0 decides whether there will be a report, so that every rank takes part in
+    // gathering the spools it cannot see (node-local output directories), or none does.
+    let mut report = u8::from(run.cfg.report && dir.is_some());
+    // SAFETY: broadcast of one local byte on the layer's private communicator.
+    unsafe {
+        real::PMPI_Bcast(
+            &mut report as *mut u8 as *mut c_void,
+            1,
+            ffi::RSMPI_UINT8_T,
+            0,
+            run.comm,
+        )
+    };
+    if report == 1 {
+        let (got, problems) =
+            super::gather::gather_to_root(run.comm, run.rank, run.size, dir.as_deref());
+        if !got.is_empty() && !run.cfg.quiet {
+            eprintln!(
+                "pmpi-predict: gathered the spools of {} ranks from node-local directories",
+                got.len()
+            );
+        }
+        for p in problems {
+            eprintln!("pmpi-predict: {p}");
+        }
+    }
+    if let (0, 1, Some(dir)) = (run.rank, report, dir) {
         let spooled = spool_bytes(&dir);
         let limit = run.cfg.report_max_mb.saturating_mul(1 << 20);
         if spooled > limit {

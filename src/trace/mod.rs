@@ -515,6 +515,45 @@ pub fn missing_ranks(dir: &Path) -> Result<MissingRanks, String> {
     })
 }
 
+/// Copies into `into` the rank files (`rank-NNNNN.json` and `.spool`) of the directories
+/// `from` that `into` lacks: the spools of a run whose ranks wrote to node-local disks,
+/// copied back from each node. A rank found in several directories is taken from the
+/// first that has it. Returns the ranks copied.
+pub fn merge_dirs(into: &Path, from: &[&Path]) -> Result<Vec<i32>, String> {
+    let mut copied = Vec::new();
+    for dir in from {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
+        let mut metas: Vec<RankMeta> = Vec::new();
+        for e in entries.filter_map(Result::ok) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("rank-") && name.ends_with(".json") {
+                metas.push(read_meta(&e.path())?);
+            }
+        }
+        if metas.is_empty() {
+            return Err(no_ranks(dir));
+        }
+        for m in metas {
+            let meta_name = format!("rank-{:05}.json", m.rank);
+            if into.join(&meta_name).exists() {
+                continue;
+            }
+            let spool = spool_path(dir, m.rank);
+            if spool.exists() {
+                std::fs::copy(&spool, spool_path(into, m.rank))
+                    .map_err(|e| format!("cannot copy {}: {e}", spool.display()))?;
+            }
+            // The metadata last: a rank counts as present once its spool is in place.
+            std::fs::copy(dir.join(&meta_name), into.join(&meta_name))
+                .map_err(|e| format!("cannot copy {}: {e}", dir.join(&meta_name).display()))?;
+            copied.push(m.rank);
+        }
+    }
+    copied.sort_unstable();
+    Ok(copied)
+}
+
 /// Loads every rank's metadata and spool from a run's output directory.
 pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
     let entries = std::fs::read_dir(dir)
