@@ -289,3 +289,50 @@ fn a_trace_above_the_report_limit_is_left_for_analyze() {
     assert!(a.status.success());
     assert!(out.join("calls.csv").exists());
 }
+
+#[test]
+fn banner_at_init_and_finalize_unless_quiet() {
+    let dir = scratch("banner");
+    let exe = build_program("basic", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let r = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    assert!(r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("pmpi-predict"))
+        .collect();
+    let init = format!("recording 4 ranks into {out_s}; model gige, built-in default profile");
+    assert_eq!(
+        lines.iter().filter(|l| l.contains(&init)).count(),
+        1,
+        "one init banner, from rank 0: {lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l
+            .contains(&format!("73 records from 4 ranks (0 dropped), analysed in"))
+            && l.contains(&format!("report in {out_s}"))),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("per-rank error of the prediction")
+                && l.contains("contention-free baseline")),
+        "{lines:?}"
+    );
+    let q = mpirun(
+        4,
+        &exe,
+        &[],
+        Some(&[
+            ("PMPI_PREDICT_OUT", &format!("{out_s}-quiet")),
+            ("PMPI_PREDICT_QUIET", "1"),
+        ]),
+        &dir,
+    );
+    assert!(q.status.success());
+    let qerr = String::from_utf8_lossy(&q.stderr);
+    assert!(!qerr.contains("pmpi-predict"), "{qerr}");
+}

@@ -94,6 +94,7 @@ impl EngineArgs {
             scatter: self.scatter.clone(),
             strict: true,
             print_hotspots,
+            brief: false,
         }
     }
 }

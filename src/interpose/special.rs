@@ -332,6 +332,10 @@ fn start_inner() -> Result<(), String> {
     meta.init_ns = run.meta.init_ns;
     match setup {
         Ok(sp) => {
+            if rank == 0 && !run.cfg.quiet {
+                let opts = crate::report::ReportOptions::from_env();
+                eprintln!("{}", crate::report::banner_init(&opts, size, &dir));
+            }
             run.spooler = Some(sp);
             run.dir = Some(dir);
             let catch = run.cfg.catch_signals;
@@ -591,14 +595,13 @@ fn finish() {
                 dir.display()
             );
         } else {
+            let t0 = std::time::Instant::now();
             match crate::report::write_report(&dir) {
                 Ok(s) => {
                     if !run.cfg.quiet {
                         eprintln!(
-                            "pmpi-predict: {} records from {} ranks; report in {}",
-                            s.records,
-                            s.ranks,
-                            dir.display()
+                            "{}",
+                            crate::report::banner_finalize(&s, t0.elapsed().as_secs_f64(), &dir)
                         );
                     }
                 }

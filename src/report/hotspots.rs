@@ -282,7 +282,35 @@ fn mb(b: f64) -> String {
     format!("{:.2} MB", b / 1e6)
 }
 
-/// The short text ranking.
+/// At most three lines, each only when there is something to say: the most penalised
+/// node and its cause, the rank that lost most to contention, the rank others waited for
+/// most. The full ranking is in hotspots.json and `pmpi-predict analyze`.
+pub fn brief(h: &Hotspots) -> String {
+    let mut s = String::new();
+    if let Some(n) = h.nodes.first().filter(|n| n.excess_bytes > 0.0) {
+        s += &format!(
+            "pmpi-predict: most contended node {} ({}, excess {})\n",
+            n.node,
+            n.cause.text(),
+            mb(n.excess_bytes)
+        );
+    }
+    if let Some(r) = h.ranks.first() {
+        s += &format!(
+            "pmpi-predict: rank {} on {} lost most to contention: {:.3} s\n",
+            r.rank, r.node, r.lost_s
+        );
+    }
+    if let Some(w) = h.waited_for.first() {
+        s += &format!(
+            "pmpi-predict: others waited longest for rank {}: {:.3} s (mostly {})\n",
+            w.rank, w.caused_s, w.kind
+        );
+    }
+    s
+}
+
+/// The ranking as text, `n` entries per list.
 pub fn text(h: &Hotspots, n: usize) -> String {
     let mut s = format!(
         "contention hotspots (penalty model: {}; excess = (penalty - 1) x bytes)\n",

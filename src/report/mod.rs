@@ -30,6 +30,8 @@ pub struct ReportOptions {
     pub strict: bool,
     /// Print notices and the hotspot ranking on stderr (off with `PMPI_PREDICT_QUIET=1`).
     pub print_hotspots: bool,
+    /// The ranking in at most three lines (the layer at MPI_Finalize) instead of in full.
+    pub brief: bool,
 }
 
 impl ReportOptions {
@@ -44,6 +46,7 @@ impl ReportOptions {
             scatter: c.scatter,
             strict: false,
             print_hotspots: !c.quiet,
+            brief: true,
         }
     }
 
@@ -76,14 +79,8 @@ impl ReportOptions {
                     (Profile::builtin_default(), "builtin-default".to_string())
                 }
             },
-            None => {
-                if !self.strict && self.print_hotspots {
-                    eprintln!(
-                        "pmpi-predict: no profile given (PMPI_PREDICT_PROFILE); predicting with the built-in default profile"
-                    );
-                }
-                (Profile::builtin_default(), "builtin-default".to_string())
-            }
+            // The layer's banner at MPI_Init says so (see `banner`).
+            None => (Profile::builtin_default(), "builtin-default".to_string()),
         };
         let model = match &self.model {
             Some(m) => match predict::penalty_model(&profile, Some(m)) {
@@ -101,6 +98,60 @@ impl ReportOptions {
         };
         Ok((profile, model, source))
     }
+}
+
+/// Rank 0's line at MPI_Init: version, where the run goes, the model and the profile.
+/// Reads the profile (a bad one is said here, at the start, rather than at the end).
+pub fn banner_init(opts: &ReportOptions, ranks: i32, dir: &Path) -> String {
+    let (profile, src) = match &opts.profile {
+        Some(p) => match Profile::load(p) {
+            Ok(pr) => (pr, format!("profile {}", p.display())),
+            Err(e) => (
+                Profile::builtin_default(),
+                format!("built-in default profile: {e}"),
+            ),
+        },
+        None => (
+            Profile::builtin_default(),
+            "built-in default profile (set PMPI_PREDICT_PROFILE to a calibrated one)".into(),
+        ),
+    };
+    let model = opts
+        .model
+        .clone()
+        .unwrap_or_else(|| profile.penalty.model.clone());
+    format!(
+        "pmpi-predict {}: recording {ranks} ranks into {}; model {model}, {src}",
+        env!("CARGO_PKG_VERSION"),
+        dir.display()
+    )
+}
+
+/// Rank 0's lines at MPI_Finalize: what was recorded, how long the analysis took, where
+/// the report is, and the model's error against the contention-free baseline.
+pub fn banner_finalize(s: &ReportStats, seconds: f64, dir: &Path) -> String {
+    let html = dir.join("report.html");
+    let report = if html.is_file() {
+        html
+    } else {
+        dir.to_path_buf()
+    };
+    let a = &s.accuracy;
+    let err = if a.task_e_abs_model.is_finite() {
+        format!(
+            "per-rank error of the prediction {:.1} % (model {}), contention-free baseline {:.1} %",
+            a.task_e_abs_model, s.model, a.task_e_abs_free
+        )
+    } else {
+        "no blocking call to compare predictions with".to_string()
+    };
+    format!(
+        "pmpi-predict: {} records from {} ranks ({} dropped), analysed in {seconds:.2} s; report in {}\npmpi-predict: {err}",
+        s.records,
+        s.ranks,
+        s.dropped,
+        report.display()
+    )
 }
 
 /// Columns of `calls.csv`, in order. The first eleven are the stable interface.
@@ -140,6 +191,12 @@ pub struct ReportStats {
     pub records: usize,
     pub ranks: usize,
     pub complete: bool,
+    /// Records the ranks could not keep (full buffers, spool write errors).
+    pub dropped: u64,
+    /// The run's accuracy figures (per-rank E_abs of the model and of the baseline).
+    pub accuracy: accuracy::RunAccuracy,
+    /// The penalty model used.
+    pub model: String,
 }
 
 /// Renders a rank field: empty where not applicable.
@@ -185,12 +242,19 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         &serde_json::to_value(&hs).map_err(|e| e.to_string())?,
     )?;
     if opts.print_hotspots {
-        eprint!("{}", hotspots::text(&hs, 5));
+        if opts.brief {
+            eprint!("{}", hotspots::brief(&hs));
+        } else {
+            eprint!("{}", hotspots::text(&hs, 5));
+        }
     }
     Ok(ReportStats {
         records: run.ranks.iter().map(|r| r.records.len()).sum(),
         ranks: run.ranks.len(),
         complete: run.complete(),
+        dropped: run.ranks.iter().map(|r| r.meta.dropped + r.meta.lost).sum(),
+        accuracy: accuracy::run_accuracy(&run, &pred),
+        model: pred.model.clone(),
     })
 }
 
