@@ -310,9 +310,10 @@ fn banner_at_init_and_finalize_unless_quiet() {
         "one init banner, from rank 0: {lines:?}"
     );
     assert!(
-        lines.iter().any(|l| l
-            .contains(&format!("73 records from 4 ranks (0 dropped), analysed in"))
-            && l.contains(&format!("report in {out_s}"))),
+        lines.iter().any(
+            |l| l.contains("73 records from 4 ranks (0 dropped), analysed in")
+                && l.contains(&format!("report in {out_s}"))
+        ),
         "{lines:?}"
     );
     assert!(
