@@ -121,6 +121,9 @@ impl<'a> Ctx<'a> {
     }
 
     fn share(&self, v: &mut [f64]) {
+        // Ranks that took no part in the measurement sleep in the barrier, not spin in the
+        // reduction, while the others measure.
+        self.mpi.barrier(self.mpi.world);
         self.mpi.allreduce_max(v, self.mpi.world);
     }
 }

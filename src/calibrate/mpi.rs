@@ -22,6 +22,9 @@ pub struct Comm(ffi::MPI_Comm);
 /// A pending nonblocking operation.
 pub struct Request(ffi::MPI_Request);
 
+/// Tag of the barrier's messages: no measurement uses it.
+const BARRIER_TAG: c_int = 999;
+
 fn count(n: usize) -> c_int {
     c_int::try_from(n).expect("message larger than INT_MAX bytes")
 }
@@ -74,9 +77,46 @@ impl Mpi {
         s.trim_matches(char::from(0)).trim().to_string()
     }
 
+    /// A barrier whose waiting ranks sleep instead of spinning: a dissemination barrier
+    /// over nonblocking messages, polled every 20 µs. While two ranks measure, the others
+    /// wait here; spinning, they would take the cores the measurement needs wherever ranks
+    /// share cores (emulated clusters, oversubscribed nodes), and a ping-pong would measure
+    /// the scheduler's time slice (milliseconds) instead of the network.
     pub fn barrier(&self, c: Comm) {
-        // SAFETY: a collective on a valid communicator.
-        unsafe { real::PMPI_Barrier(c.0) };
+        let n = self.comm_size(c) as i32;
+        let me = self.comm_rank(c);
+        let (mut tok_out, mut tok_in) = ([0u8; 1], [0u8; 1]);
+        let mut step = 1;
+        while step < n {
+            let mut reqs = [
+                self.irecv(&mut tok_in, (me - step).rem_euclid(n), BARRIER_TAG, c),
+                self.isend(&tok_out, (me + step) % n, BARRIER_TAG, c),
+            ];
+            while !self.test_all(&mut reqs) {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+            tok_out[0] = tok_out[0].wrapping_add(tok_in[0]);
+            step *= 2;
+        }
+    }
+
+    /// Whether every request has completed (completing those that have).
+    fn test_all(&self, reqs: &mut [Request]) -> bool {
+        let mut raw: Vec<ffi::MPI_Request> = reqs.iter().map(|r| r.0).collect();
+        let mut flag: c_int = 0;
+        // SAFETY: raw holds reqs.len() request handles; statuses ignored.
+        unsafe {
+            real::PMPI_Testall(
+                count(raw.len()),
+                raw.as_mut_ptr(),
+                &mut flag,
+                ffi::RSMPI_STATUSES_IGNORE,
+            )
+        };
+        for (r, h) in reqs.iter_mut().zip(raw) {
+            r.0 = h;
+        }
+        flag != 0
     }
 
     pub fn send(&self, buf: &[u8], dst: i32, tag: i32, c: Comm) {
