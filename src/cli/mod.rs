@@ -9,6 +9,7 @@ pub mod model;
 pub mod profile_cmd;
 pub mod replay;
 pub mod run;
+pub mod watch;
 
 /// Profile MPI programs, and predict their communication time under contention models.
 #[derive(Parser, Debug)]
@@ -25,6 +26,9 @@ enum Cmd {
     Model(model::ModelCmd),
     /// Rebuild calls.csv, summary.json and hotspots.json from a run's spool files, without MPI.
     Analyze(analyze::AnalyzeArgs),
+    /// Follow a running job's spools: each interval's node-to-node graph, most penalised
+    /// links and ranks blocked longest (`--json`: one snapshot per line).
+    Watch(watch::WatchArgs),
     /// Run an MPI job under the layer: `pmpi-predict run -- mpirun -np 4 ./a.out`.
     Run(run::RunArgs),
     /// Replay a recorded run under other conditions (placement, network, two clusters)
@@ -58,6 +62,7 @@ pub fn main() -> i32 {
         Cmd::Model(m) => model::run(m),
         Cmd::Analyze(a) => analyze::run(a),
         Cmd::Run(a) => run::run(a),
+        Cmd::Watch(a) => watch::run(a),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Accuracy(a) => accuracy::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),

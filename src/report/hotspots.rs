@@ -19,7 +19,9 @@ pub enum Cause {
 }
 
 impl Cause {
-    fn of(out_deg: u32, in_deg: u32) -> Cause {
+    /// The cause of an arc's penalty from its source's out-degree and its destination's
+    /// in-degree.
+    pub fn of(out_deg: u32, in_deg: u32) -> Cause {
         match (out_deg > 1, in_deg > 1) {
             (true, true) => Cause::Both,
             (true, false) => Cause::OutgoingConflict,

@@ -5,6 +5,7 @@
 
 pub mod accuracy;
 pub mod hotspots;
+pub mod live;
 pub mod whatif;
 
 use crate::predict::{self, CallPrediction, RunPrediction};
