@@ -166,4 +166,19 @@ nothing_left "after down"
 if "$EMU" status >/dev/null 2>&1; then fail "status exits 0 after down"; fi
 ok "down left nothing behind"
 
-echo "PASS tests/emucluster.sh: single ${mbps} Mbit/s, incoming ratio ${inc}, outgoing ratio ${out}"
+# ---- two clusters joined by a slower backbone
+brought_up=1
+"$EMU" up 4 --rate 100mbit --clusters 2 --wan-rate 20mbit >/dev/null || fail "up 4 --clusters 2 failed"
+"$EMU" status | grep -q 'clusters: h0..h1 | h2..h3   backbone: 20mbit' || fail "status does not show the clusters: $("$EMU" status)"
+# rank 0 on h0, rank 1 on h2: the lone send crosses the backbone
+(cd "$TMP" && timeout 300 "$EMU" run -- -np 4 --host h0,h2,h1,h3 ./emu_pingpong all 1048576 2) >"$TMP/pp2" \
+    || fail "emu_pingpong across clusters failed: $(cat "$TMP/pp2")"
+wan=$(awk '$1 == "single_mbps" { print $2 }' "$TMP/pp2")
+# Physics only: the backbone caps a crossing message at its 20 Mbit/s.
+in_range "$wan" 1 22 || fail "send across the backbone: $wan Mbit/s, expected at most the 20mbit shaping (1..22)"
+ok "two clusters: a send h0->h2 across the backbone: $wan Mbit/s"
+"$EMU" down >/dev/null || fail "down after two clusters failed"
+brought_up=0
+nothing_left "after two clusters"
+
+echo "PASS tests/emucluster.sh: single ${mbps} Mbit/s, incoming ratio ${inc}, outgoing ratio ${out}, across clusters ${wan} Mbit/s"

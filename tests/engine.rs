@@ -948,3 +948,57 @@ fn sharing_a_node_loads_its_port_in_an_all_to_all() {
     assert!(close(d, wire * (4.0 / 3.0 - 1.0)), "{d} vs {}", wire / 3.0);
     assert!(close(two.calls[0][0].free.unwrap(), 0.4));
 }
+
+#[test]
+fn a_single_link_backbone_bounds_the_all_to_all() {
+    // 2 + 2 members, 64 KiB blocks, a 20 Mbit/s backbone with no latency: Eq. 6 and Eq. 7
+    // give the local exchange + 2·βw·m, but the single link must carry n1·n2 = 4 blocks
+    // each way: local + 4·βw·m. With "backbone_beta" 4× faster than one message, Eq. 6
+    // holds again.
+    let m: u64 = 65_536;
+    let ranks = (0..4)
+        .map(|r| {
+            let rec = Record {
+                bytes_send: 4 * m,
+                bytes_recv: 4 * m,
+                ..coll(call::MPI_Alltoall, 4, S, 2 * S)
+            };
+            rank(r, &format!("n{r}"), 0, vec![rec], 4)
+        })
+        .collect();
+    let r = run(ranks);
+    let prof = profile();
+    let bw = 4e-7;
+    let two = TwoClusters::new(
+        2,
+        2,
+        prof.hockney.inter,
+        prof.alltoall,
+        Hockney {
+            alpha: 0.0,
+            beta: bw,
+        },
+    )
+    .unwrap();
+    let local = two.eq6_direct(m) - 2.0 * bw * m as f64;
+    for (backbone, want) in [
+        ("", local + 4.0 * bw * m as f64),
+        (", \"backbone_beta\": 1e-7", two.eq6_direct(m)),
+    ] {
+        let mut c = conditions(&["n0", "n1", "n2", "n3"]);
+        let pl = c.placement.clone();
+        c.clusters = Some(
+            whatif::parse_clusters(
+                &format!(
+                    r#"{{"clusters": {{"A": ["n0", "n1"], "B": ["n2", "n3"]}},
+                        "wan": {{"alpha": 0, "beta": {bw}{backbone}}}}}"#
+                ),
+                &pl,
+            )
+            .unwrap(),
+        );
+        let p = predict_run_under(&r, &prof, Some("gige"), &Assumptions::default(), &c).unwrap();
+        let got = p.calls[0][0].predicted.unwrap();
+        assert!(close(got, want), "{backbone}: {got} vs {want}");
+    }
+}

@@ -218,7 +218,8 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
 
 /// Time of a collective instance under what-if conditions. An instance whose members span
 /// two clusters: MPI_Alltoall(v) by the grid paper's Eq. 6 (direct) or Eq. 7 (Local Group),
-/// the clusters' sizes counted in members; the other collectives take their usual formula
+/// the clusters' sizes counted in members, and no less than the time the backbone needs for
+/// the n1·n2 blocks that cross it each way; the other collectives take their usual formula
 /// with the wide-area link's parameters (their algorithms cross it at every step, at
 /// worst). Otherwise [`coll_cost`].
 pub fn coll_cost_under(
@@ -255,12 +256,20 @@ pub fn coll_cost_under(
     let mut sizes: Vec<u64> = per.values().copied().collect();
     sizes.sort_unstable();
     let lan = profile.hockney.inter;
+    // Both algorithms move n1·n2 blocks across the backbone in each direction; Eq. 6 and
+    // Eq. 7 assume it carries them in parallel at full speed. A backbone slower than that
+    // (one shared link) bounds the exchange from below.
+    let crossing = (sizes[0] * sizes[1]) as f64 * m as f64 * cl.backbone_beta;
     let two = |sig: alltoall::Signature| {
         grid::TwoClusters::new(sizes[0], sizes[1], lan, sig, wan)
             .ok()
-            .map(|c| match cond.alltoall {
-                AlltoallAlgo::Direct => c.eq6_direct(m),
-                AlltoallAlgo::LocalGroup => c.eq7_local_group(m),
+            .map(|c| {
+                let local = c.eq6_direct(m) - c.n1.max(c.n2) as f64 * wan.time_bytes(m as f64);
+                let eq = match cond.alltoall {
+                    AlltoallAlgo::Direct => c.eq6_direct(m),
+                    AlltoallAlgo::LocalGroup => c.eq7_local_group(m),
+                };
+                eq.max(local + wan.alpha + crossing)
             })
     };
     let model_s = two(profile.alltoall).unwrap_or(free_other);

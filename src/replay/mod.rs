@@ -751,7 +751,14 @@ pub fn replay(
         costs,
         contention,
         net: match (&p2p.wan, model) {
-            (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(c.cluster_of_node.clone()),
+            (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
+                c.cluster_of_node.clone(),
+                if c.backbone_beta > 0.0 {
+                    c.wan.beta / c.backbone_beta
+                } else {
+                    f64::INFINITY
+                },
+            ),
             _ => Net::new(model),
         },
         t: Timing {

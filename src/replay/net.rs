@@ -58,8 +58,9 @@ pub struct Net<'m> {
     active: Vec<u32>,
     dirty: bool,
     graph: CommGraph,
-    /// Cluster of each node where clusters share a wide-area link.
-    backbone: Option<Vec<u32>>,
+    /// Cluster of each node where clusters share a wide-area link, and how many messages
+    /// it carries at full speed (its bandwidth over one message's).
+    backbone: Option<(Vec<u32>, f64)>,
     /// Flow ids of the inter-node flows, in the order they were added.
     pub inter: Vec<u32>,
     /// Intervals of inter-node flows and their penalties.
@@ -85,11 +86,12 @@ impl<'m> Net<'m> {
         }
     }
 
-    /// Nodes in different clusters (`cluster_of_node`) talk over one wide-area link: the
-    /// flows crossing it in the same direction share its bandwidth equally (a penalty of at
-    /// least their number), on top of the model's penalty at the nodes' ports.
-    pub fn with_backbone(mut self, cluster_of_node: Vec<u32>) -> Self {
-        self.backbone = Some(cluster_of_node);
+    /// Nodes in different clusters (`cluster_of_node`) talk over one wide-area backbone
+    /// that carries `lanes` messages at full speed: the flows crossing it in the same
+    /// direction share it equally (a penalty of at least their number over `lanes`), on
+    /// top of the model's penalty at the nodes' ports.
+    pub fn with_backbone(mut self, cluster_of_node: Vec<u32>, lanes: f64) -> Self {
+        self.backbone = Some((cluster_of_node, lanes.max(1.0)));
         self
     }
 
@@ -151,7 +153,7 @@ impl<'m> Net<'m> {
         for (&i, p) in ids.iter().zip(m.penalties(&self.graph)) {
             self.flows[i as usize].pen = if p.is_finite() && p > 0.0 { p } else { 1.0 };
         }
-        if let Some(cl) = &self.backbone {
+        if let Some((cl, lanes)) = &self.backbone {
             let of = |n: u32| cl.get(n as usize).copied().unwrap_or(0);
             let crossing = |f: &NetFlow| (of(f.src) != of(f.dst)).then(|| (of(f.src), of(f.dst)));
             let mut count: std::collections::HashMap<(u32, u32), u32> = Default::default();
@@ -163,7 +165,7 @@ impl<'m> Net<'m> {
             for &i in &ids {
                 let f = &mut self.flows[i as usize];
                 if let Some(k) = crossing(f) {
-                    f.pen = f.pen.max(count[&k] as f64);
+                    f.pen = f.pen.max(count[&k] as f64 / lanes);
                 }
             }
         }

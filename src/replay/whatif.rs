@@ -197,8 +197,11 @@ impl fmt::Display for AlltoallAlgo {
 pub struct Clusters {
     pub names: Vec<String>,
     pub cluster_of_node: Vec<u32>,
-    /// Latency and inverse bandwidth of the wide-area link.
+    /// Latency and inverse bandwidth of the wide-area link, for one message alone.
     pub wan: Hockney,
+    /// Seconds per byte of the whole backbone in one direction: the messages crossing it
+    /// at once share this. Equal to `wan.beta` for a single link (the default).
+    pub backbone_beta: f64,
 }
 
 impl Clusters {
@@ -226,13 +229,16 @@ struct ClustersFile {
 struct WanFile {
     /// Latency, seconds.
     alpha: f64,
-    /// Seconds per byte.
+    /// Seconds per byte, one message alone.
     beta: f64,
+    /// Seconds per byte of the whole backbone (default: `beta`, a single link).
+    backbone_beta: Option<f64>,
 }
 
 /// Reads a clusters file (JSON: `{"clusters": {"A": ["node0", ...], "B": [...]},
-/// "wan": {"alpha": S, "beta": S_PER_BYTE}}`) and resolves it against `placement`: every
-/// node of the placement in exactly one cluster.
+/// "wan": {"alpha": S, "beta": S_PER_BYTE, "backbone_beta": S_PER_BYTE}}`, the last
+/// optional) and resolves it against `placement`: every node of the placement in exactly
+/// one cluster.
 pub fn load_clusters(path: &Path, placement: &Placement) -> Result<Clusters, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read clusters file {}: {e}", path.display()))?;
@@ -243,6 +249,13 @@ pub fn load_clusters(path: &Path, placement: &Placement) -> Result<Clusters, Str
 pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, String> {
     let f: ClustersFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let wan = Hockney::new(f.wan.alpha, f.wan.beta).map_err(|e| format!("wan: {e}"))?;
+    let backbone_beta = f.wan.backbone_beta.unwrap_or(wan.beta);
+    if !(backbone_beta.is_finite() && backbone_beta >= 0.0 && backbone_beta <= wan.beta) {
+        return Err(format!(
+            "wan: backbone_beta {backbone_beta} must be between 0 and beta {} (the backbone is at least as fast as one message on it)",
+            wan.beta
+        ));
+    }
     if f.clusters.len() < 2 {
         return Err("name at least two clusters".into());
     }
@@ -276,6 +289,7 @@ pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, Str
         names,
         cluster_of_node: of.into_iter().flatten().collect(),
         wan,
+        backbone_beta,
     })
 }
 
