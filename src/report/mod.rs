@@ -1,10 +1,12 @@
 //! Reports of a run: `calls.csv` (one row per recorded call, measured vs predicted),
-//! `summary.json` (per-call statistics, prediction errors, time lost to contention) and
-//! `hotspots.json`. The same code runs at MPI_Finalize on rank 0 and in
+//! `summary.json` (per-call statistics, prediction errors, time lost to contention),
+//! `hotspots.json`, and the views `report.html` and `trace.json` (docs/reports.md). The same code runs at MPI_Finalize on rank 0 and in
 //! `pmpi-predict analyze`.
 
 pub mod accuracy;
+pub mod chrome_trace;
 pub mod hotspots;
+pub mod html;
 
 use crate::predict::{self, CallPrediction, RunPrediction};
 use crate::profile::Profile;
@@ -186,6 +188,9 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
     if opts.print_hotspots {
         eprint!("{}", hotspots::text(&hs, 5));
     }
+    // report.html and trace.json: a failure there is one stderr line, never the report's.
+    let max_mb = crate::config::Config::from_env().0.trace_max_mb;
+    html::write_views(dir, &run, &pred, &summary, &hs, &source, max_mb);
     Ok(ReportStats {
         records: run.ranks.iter().map(|r| r.records.len()).sum(),
         ranks: run.ranks.len(),
