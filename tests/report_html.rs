@@ -319,7 +319,10 @@ fn an_unwritable_page_is_one_line_and_the_rest_is_written() {
     std::fs::create_dir_all(dir.join("report.html")).unwrap();
     let out = analyze(&dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("report.html")).collect();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("report.html"))
+        .collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].contains("not written"), "{stderr}");
     for f in ["calls.csv", "summary.json", "hotspots.json", "trace.json"] {

@@ -2,9 +2,7 @@
 //! runs: valid JSON, one track per rank, every flow with both ends bound to the right
 //! slices, slice args, bandwidth counters, and the size cap with its sampling note.
 
-use pmpi_predict::trace::{
-    self, ClockSample, FLAG_NONBLOCKING, NO_RANK, RankMeta, Record, call,
-};
+use pmpi_predict::trace::{self, ClockSample, FLAG_NONBLOCKING, NO_RANK, RankMeta, Record, call};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -135,7 +133,9 @@ fn ts(e: &Value) -> f64 {
 /// Checks that every flow id has exactly one start and one end, each inside a complete
 /// slice of its track; returns the number of flows and the slices' names at (start, end).
 fn check_flows(t: &Value) -> (usize, BTreeSet<(String, String)>) {
-    let mut slices: BTreeMap<(i64, i64), Vec<(f64, f64, String)>> = BTreeMap::new();
+    // (pid, tid) → (start, end, name) of its slices.
+    type Track = Vec<(f64, f64, String)>;
+    let mut slices: BTreeMap<(i64, i64), Track> = BTreeMap::new();
     for e in events(t, "X") {
         slices
             .entry((e["pid"].as_i64().unwrap(), e["tid"].as_i64().unwrap()))
@@ -242,8 +242,7 @@ fn trace_has_a_track_per_rank_flows_with_both_ends_and_args() {
     let pids: BTreeSet<i64> = c.iter().map(|e| e["pid"].as_i64().unwrap()).collect();
     assert_eq!(pids, BTreeSet::from([0, 1]));
     assert!(
-        c.iter()
-            .any(|e| e["args"]["sent"].as_f64().unwrap() > 1e7),
+        c.iter().any(|e| e["args"]["sent"].as_f64().unwrap() > 1e7),
         "a node sends 2 × 100 kB per ~1 ms"
     );
 }

@@ -55,12 +55,17 @@ pub fn matrix(pred: &RunPrediction) -> Matrix {
                 continue;
             };
             let (fi, f) = f;
-            if !ok(f.src_node, f.dst_node) || !(p > 1.0) {
+            if !ok(f.src_node, f.dst_node) || p.is_nan() || p <= 1.0 {
                 continue;
             }
             let (s, d) = (f.src_node as usize, f.dst_node as usize);
             m.contention_s[s][d] += dt * (1.0 - 1.0 / p);
-            let tref = pred.tref.get(fi).copied().unwrap_or(0.0).max(f64::MIN_POSITIVE);
+            let tref = pred
+                .tref
+                .get(fi)
+                .copied()
+                .unwrap_or(0.0)
+                .max(f64::MIN_POSITIVE);
             let moved = f.bytes as f64 * (dt / (p * tref)).min(1.0);
             m.excess_bytes[s][d] += (p - 1.0) * moved;
         }
@@ -82,8 +87,17 @@ pub struct RankTime {
 }
 
 /// Splits a rank's time; `mpi_s` is its MPI time as summary.json reports it.
-pub fn rank_time(rk: &trace::RankTrace, calls: &[crate::predict::CallPrediction], mpi_s: f64) -> RankTime {
-    let last = rk.records.iter().map(|r| r.t_end).max().unwrap_or(rk.meta.init_ns);
+pub fn rank_time(
+    rk: &trace::RankTrace,
+    calls: &[crate::predict::CallPrediction],
+    mpi_s: f64,
+) -> RankTime {
+    let last = rk
+        .records
+        .iter()
+        .map(|r| r.t_end)
+        .max()
+        .unwrap_or(rk.meta.init_ns);
     let first = rk.records.iter().map(|r| r.t_start).min().unwrap_or(last);
     let begin = if rk.meta.init_ns > 0 && rk.meta.init_ns <= first {
         rk.meta.init_ns
@@ -344,18 +358,20 @@ pub fn write_views(
     source: &str,
     trace_max_mb: u64,
 ) {
-    let guarded = |what: &Path, f: &dyn Fn() -> Result<(), String>| {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("pmpi-predict: {e}; {} not written", what.display()),
-            Err(_) => eprintln!(
-                "pmpi-predict: internal error while writing {}; the rest of the report is written",
-                what.display()
-            ),
-        }
+    let guarded = |what: &Path, f: &dyn Fn() -> Result<(), String>| match std::panic::catch_unwind(
+        std::panic::AssertUnwindSafe(f),
+    ) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("pmpi-predict: {e}; {} not written", what.display()),
+        Err(_) => eprintln!(
+            "pmpi-predict: internal error while writing {}; the rest of the report is written",
+            what.display()
+        ),
     };
     let page = dir.join("report.html");
-    guarded(&page, &|| write_html(&page, run, pred, summary, hotspots, source));
+    guarded(&page, &|| {
+        write_html(&page, run, pred, summary, hotspots, source)
+    });
     if trace_max_mb > 0 {
         let tj = dir.join("trace.json");
         guarded(&tj, &|| {
