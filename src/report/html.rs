@@ -400,6 +400,73 @@ mod tests {
         assert_eq!(back["node"], "</script><script>alert(1)</script>");
     }
 
+    /// Ranks 0 and 2 on node a each send 60 kB (eager) to rank 1 on node b at once: the
+    /// messages share the ports, so a → b has bytes and contention, and nothing else does.
+    #[test]
+    fn matrix_has_the_bytes_and_the_slowdown_of_each_pair() {
+        use crate::trace::{RankMeta, RankTrace, Record, call};
+        let rec = |call: u16, peer: i32, send: u64, recv: u64| Record {
+            t_start: 1_000_000,
+            t_end: 200_000_000,
+            t_posted: 200_000_000,
+            peer,
+            root: trace::NO_RANK,
+            peer2: trace::NO_RANK,
+            bytes_send: send,
+            bytes_recv: recv,
+            comm_size: 3,
+            call,
+            ..Default::default()
+        };
+        let rank = |r: i32, node: &str, records: Vec<Record>| RankTrace {
+            meta: RankMeta {
+                rank: r,
+                world_size: 3,
+                node: node.into(),
+                calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+                finalized: true,
+                ..Default::default()
+            },
+            records,
+            ..Default::default()
+        };
+        let bytes = 60_000;
+        let run = RunTrace {
+            ranks: vec![
+                rank(0, "a", vec![rec(call::MPI_Send, 1, bytes, 0)]),
+                rank(
+                    1,
+                    "b",
+                    vec![
+                        rec(call::MPI_Recv, 0, 0, bytes),
+                        Record {
+                            t_start: 200_000_001,
+                            t_end: 300_000_000,
+                            t_posted: 300_000_000,
+                            ..rec(call::MPI_Recv, 2, 0, bytes)
+                        },
+                    ],
+                ),
+                rank(2, "a", vec![rec(call::MPI_Send, 1, bytes, 0)]),
+            ],
+            world_size: 3,
+            missing: vec![],
+        };
+        let profile = crate::profile::Profile::builtin_default();
+        let pred = crate::predict::predict_run(&run, &profile, Some("gige")).unwrap();
+        let m = matrix(&pred);
+        assert_eq!(pred.placement.names, ["a", "b"]);
+        assert_eq!(m.bytes, vec![vec![0.0, 120_000.0], vec![0.0, 0.0]]);
+        assert!(m.contention_s[0][1] > 0.0, "{:?}", m.contention_s);
+        assert!(m.excess_bytes[0][1] > 0.0);
+        assert_eq!(
+            m.contention_s[0][0] + m.contention_s[1][0] + m.contention_s[1][1],
+            0.0
+        );
+        // The slowdown of a pair is at most the time its messages were in flight.
+        assert!(m.contention_s[0][1] < pred.makespan * 2.0);
+    }
+
     #[test]
     fn rank_time_adds_up_to_the_span() {
         use crate::predict::{CallPrediction, Wait, WaitKind};
