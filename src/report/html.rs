@@ -73,9 +73,11 @@ pub fn matrix(pred: &RunPrediction) -> Matrix {
     m
 }
 
-/// Where a rank's time went (seconds): its span from the start of recording to its last
-/// call's end, split into compute (span − MPI time), measured wait, and transfer (the rest
-/// of its MPI time), of which `contention_s` the model attributes to bandwidth sharing.
+/// Where a rank's time went (seconds), measured and predicted. Measured: its span from
+/// the start of recording to its last call's end, split into compute (span − MPI time),
+/// wait (calls.csv's `wait_s`) and transfer (the rest of its MPI time). Predicted: the
+/// same compute (the replay keeps the gaps), predicted wait (`pred_wait_s`) and transfer,
+/// of which `contention_s` (calls.csv's `contention_s`) is due to bandwidth sharing.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RankTime {
     pub span_s: f64,
@@ -83,10 +85,14 @@ pub struct RankTime {
     pub compute_s: f64,
     pub wait_s: f64,
     pub transfer_s: f64,
+    pub pred_mpi_s: f64,
+    pub pred_wait_s: f64,
+    pub pred_transfer_s: f64,
     pub contention_s: f64,
 }
 
-/// Splits a rank's time; `mpi_s` is its MPI time as summary.json reports it.
+/// Splits a rank's time; `mpi_s` is its MPI time as summary.json reports it (a
+/// nonblocking operation counts its post; unsuccessful polls count).
 pub fn rank_time(
     rk: &trace::RankTrace,
     calls: &[crate::predict::CallPrediction],
@@ -105,19 +111,34 @@ pub fn rank_time(
         first
     };
     let span = last.saturating_sub(begin) as f64 * 1e-9;
-    // calls.csv's wait_s (a nonblocking operation's own row carries none) and contention_s.
-    let wait: f64 = calls.iter().map(|c| c.measured_wait.seconds).sum();
-    let contention: f64 = calls.iter().map(|c| c.contention).sum();
     let mpi = mpi_s.max(0.0);
+    let (mut wait, mut pred_wait, mut contention, mut delta) = (0.0, 0.0, 0.0, 0.0);
+    for (r, c) in rk.records.iter().zip(calls) {
+        // A nonblocking row carries no wait and counts only its post, which the replay
+        // keeps as measured; its completion call carries the rest.
+        wait += c.measured_wait.seconds;
+        pred_wait += c.wait.seconds;
+        contention += c.contention;
+        if r.flags & FLAG_NONBLOCKING == 0
+            && let Some(p) = c.predicted
+        {
+            delta += p - r.duration_s();
+        }
+    }
     let wait = wait.min(mpi);
-    let transfer = (mpi - wait).max(0.0);
+    let pred_mpi = (mpi + delta).max(0.0);
+    let pred_wait = pred_wait.min(pred_mpi);
+    let pred_transfer = (pred_mpi - pred_wait).max(0.0);
     RankTime {
         span_s: span.max(mpi),
         mpi_s: mpi,
         compute_s: (span - mpi).max(0.0),
         wait_s: wait,
-        transfer_s: transfer,
-        contention_s: contention.min(transfer),
+        transfer_s: (mpi - wait).max(0.0),
+        pred_mpi_s: pred_mpi,
+        pred_wait_s: pred_wait,
+        pred_transfer_s: pred_transfer,
+        contention_s: contention.min(pred_transfer),
     }
 }
 
@@ -239,6 +260,9 @@ pub fn report_data(
             "compute_s": t.compute_s,
             "wait_s": t.wait_s,
             "transfer_s": t.transfer_s,
+            "pred_mpi_s": t.pred_mpi_s,
+            "pred_wait_s": t.pred_wait_s,
+            "pred_transfer_s": t.pred_transfer_s,
             "contention_s": t.contention_s,
             "task_measured_s": sm,
             "task_predicted_s": sp,
@@ -484,9 +508,15 @@ mod tests {
             ..Default::default()
         };
         let c = CallPrediction {
+            predicted: Some(1.5),
             measured_wait: Wait {
                 kind: WaitKind::LateSender,
                 seconds: 0.25,
+                on: 1,
+            },
+            wait: Wait {
+                kind: WaitKind::LateSender,
+                seconds: 0.5,
                 on: 1,
             },
             contention: 5.0,
@@ -497,8 +527,12 @@ mod tests {
         assert_eq!(t.compute_s, 1.0);
         assert_eq!(t.wait_s, 0.25);
         assert_eq!(t.transfer_s, 0.75);
-        // The predicted contention is shown within the measured transfer, never beyond.
-        assert_eq!(t.contention_s, 0.75);
         assert_eq!(t.compute_s + t.wait_s + t.transfer_s, t.span_s);
+        // Predicted: the call takes 1.5 s instead of 1 s, 0.5 s of it waiting.
+        assert_eq!(t.pred_mpi_s, 1.5);
+        assert_eq!(t.pred_wait_s, 0.5);
+        assert_eq!(t.pred_transfer_s, 1.0);
+        // Contention is shown within the predicted transfer, never beyond.
+        assert_eq!(t.contention_s, 1.0);
     }
 }

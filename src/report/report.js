@@ -118,14 +118,19 @@
   // Time per rank.
   guard('ranks', 'Time per rank', function () {
     var s = section('ranks', 'Where each rank\'s time went',
-      'Measured, from the start of recording to the rank\'s last call: <b>compute</b> (outside MPI), ' +
-      '<b>wait</b> (blocked on a late partner: calls.csv\'s wait_s), <b>transfer</b> (the rest of its MPI time) ' +
-      'and, within transfer, the <b>contention</b> the penalty model predicts (calls.csv\'s contention_s). ' +
-      'The number on the right is the share of MPI time.');
+      'Upper bar, <b>measured</b> from the start of recording to the rank\'s last call: <b>compute</b> (outside MPI), ' +
+      '<b>wait</b> (blocked on a late partner: calls.csv\'s wait_s) and <b>transfer</b> (the rest of its MPI time). ' +
+      'Lower bar, <b>predicted</b> by the replay: the same compute, the predicted wait and transfer, and within transfer ' +
+      'the <b>contention</b> the penalty model adds (calls.csv\'s contention_s). On the right: the measured share of MPI time.');
     var ranks = D.ranks || [];
-    var maxSpan = Math.max.apply(null, ranks.map(function (r) { return num(r.span_s); }).concat([1e-12]));
-    var rowH = ranks.length > 64 ? 9 : 18, gap = ranks.length > 64 ? 2 : 5;
-    var left = 150, W = 1100, plotW = W - left - 70, top = 24;
+    var total = function (r, p) {
+      return num(r.compute_s) + (p ? num(r.pred_wait_s) + num(r.pred_transfer_s) : num(r.wait_s) + num(r.transfer_s));
+    };
+    var maxSpan = Math.max.apply(null, ranks.map(function (r) { return Math.max(total(r, false), total(r, true)); }).concat([1e-12]));
+    var dense = ranks.length > 48;
+    var hM = dense ? 6 : 14, hP = dense ? 4 : 8, gap = dense ? 3 : 9;
+    var rowH = hM + 1 + hP;
+    var left = 150, W = 1100, plotW = W - left - 90, top = 24;
     var H = top + ranks.length * (rowH + gap) + 8;
     var x = function (v) { return left + num(v) / maxSpan * plotW; };
     var o = ['<svg id="rank-bars" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">'];
@@ -135,35 +140,41 @@
       o.push('<text x="' + x(t) + '" y="' + (top - 8) + '" text-anchor="middle">' + esc(fmtS(t)) + '</text>');
     });
     o.push('</g>');
-    var parts = [['compute', 'compute_s'], ['wait', 'wait_s'], ['transfer', null], ['contention', 'contention_s']];
-    ranks.forEach(function (r, i) {
-      var y = top + i * (rowH + gap);
-      var vals = { compute: num(r.compute_s), wait: num(r.wait_s), contention: num(r.contention_s),
-        transfer: Math.max(0, num(r.transfer_s) - num(r.contention_s)) };
-      o.push('<g class="rank-bar" data-rank="' + esc(r.rank) + '">');
-      if (rowH >= 12 || i % 4 === 0) {
-        o.push('<text x="' + (left - 8) + '" y="' + (y + rowH - 4) + '" text-anchor="end">rank ' + esc(r.rank) +
-          (rowH >= 12 ? ' <tspan fill="#5b6474">' + esc(r.node) + '</tspan>' : '') + '</text>');
-      }
+    function bar(cls, r, y, h, parts) {
       var acc = 0;
       parts.forEach(function (p) {
-        var v = vals[p[0]];
+        var v = num(p[1]);
         if (v <= 0) return;
-        o.push('<rect class="seg ' + p[0] + '" x="' + x(acc) + '" y="' + y + '" width="' + Math.max(0.5, x(acc + v) - x(acc)) +
-          '" height="' + rowH + '" fill="var(--' + p[0] + ')"><title>rank ' + esc(r.rank) + ' · ' + p[0] + ': ' +
-          esc(fmtS(v)) + '</title></rect>');
+        o.push('<rect class="' + cls + ' ' + p[0] + '" x="' + x(acc) + '" y="' + y + '" width="' + Math.max(0.5, x(acc + v) - x(acc)) +
+          '" height="' + h + '" fill="var(--' + p[0] + ')"><title>rank ' + esc(r.rank) + ' · ' +
+          (cls === 'seg' ? 'measured ' : 'predicted ') + p[0] + ': ' + esc(fmtS(v)) + '</title></rect>');
         acc += v;
       });
+      return acc;
+    }
+    ranks.forEach(function (r, i) {
+      var y = top + i * (rowH + gap);
+      o.push('<g class="rank-bar" data-rank="' + esc(r.rank) + '">');
+      if (!dense || i % 4 === 0) {
+        o.push('<text x="' + (left - 8) + '" y="' + (y + hM - 2) + '" text-anchor="end">rank ' + esc(r.rank) +
+          (dense ? '' : ' <tspan fill="#5b6474">' + esc(r.node) + '</tspan>') + '</text>');
+      }
+      var m = bar('seg', r, y, hM, [['compute', r.compute_s], ['wait', r.wait_s], ['transfer', r.transfer_s]]);
+      var p = bar('pseg', r, y + hM + 1, hP, [['compute', r.compute_s], ['wait', r.pred_wait_s],
+        ['transfer', Math.max(0, num(r.pred_transfer_s) - num(r.contention_s))], ['contention', r.contention_s]]);
       var share = r.span_s > 0 ? num(r.mpi_s) / r.span_s * 100 : 0;
-      o.push('<text x="' + (x(acc) + 6) + '" y="' + (y + rowH - 4) + '" fill="#5b6474">' + share.toFixed(0) + ' % MPI</text>');
-      o.push('<title>rank ' + esc(r.rank) + ' on ' + esc(r.node) + ': span ' + esc(fmtS(r.span_s)) + ', compute ' +
+      if (!dense) {
+        o.push('<text x="' + (x(Math.max(m, p)) + 6) + '" y="' + (y + hM - 2) + '" fill="#5b6474">' + share.toFixed(0) + ' % MPI</text>');
+      }
+      o.push('<title>rank ' + esc(r.rank) + ' on ' + esc(r.node) + ' (' + esc(r.records) + ' records). Measured: compute ' +
         esc(fmtS(r.compute_s)) + ', wait ' + esc(fmtS(r.wait_s)) + ', transfer ' + esc(fmtS(r.transfer_s)) +
-        ' (contention ' + esc(fmtS(r.contention_s)) + '), ' + esc(r.records) + ' records</title>');
+        '. Predicted: wait ' + esc(fmtS(r.pred_wait_s)) + ', transfer ' + esc(fmtS(r.pred_transfer_s)) +
+        ' of which contention ' + esc(fmtS(r.contention_s)) + '</title>');
       o.push('</g>');
     });
     o.push('</svg>');
     add(s, legend([['compute', 'var(--compute)'], ['wait', 'var(--wait)'], ['transfer', 'var(--transfer)'],
-      ['contention (predicted)', 'var(--contention)']]) + o.join(''));
+      ['contention', 'var(--contention)']], 'upper bar measured, lower bar predicted') + o.join(''));
   });
 
   // Node-to-node traffic.
@@ -322,10 +333,10 @@
   });
 
   // Helpers used above (function declarations are hoisted).
-  function legend(items) {
+  function legend(items, note) {
     return '<div class="legend">' + items.map(function (i) {
       return '<span class="sw" style="background:' + i[1] + '"></span>' + esc(i[0]);
-    }).join('') + '</div>';
+    }).join('') + (note ? '<span style="margin-left:18px">' + esc(note) + '</span>' : '') + '</div>';
   }
   function ticks(a, b, n) {
     var span = b - a;
