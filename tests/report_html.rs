@@ -148,7 +148,8 @@ fn real_run_renders_every_section_without_network() {
     assert_eq!(records, csv_rows, "records shown = rows of calls.csv");
     // One bar per rank, each with compute and MPI segments.
     assert_eq!(count(&dom, "class=\"rank-bar\""), 4);
-    assert!(count(&dom, "class=\"seg compute\"") == 4);
+    assert_eq!(count(&dom, "class=\"seg compute\""), 4, "measured bars");
+    assert_eq!(count(&dom, "class=\"pseg compute\""), 4, "predicted bars");
     assert!(count(&dom, "class=\"seg wait\"") >= 1);
     // The 2 × 2 traffic matrices; bytes cross between the nodes.
     let bytes = cells(&dom, "matrix-bytes");
