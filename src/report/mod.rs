@@ -1,7 +1,7 @@
 //! Reports of a run: `calls.csv` (one row per recorded call, measured vs predicted),
 //! `summary.json` (per-call statistics, prediction errors, time lost to contention),
-//! `hotspots.json`, and the views `report.html` and `trace.json` (docs/reports.md). The same code runs at MPI_Finalize on rank 0 and in
-//! `pmpi-predict analyze`.
+//! `hotspots.json`, and the views `report.html` and `trace.json` (docs/reports.md). The
+//! same code runs at MPI_Finalize on rank 0 and in `pmpi-predict analyze`.
 
 pub mod accuracy;
 pub mod chrome_trace;
