@@ -205,10 +205,10 @@
     var color = function (c) { return PALETTE[calls.indexOf(c) % PALETTE.length]; };
     var vals = [];
     F.forEach(function (f) { [f.measured_s, f.predicted_s, f.free_s].forEach(function (v) { if (v > 0) vals.push(v); }); });
-    var lo = Math.pow(10, Math.floor(Math.log10(Math.min.apply(null, vals.concat([1e-6])))));
-    var hi = Math.pow(10, Math.ceil(Math.log10(Math.max.apply(null, vals.concat([1e-5])))));
+    var lo = Math.pow(10, Math.floor(Math.log10(vals.length ? Math.min.apply(null, vals) : 1e-6)));
+    var hi = Math.pow(10, Math.ceil(Math.log10(vals.length ? Math.max.apply(null, vals) : 1e-3)));
     if (hi / lo < 100) lo = hi / 100;
-    var W = 560, H = 470, L = 64, B = 46, T = 14, Rm = 30;
+    var W = 580, H = 470, L = 84, B = 46, T = 14, Rm = 30;
     var sx = function (v) { return L + (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)) * (W - L - Rm); };
     var sy = function (v) { return H - B - (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo)) * (H - B - T); };
     var o = ['<svg id="scatter" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H + '">'];
