@@ -204,17 +204,34 @@ fn real_run_renders_every_section_without_network() {
     assert!(std::fs::metadata(&png).is_ok_and(|m| m.len() > 10_000));
     eprintln!("screenshot: {}", png.display());
 
-    // trace.json of the same run: valid, one track per rank.
+    // trace.json of the same run: valid, one track per rank, a slice per record, slices of
+    // a track in sequence even after clock correction, flows in pairs.
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("trace.json")).unwrap())
             .unwrap();
-    let tracks = t["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["name"] == "thread_name")
-        .count();
+    let ev = t["traceEvents"].as_array().unwrap();
+    let tracks = ev.iter().filter(|e| e["name"] == "thread_name").count();
     assert_eq!(tracks, 4);
+    let mut slices: std::collections::BTreeMap<i64, Vec<(f64, f64)>> = Default::default();
+    for e in ev.iter().filter(|e| e["ph"] == "X") {
+        let ts = e["ts"].as_f64().unwrap();
+        slices
+            .entry(e["tid"].as_i64().unwrap())
+            .or_default()
+            .push((ts, ts + e["dur"].as_f64().unwrap()));
+    }
+    assert_eq!(slices.values().map(Vec::len).sum::<usize>(), csv_rows);
+    for (tid, v) in &mut slices {
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(
+            v.windows(2).all(|w| w[1].0 >= w[0].1),
+            "rank {tid}: overlapping slices"
+        );
+    }
+    let starts = ev.iter().filter(|e| e["ph"] == "s").count();
+    let ends = ev.iter().filter(|e| e["ph"] == "f").count();
+    // Per step each rank sends two halo messages and one Sendrecv message.
+    assert_eq!((starts, ends), (20 * 4 * 3, 20 * 4 * 3));
 }
 
 /// Ring of blocking sends on four ranks on two nodes, `steps` steps.

@@ -54,7 +54,7 @@ fn make_run(name: &str, steps: u64) -> PathBuf {
                 ..base
             });
             recs.push(Record {
-                t_start: t + 6_000,
+                t_start: t + 6_000 + late,
                 t_posted: wait_end,
                 t_end: wait_end,
                 peer: NO_RANK,
@@ -162,6 +162,19 @@ fn check_flows(t: &Value) -> (usize, BTreeSet<(String, String)>) {
     for e in events(t, "f") {
         assert_eq!(e["bp"], "e", "{e}");
         ends.entry(e["id"].as_i64().unwrap()).or_default().1.push(e);
+    }
+    // Slices of one track follow each other (Perfetto needs them nested, never crossing).
+    for (track, v) in &slices {
+        let mut v = v.clone();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in v.windows(2) {
+            assert!(
+                w[1].0 >= w[0].1,
+                "track {track:?}: {:?} overlaps {:?}",
+                w[0],
+                w[1]
+            );
+        }
     }
     let mut kinds = BTreeSet::new();
     for (id, (s, f)) in &ends {
