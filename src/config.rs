@@ -42,6 +42,9 @@ pub struct Config {
     pub bcast: Option<String>,
     /// `PMPI_PREDICT_SCATTER`: scatter strategy assumed (flat, chain, binomial).
     pub scatter: Option<String>,
+    /// `PMPI_PREDICT_TRACE_MAX_MB`: size cap of trace.json; above it the trace keeps whole
+    /// time windows at a stride and says so (0: no trace.json).
+    pub trace_max_mb: u64,
 }
 
 impl Default for Config {
@@ -62,6 +65,7 @@ impl Default for Config {
             model: None,
             bcast: None,
             scatter: None,
+            trace_max_mb: crate::report::chrome_trace::DEFAULT_MAX_MB,
         }
     }
 }
@@ -93,6 +97,7 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_MODEL",
     "PMPI_PREDICT_BCAST",
     "PMPI_PREDICT_SCATTER",
+    "PMPI_PREDICT_TRACE_MAX_MB",
 ];
 
 fn int_var(
@@ -192,6 +197,14 @@ impl Config {
             model: non_empty("PMPI_PREDICT_MODEL").map(|m| m.trim().to_string()),
             bcast: non_empty("PMPI_PREDICT_BCAST").map(|m| m.trim().to_string()),
             scatter: non_empty("PMPI_PREDICT_SCATTER").map(|m| m.trim().to_string()),
+            trace_max_mb: int_var(
+                get,
+                "PMPI_PREDICT_TRACE_MAX_MB",
+                0,
+                1 << 20,
+                d.trace_max_mb,
+                &mut w,
+            ),
         };
         (c, w)
     }

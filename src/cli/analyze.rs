@@ -49,7 +49,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     let opts = a.engine.options(!a.quiet);
     let s = crate::report::write_report_with(&a.dir, &opts).map_err(CliError::input)?;
     println!(
-        "{} records from {} ranks{}; wrote {}, {} and {}",
+        "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json, report.html and trace.json in {}",
         s.records,
         s.ranks,
         if s.complete {
@@ -57,9 +57,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
         } else {
             " (INCOMPLETE run: not every rank reached MPI_Finalize)"
         },
-        a.dir.join("calls.csv").display(),
-        a.dir.join("summary.json").display(),
-        a.dir.join("hotspots.json").display()
+        a.dir.display()
     );
     Ok(())
 }

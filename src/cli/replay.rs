@@ -136,6 +136,10 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(&w).map_err(|e| CliError::failure(e.to_string()))?;
     std::fs::write(&path, text + "\n")
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+    // The views of the replayed run (its placement, its predictions); no trace.json: the
+    // recorded run's own is beside its calls.csv.
+    let summary = crate::report::summary_with_prediction(&run, &what, &source);
+    crate::report::html::write_views(&out, &run, &what, &summary, &w.hotspots, &source, 0);
     let mut label = format!("placement {pl_text}, model {}", what.model);
     if let Some(c) = &cond.clusters {
         label += &format!(
@@ -153,6 +157,10 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     if !a.quiet {
         print!("{}", report::text(&w, &label));
     }
-    println!("wrote {}", path.display());
+    println!(
+        "wrote {} and {}",
+        path.display(),
+        out.join("report.html").display()
+    );
     Ok(())
 }

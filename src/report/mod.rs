@@ -1,10 +1,12 @@
 //! Reports of a run: `calls.csv` (one row per recorded call, measured vs predicted),
-//! `summary.json` (per-call statistics, prediction errors, time lost to contention) and
-//! `hotspots.json`. The same code runs at MPI_Finalize on rank 0 and in
-//! `pmpi-predict analyze`.
+//! `summary.json` (per-call statistics, prediction errors, time lost to contention),
+//! `hotspots.json`, and the views `report.html` and `trace.json` (docs/reports.md). The
+//! same code runs at MPI_Finalize on rank 0 and in `pmpi-predict analyze`.
 
 pub mod accuracy;
+pub mod chrome_trace;
 pub mod hotspots;
+pub mod html;
 pub mod live;
 pub mod whatif;
 
@@ -234,8 +236,7 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
     let assume = opts.assumptions()?;
     let pred = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)?;
     write_calls_csv(&run, &pred.calls, &dir.join("calls.csv"))?;
-    let mut summary = summary(&run);
-    summary["prediction"] = prediction_summary(&run, &pred, &source);
+    let summary = summary_with_prediction(&run, &pred, &source);
     write_json(&dir.join("summary.json"), &summary)?;
     let hs = hotspots::compute(&run, &pred, 10);
     write_json(
@@ -249,6 +250,9 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
             eprint!("{}", hotspots::text(&hs, 5));
         }
     }
+    // report.html and trace.json: a failure there is one stderr line, never the report's.
+    let max_mb = crate::config::Config::from_env().0.trace_max_mb;
+    html::write_views(dir, &run, &pred, &summary, &hs, &source, max_mb);
     Ok(ReportStats {
         records: run.ranks.iter().map(|r| r.records.len()).sum(),
         ranks: run.ranks.len(),
@@ -257,6 +261,14 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         accuracy: accuracy::run_accuracy(&run, &pred),
         model: pred.model.clone(),
     })
+}
+
+/// The summary document with its `prediction` section (`source`: where the profile came
+/// from).
+pub fn summary_with_prediction(run: &RunTrace, pred: &RunPrediction, source: &str) -> Value {
+    let mut s = summary(run);
+    s["prediction"] = prediction_summary(run, pred, source);
+    s
 }
 
 fn write_json(path: &Path, v: &Value) -> Result<(), String> {

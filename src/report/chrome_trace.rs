@@ -1,0 +1,458 @@
+//! `trace.json`: the measured run in Chrome's trace-event format (Perfetto,
+//! chrome://tracing). One process per node, one thread per rank (and per extra thread of
+//! a rank), every recorded call a complete slice at its measured, clock-corrected time
+//! with the prediction in its args, every matched point-to-point message a flow arrow
+//! from the send to the call that received it, and per node a bandwidth counter.
+//!
+//! The file is streamed; above a size cap whole time windows are kept at a stride (so
+//! what is shown is complete within each window and every flow keeps both ends) and the
+//! sampling is said in `otherData` and on stderr.
+
+use crate::predict::{CallPrediction, RunPrediction};
+use crate::replay::{Plan, Protocol};
+use crate::topo::placement::Placement;
+use crate::trace::{FLAG_NONBLOCKING, RunTrace};
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Default size cap of trace.json (`PMPI_PREDICT_TRACE_MAX_MB`).
+pub const DEFAULT_MAX_MB: u64 = 64;
+/// Time windows the run is cut into for sampling.
+const WINDOWS: usize = 1000;
+/// Bandwidth counter bin width at least (seconds) and bins per node at most.
+const BIN_S: f64 = 0.010;
+const MAX_BINS: usize = 2000;
+/// Room kept for the header and `otherData`.
+const HEADER_RESERVE: u64 = 1024;
+const NONE: u32 = u32::MAX;
+
+/// What writing trace.json did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceStats {
+    pub bytes: u64,
+    pub total_calls: usize,
+    pub kept_calls: usize,
+    pub flows: usize,
+    /// Every `stride`-th time window was kept (1: everything).
+    pub stride: usize,
+    pub sampled: bool,
+}
+
+/// Which windows to keep so that their bytes fit `budget`: the smallest stride k such
+/// that windows 0, k, 2k, ... fit. None when not even window 0 alone fits.
+pub fn choose_stride(window_bytes: &[u64], budget: u64) -> Option<usize> {
+    let n = window_bytes.len().max(1);
+    (1..=n).find(|&k| window_bytes.iter().step_by(k).sum::<u64>() <= budget)
+}
+
+/// Spreads `bytes` evenly over `[t0, t1)` (seconds) into bins of `width` seconds.
+pub fn spread(bins: &mut [f64], width: f64, t0: f64, t1: f64, bytes: f64) {
+    if bins.is_empty() || bytes <= 0.0 || width <= 0.0 || !t0.is_finite() || !t1.is_finite() {
+        return;
+    }
+    let last = bins.len() - 1;
+    let bin = |t: f64| ((t / width).floor().max(0.0) as usize).min(last);
+    if t1 <= t0 {
+        bins[bin(t0)] += bytes;
+        return;
+    }
+    let rate = bytes / (t1 - t0);
+    let (b0, b1) = (bin(t0), bin(t1));
+    for (b, v) in bins.iter_mut().enumerate().take(b1 + 1).skip(b0) {
+        let lo = t0.max(b as f64 * width);
+        let hi = if b == last {
+            t1
+        } else {
+            t1.min((b + 1) as f64 * width)
+        };
+        *v += rate * (hi - lo).max(0.0);
+    }
+}
+
+/// A JSON number, or null for NaN/infinity.
+fn num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.9}")
+    } else {
+        "null".into()
+    }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "null".into(), num)
+}
+
+/// Microseconds with nanosecond digits, from integer nanoseconds.
+fn us(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+}
+
+fn jstr(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
+}
+
+/// Everything the writer needs per record, by global id.
+struct Slices {
+    start_ns: Vec<i64>,
+    end_ns: Vec<i64>,
+    pid: Vec<u32>,
+    tid: Vec<u64>,
+}
+
+/// Writes trace.json to `path`, at most about `max_bytes` long.
+pub fn write_trace(
+    path: &Path,
+    run: &RunTrace,
+    pred: &RunPrediction,
+    max_bytes: u64,
+) -> Result<TraceStats, String> {
+    let library = run
+        .ranks
+        .first()
+        .map(|r| r.meta.mpi_library.as_str())
+        .unwrap_or("");
+    // The plan knows which receive matched each send and which call completed each
+    // nonblocking operation: the two ends of a flow arrow.
+    let plan = Plan::new(
+        run,
+        Placement::from_run(run),
+        Protocol::for_library(library),
+    );
+    let n = plan.refs.len();
+    let world = run
+        .world_size
+        .max(run.ranks.iter().map(|r| r.meta.rank + 1).max().unwrap_or(0))
+        .max(1) as u64;
+    let mut sl = Slices {
+        start_ns: Vec::with_capacity(n),
+        end_ns: Vec::with_capacity(n),
+        pid: Vec::with_capacity(n),
+        tid: Vec::with_capacity(n),
+    };
+    for g in 0..n {
+        let cr = plan.refs[g];
+        let rk = &run.ranks[cr.rank as usize];
+        let r = &rk.records[cr.rec as usize];
+        // Rounded from one clock so that consecutive slices of a thread never overlap.
+        let s = (plan.m_start[g] * 1e9).round() as i64;
+        let e = ((plan.m_start[g] + plan.op_dur[g]) * 1e9).round() as i64;
+        sl.start_ns.push(s);
+        sl.end_ns.push(e.max(s));
+        sl.pid.push(plan.placement.node(rk.meta.rank).unwrap_or(0));
+        sl.tid
+            .push(rk.meta.rank.max(0) as u64 + r.thread as u64 * world);
+    }
+    let t_end = sl.end_ns.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let window_of = |g: usize| {
+        ((sl.start_ns[g].max(0) as f64 / t_end * WINDOWS as f64) as usize).min(WINDOWS - 1)
+    };
+
+    // The flow arrows: sending slice → receiving slice (an Irecv's completion call).
+    let mut arrows: Vec<(u32, u32)> = Vec::new();
+    for m in &plan.msgs {
+        if m.recv == NONE {
+            continue;
+        }
+        let to = match plan.done_by[m.recv as usize] {
+            NONE => m.recv,
+            c => c,
+        };
+        arrows.push((m.send, to));
+    }
+
+    // The fixed part (metadata, counters) is bounded by nodes × bins and ranks.
+    let mut fixed = String::new();
+    metadata_events(run, &plan, &sl, &mut fixed);
+    counter_events(run, &plan, &mut fixed);
+
+    // Sizes of what sampling can leave out, per window of the call (a flow counts in its
+    // sender's window).
+    let mut window_bytes = vec![0u64; WINDOWS];
+    let mut buf = String::new();
+    for g in 0..n {
+        buf.clear();
+        slice_event(run, pred, &plan, &sl, g, &mut buf);
+        window_bytes[window_of(g)] += buf.len() as u64 + 1;
+    }
+    for (i, &(a, b)) in arrows.iter().enumerate() {
+        buf.clear();
+        flow_events(&sl, i, a, b, &mut buf);
+        window_bytes[window_of(a as usize)] += buf.len() as u64 + 1;
+    }
+    let total: u64 = window_bytes.iter().sum();
+    let budget = max_bytes.saturating_sub(fixed.len() as u64 + HEADER_RESERVE);
+    let stride = if total <= budget {
+        Some(1)
+    } else {
+        choose_stride(&window_bytes, budget)
+    };
+    let keep = |g: usize| stride.is_some_and(|k| window_of(g) % k == 0);
+    let kept_calls = (0..n).filter(|&g| keep(g)).count();
+    let sampled = kept_calls < n;
+
+    let file =
+        std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let mut w = BufWriter::new(file);
+    let io = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    writeln!(
+        w,
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{sampled},\"kept_calls\":{kept_calls},\"total_calls\":{n},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}}},\"traceEvents\":[",
+        jstr(&pred.model),
+        stride.unwrap_or(0),
+    )
+    .map_err(io)?;
+    w.write_all(fixed.as_bytes()).map_err(io)?;
+    for g in (0..n).filter(|&g| keep(g)) {
+        buf.clear();
+        slice_event(run, pred, &plan, &sl, g, &mut buf);
+        w.write_all(buf.as_bytes()).map_err(io)?;
+    }
+    let mut flows = 0;
+    for (i, &(a, b)) in arrows.iter().enumerate() {
+        if keep(a as usize) && keep(b as usize) {
+            buf.clear();
+            flow_events(&sl, i, a, b, &mut buf);
+            w.write_all(buf.as_bytes()).map_err(io)?;
+            flows += 1;
+        }
+    }
+    // Every event above ends with ",\n"; this one closes the array without a trailing comma.
+    writeln!(
+        w,
+        "{{\"ph\":\"M\",\"name\":\"trace_end\",\"pid\":0,\"tid\":0,\"args\":{{}}}}]}}"
+    )
+    .map_err(io)?;
+    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
+    let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if sampled {
+        eprintln!(
+            "pmpi-predict: trace.json would be {:.1} MB, above the cap of {:.1} MB (PMPI_PREDICT_TRACE_MAX_MB): kept {kept_calls} of {n} calls (every {}th of {WINDOWS} time windows; see otherData)",
+            (total + fixed.len() as u64) as f64 / 1e6,
+            max_bytes as f64 / 1e6,
+            stride.map_or("none".to_string(), |k| k.to_string()),
+        );
+    }
+    Ok(TraceStats {
+        bytes,
+        total_calls: n,
+        kept_calls,
+        flows,
+        stride: stride.unwrap_or(0),
+        sampled,
+    })
+}
+
+fn metadata_events(run: &RunTrace, plan: &Plan, sl: &Slices, out: &mut String) {
+    for (id, name) in plan.placement.names.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{id},\"tid\":0,\"args\":{{\"name\":{}}}}},",
+            jstr(&format!("node {name}"))
+        );
+        let _ = writeln!(
+            out,
+            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{id},\"tid\":0,\"args\":{{\"sort_index\":{id}}}}},"
+        );
+    }
+    // One track per (rank, thread) that has calls; thread 0 of rank r is tid r.
+    let mut seen = std::collections::BTreeSet::new();
+    for (ri, rk) in run.ranks.iter().enumerate() {
+        let base = plan.base[ri] as usize;
+        let pid = plan.placement.node(rk.meta.rank).unwrap_or(0);
+        let mut threads: Vec<u16> = rk.records.iter().map(|r| r.thread).collect();
+        threads.push(0);
+        threads.sort_unstable();
+        threads.dedup();
+        for t in threads {
+            let tid = match rk.records.iter().position(|r| r.thread == t) {
+                Some(i) => sl.tid[base + i],
+                None => rk.meta.rank.max(0) as u64,
+            };
+            if !seen.insert((pid, tid)) {
+                continue;
+            }
+            let name = if t == 0 {
+                format!("rank {}", rk.meta.rank)
+            } else {
+                format!("rank {} thread {t}", rk.meta.rank)
+            };
+            let _ = writeln!(
+                out,
+                "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}},",
+                jstr(&name)
+            );
+            let _ = writeln!(
+                out,
+                "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}},"
+            );
+        }
+    }
+}
+
+/// Per node, the MPI bytes its ranks sent and received per second: each call's bytes
+/// spread evenly over its measured span (a nonblocking one: post to completion).
+fn counter_events(run: &RunTrace, plan: &Plan, out: &mut String) {
+    let n = plan.refs.len();
+    let t_end = (0..n).map(|g| plan.m_end[g]).fold(0.0, f64::max);
+    if n == 0 || t_end <= 0.0 {
+        return;
+    }
+    let width = BIN_S.max(t_end / MAX_BINS as f64);
+    let nbins = ((t_end / width).ceil() as usize).clamp(1, MAX_BINS);
+    let nodes = plan.placement.nodes().max(1);
+    let mut sent = vec![vec![0.0; nbins]; nodes];
+    let mut recv = vec![vec![0.0; nbins]; nodes];
+    for g in 0..n {
+        let cr = plan.refs[g];
+        let rk = &run.ranks[cr.rank as usize];
+        let r = &rk.records[cr.rec as usize];
+        let node = plan.placement.node(rk.meta.rank).unwrap_or(0) as usize;
+        if node >= nodes {
+            continue;
+        }
+        let (t0, t1) = (plan.m_start[g], plan.m_end[g]);
+        spread(&mut sent[node], width, t0, t1, r.bytes_send as f64);
+        spread(&mut recv[node], width, t0, t1, r.bytes_recv as f64);
+    }
+    for node in 0..nodes {
+        let mut last = (-1.0, -1.0);
+        for b in 0..nbins {
+            let v = (sent[node][b] / width, recv[node][b] / width);
+            if v == last {
+                continue;
+            }
+            last = v;
+            let ts = (b as f64 * width * 1e9).round() as i64;
+            let _ = writeln!(
+                out,
+                "{{\"ph\":\"C\",\"name\":\"MPI bandwidth (B/s)\",\"pid\":{node},\"tid\":0,\"ts\":{},\"args\":{{\"sent\":{:.0},\"received\":{:.0}}}}},",
+                us(ts),
+                v.0,
+                v.1
+            );
+        }
+        let ts = (nbins as f64 * width * 1e9).round() as i64;
+        let _ = writeln!(
+            out,
+            "{{\"ph\":\"C\",\"name\":\"MPI bandwidth (B/s)\",\"pid\":{node},\"tid\":0,\"ts\":{},\"args\":{{\"sent\":0,\"received\":0}}}},",
+            us(ts)
+        );
+    }
+}
+
+/// Peer of a call as JSON: a WORLD rank, or null where it has none.
+fn peer_json(p: i32) -> String {
+    if p >= 0 { p.to_string() } else { "null".into() }
+}
+
+fn slice_event(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    plan: &Plan,
+    sl: &Slices,
+    g: usize,
+    out: &mut String,
+) {
+    let cr = plan.refs[g];
+    let rk = &run.ranks[cr.rank as usize];
+    let r = &rk.records[cr.rec as usize];
+    let p: CallPrediction = pred
+        .calls
+        .get(cr.rank as usize)
+        .and_then(|c| c.get(cr.rec as usize))
+        .copied()
+        .unwrap_or_default();
+    let name = rk
+        .meta
+        .calls
+        .get(r.call as usize)
+        .map(String::as_str)
+        .unwrap_or_else(|| crate::trace::call_name(r.call));
+    let nb = r.flags & FLAG_NONBLOCKING != 0;
+    let _ = writeln!(
+        out,
+        "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{\"measured_s\":{},\"predicted_s\":{},\"free_s\":{},\"wait_kind\":{},\"wait_s\":{},\"pred_wait_s\":{},\"contention_s\":{},\"bytes\":{},\"peer\":{},\"tag\":{},\"nonblocking\":{nb},\"reason\":{}}}}},",
+        jstr(name),
+        sl.pid[g],
+        sl.tid[g],
+        us(sl.start_ns[g]),
+        us(sl.end_ns[g] - sl.start_ns[g]),
+        num(r.duration_s()),
+        opt(p.predicted),
+        opt(p.free),
+        jstr(p.measured_wait.kind.name()),
+        num(p.measured_wait.seconds),
+        num(p.wait.seconds),
+        num(p.contention),
+        r.bytes_send + r.bytes_recv,
+        peer_json(r.peer),
+        r.tag,
+        jstr(p.reason.name()),
+    );
+}
+
+/// A flow's two events, bound to their enclosing slices at the slices' midpoints.
+fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut String) {
+    let mid = |g: usize| sl.start_ns[g] + (sl.end_ns[g] - sl.start_ns[g]) / 2;
+    let (a, b) = (a as usize, b as usize);
+    let id = i + 1;
+    let _ = writeln!(
+        out,
+        "{{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}},",
+        sl.pid[a],
+        sl.tid[a],
+        us(mid(a))
+    );
+    let _ = writeln!(
+        out,
+        "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}},",
+        sl.pid[b],
+        sl.tid[b],
+        us(mid(b))
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stride_is_the_smallest_that_fits() {
+        let w = [10, 10, 10, 10, 10, 10];
+        assert_eq!(choose_stride(&w, 60), Some(1));
+        assert_eq!(choose_stride(&w, 30), Some(2));
+        assert_eq!(choose_stride(&w, 20), Some(3));
+        assert_eq!(choose_stride(&w, 10), Some(6));
+        assert_eq!(choose_stride(&w, 9), None);
+        // A heavy first window: the stride must leave room beside it.
+        assert_eq!(choose_stride(&[50, 1, 1, 1, 1, 1], 51), Some(3));
+    }
+
+    #[test]
+    fn spreading_keeps_the_bytes() {
+        let mut b = vec![0.0; 10];
+        spread(&mut b, 1.0, 0.5, 2.5, 200.0);
+        assert_eq!(b[0], 50.0);
+        assert_eq!(b[1], 100.0);
+        assert_eq!(b[2], 50.0);
+        assert_eq!(b.iter().sum::<f64>(), 200.0);
+        // A zero-length call lands in its bin; past the end lands in the last.
+        spread(&mut b, 1.0, 3.0, 3.0, 7.0);
+        assert_eq!(b[3], 7.0);
+        spread(&mut b, 1.0, 9.5, 12.0, 10.0);
+        assert_eq!(b[9], 10.0);
+        spread(&mut b, 1.0, f64::NAN, 1.0, 10.0);
+        assert_eq!(b.iter().sum::<f64>(), 217.0);
+    }
+
+    #[test]
+    fn microseconds_keep_nanoseconds() {
+        assert_eq!(us(1_234_567), "1234.567");
+        assert_eq!(us(5), "0.005");
+        assert_eq!(us(-1500), "-1.500");
+        assert_eq!(num(f64::NAN), "null");
+    }
+}

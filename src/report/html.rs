@@ -1,0 +1,550 @@
+//! `report.html`: one self-contained page (styles, script and data inlined; a CSP that
+//! forbids any network access) that shows the run, where each rank's time went, the
+//! node-to-node traffic, how well the model predicts each call family and the hotspots.
+//!
+//! The data block is built here and bounded by ranks, nodes² and call families × size
+//! classes, never by the number of records; the page's script (`report.js`) draws it as
+//! SVG and tables.
+
+use super::hotspots::Hotspots;
+use super::{size_class, task_sums};
+use crate::predict::RunPrediction;
+use crate::trace::{self, FLAG_NONBLOCKING, RunTrace};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const CSS: &str = include_str!("report.css");
+const JS: &str = include_str!("report.js");
+
+/// Node-to-node totals, `[src][dst]` by node id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    /// Bytes of every message (point-to-point and the assumed collective algorithms'),
+    /// within a node on the diagonal.
+    pub bytes: Vec<Vec<f64>>,
+    /// Seconds messages were slowed by sharing: Σ over the replay's intervals and the
+    /// messages in flight of `dt·(1 − 1/p)`.
+    pub contention_s: Vec<Vec<f64>>,
+    /// Penalty-weighted excess bytes `(p − 1)·bytes moved` (as in hotspots.json).
+    pub excess_bytes: Vec<Vec<f64>>,
+}
+
+/// The node-to-node matrices of a prediction.
+pub fn matrix(pred: &RunPrediction) -> Matrix {
+    let n = pred.placement.nodes();
+    let mut m = Matrix {
+        bytes: vec![vec![0.0; n]; n],
+        contention_s: vec![vec![0.0; n]; n],
+        excess_bytes: vec![vec![0.0; n]; n],
+    };
+    let ok = |s: u32, d: u32| (s as usize) < n && (d as usize) < n;
+    for f in &pred.flows.flows {
+        if ok(f.src_node, f.dst_node) {
+            m.bytes[f.src_node as usize][f.dst_node as usize] += f.bytes as f64;
+        }
+    }
+    for iv in &pred.sim.intervals {
+        let dt = (iv.end - iv.start).max(0.0);
+        for &(k, p) in pred.sim.arcs_of(iv) {
+            let Some(f) = pred
+                .inter
+                .get(k as usize)
+                .and_then(|&fi| pred.flows.flows.get(fi).map(|f| (fi, f)))
+            else {
+                continue;
+            };
+            let (fi, f) = f;
+            if !ok(f.src_node, f.dst_node) || p.is_nan() || p <= 1.0 {
+                continue;
+            }
+            let (s, d) = (f.src_node as usize, f.dst_node as usize);
+            m.contention_s[s][d] += dt * (1.0 - 1.0 / p);
+            let tref = pred
+                .tref
+                .get(fi)
+                .copied()
+                .unwrap_or(0.0)
+                .max(f64::MIN_POSITIVE);
+            let moved = f.bytes as f64 * (dt / (p * tref)).min(1.0);
+            m.excess_bytes[s][d] += (p - 1.0) * moved;
+        }
+    }
+    m
+}
+
+/// Where a rank's time went (seconds), measured and predicted. Measured: its span from
+/// the start of recording to its last call's end, split into compute (span − MPI time),
+/// wait (calls.csv's `wait_s`) and transfer (the rest of its MPI time). Predicted: the
+/// same compute (the replay keeps the gaps), predicted wait (`pred_wait_s`) and transfer,
+/// of which `contention_s` (calls.csv's `contention_s`) is due to bandwidth sharing.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RankTime {
+    pub span_s: f64,
+    pub mpi_s: f64,
+    pub compute_s: f64,
+    pub wait_s: f64,
+    pub transfer_s: f64,
+    pub pred_mpi_s: f64,
+    pub pred_wait_s: f64,
+    pub pred_transfer_s: f64,
+    pub contention_s: f64,
+}
+
+/// Splits a rank's time; `mpi_s` is its MPI time as summary.json reports it (a
+/// nonblocking operation counts its post; unsuccessful polls count).
+pub fn rank_time(
+    rk: &trace::RankTrace,
+    calls: &[crate::predict::CallPrediction],
+    mpi_s: f64,
+) -> RankTime {
+    let last = rk
+        .records
+        .iter()
+        .map(|r| r.t_end)
+        .max()
+        .unwrap_or(rk.meta.init_ns);
+    let first = rk.records.iter().map(|r| r.t_start).min().unwrap_or(last);
+    let begin = if rk.meta.init_ns > 0 && rk.meta.init_ns <= first {
+        rk.meta.init_ns
+    } else {
+        first
+    };
+    let span = last.saturating_sub(begin) as f64 * 1e-9;
+    let mpi = mpi_s.max(0.0);
+    let (mut wait, mut pred_wait, mut contention, mut delta) = (0.0, 0.0, 0.0, 0.0);
+    for (r, c) in rk.records.iter().zip(calls) {
+        // A nonblocking row carries no wait and counts only its post, which the replay
+        // keeps as measured; its completion call carries the rest.
+        wait += c.measured_wait.seconds;
+        pred_wait += c.wait.seconds;
+        contention += c.contention;
+        if r.flags & FLAG_NONBLOCKING == 0
+            && let Some(p) = c.predicted
+        {
+            delta += p - r.duration_s();
+        }
+    }
+    let wait = wait.min(mpi);
+    let pred_mpi = (mpi + delta).max(0.0);
+    let pred_wait = pred_wait.min(pred_mpi);
+    let pred_transfer = (pred_mpi - pred_wait).max(0.0);
+    RankTime {
+        span_s: span.max(mpi),
+        mpi_s: mpi,
+        compute_s: (span - mpi).max(0.0),
+        wait_s: wait,
+        transfer_s: (mpi - wait).max(0.0),
+        pred_mpi_s: pred_mpi,
+        pred_wait_s: pred_wait,
+        pred_transfer_s: pred_transfer,
+        contention_s: contention.min(pred_transfer),
+    }
+}
+
+/// One point of the measured-vs-predicted plot: a call family and size class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyPoint {
+    pub call: String,
+    pub size_class: &'static str,
+    pub count: u64,
+    pub measured_s: f64,
+    pub predicted_s: f64,
+    pub free_s: f64,
+}
+
+/// Mean measured, predicted and contention-free seconds per (call, size class), over the
+/// predicted calls.
+pub fn family_points(run: &RunTrace, pred: &RunPrediction) -> Vec<FamilyPoint> {
+    let mut g: BTreeMap<(String, &'static str), (u64, f64, f64, f64)> = BTreeMap::new();
+    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
+        for (r, c) in rk.records.iter().zip(cs) {
+            let Some(p) = c.predicted else { continue };
+            let name = rk
+                .meta
+                .calls
+                .get(r.call as usize)
+                .cloned()
+                .unwrap_or_else(|| trace::call_name(r.call).into());
+            let e = g
+                .entry((name, size_class(r.bytes_send + r.bytes_recv)))
+                .or_default();
+            e.0 += 1;
+            e.1 += r.duration_s();
+            e.2 += p;
+            e.3 += c.free.unwrap_or(p);
+        }
+    }
+    g.into_iter()
+        .map(|((call, size_class), (n, m, p, f))| FamilyPoint {
+            call,
+            size_class,
+            count: n,
+            measured_s: m / n as f64,
+            predicted_s: p / n as f64,
+            free_s: f / n as f64,
+        })
+        .collect()
+}
+
+/// The node a rank is on in the prediction: the replay's placement (another one in a
+/// what-if replay), else the recorded node.
+fn node_of<'a>(pred: &'a RunPrediction, rk: &'a crate::trace::RankTrace) -> &'a str {
+    pred.placement
+        .node(rk.meta.rank)
+        .and_then(|n| pred.placement.names.get(n as usize))
+        .map_or(rk.meta.node.as_str(), String::as_str)
+}
+
+/// Ranks as compact ranges: `0-3, 8, 10-11`.
+pub fn ranges(r: &[i32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < r.len() {
+        let mut j = i;
+        while j + 1 < r.len() && r[j + 1] == r[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", r[i], r[j])
+        } else {
+            r[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// The page's data block.
+pub fn report_data(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    summary: &Value,
+    hotspots: &Hotspots,
+    source: &str,
+) -> Value {
+    let mpi_of: BTreeMap<i64, f64> = summary["ranks"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| Some((r["rank"].as_i64()?, r["mpi_time_s"].as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut ranks = Vec::new();
+    let (mut dropped, mut lost, mut dropped_req) = (0u64, 0u64, 0u64);
+    let mut ended: Vec<Value> = Vec::new();
+    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
+        let m = &rk.meta;
+        let mpi = mpi_of.get(&(m.rank as i64)).copied().unwrap_or_else(|| {
+            // summary.json's definition: a nonblocking operation counts only its post.
+            let ns: u64 = rk
+                .records
+                .iter()
+                .map(|r| {
+                    if r.flags & FLAG_NONBLOCKING != 0 {
+                        r.t_posted.saturating_sub(r.t_start)
+                    } else {
+                        r.t_end.saturating_sub(r.t_start)
+                    }
+                })
+                .sum();
+            ns as f64 * 1e-9
+        });
+        let t = rank_time(rk, cs, mpi);
+        let (sm, sp, sf) = task_sums(rk, cs);
+        dropped += m.dropped;
+        lost += m.lost;
+        dropped_req += m.dropped_requests;
+        if !m.finalized {
+            ended.push(json!({"rank": m.rank, "ended_by": m.ended_by}));
+        }
+        ranks.push(json!({
+            "rank": m.rank,
+            "node": node_of(pred, rk),
+            "records": rk.records.len(),
+            "dropped": m.dropped + m.lost,
+            "span_s": t.span_s,
+            "mpi_s": t.mpi_s,
+            "compute_s": t.compute_s,
+            "wait_s": t.wait_s,
+            "transfer_s": t.transfer_s,
+            "pred_mpi_s": t.pred_mpi_s,
+            "pred_wait_s": t.pred_wait_s,
+            "pred_transfer_s": t.pred_transfer_s,
+            "contention_s": t.contention_s,
+            "task_measured_s": sm,
+            "task_predicted_s": sp,
+            "task_free_s": sf,
+        }));
+    }
+    let mut by_node: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for rk in &run.ranks {
+        by_node
+            .entry(node_of(pred, rk))
+            .or_default()
+            .push(rk.meta.rank);
+    }
+    let placement: Vec<Value> = pred
+        .placement
+        .names
+        .iter()
+        .map(|n| {
+            let r = by_node.get(n.as_str()).cloned().unwrap_or_default();
+            json!({"node": n, "ranks": ranges(&r), "count": r.len()})
+        })
+        .collect();
+    let mx = matrix(pred);
+    let families: Vec<Value> = family_points(run, pred)
+        .into_iter()
+        .map(|f| {
+            json!({
+                "call": f.call, "size_class": f.size_class, "count": f.count,
+                "measured_s": f.measured_s, "predicted_s": f.predicted_s, "free_s": f.free_s,
+            })
+        })
+        .collect();
+    let p = &summary["prediction"];
+    json!({
+        "run": {
+            "ranks": run.ranks.len(),
+            "world_size": run.world_size,
+            "missing_ranks": run.missing,
+            "nodes": pred.placement.nodes(),
+            "placement": placement,
+            "model": pred.model,
+            "profile": source,
+            "mpi_library": summary["mpi_library"],
+            "complete": run.complete(),
+            "ended": ended,
+            "records": run.ranks.iter().map(|r| r.records.len()).sum::<usize>(),
+            "dropped": dropped,
+            "lost": lost,
+            "dropped_requests": dropped_req,
+            "makespan_s": {
+                "measured": pred.makespan_measured,
+                "predicted": pred.makespan,
+                "free": pred.makespan_free,
+            },
+            "not_predicted": p["not_predicted"],
+        },
+        "ranks": ranks,
+        "matrix": {
+            "nodes": pred.placement.names,
+            "bytes": mx.bytes,
+            "contention_s": mx.contention_s,
+            "excess_bytes": mx.excess_bytes,
+        },
+        "families": families,
+        "e_rel": p["e_rel_percent"],
+        "waits": p["wait_s"],
+        "contention_loss": p["contention_loss_s"],
+        "hotspots": serde_json::to_value(hotspots).unwrap_or(Value::Null),
+    })
+}
+
+/// JSON safe inside a `<script>` element: no `<` (so no `</script>` or `<!--`).
+fn script_json(v: &Value) -> String {
+    serde_json::to_string(v)
+        .unwrap_or_else(|_| "null".into())
+        .replace('<', "\\u003c")
+}
+
+/// The whole page.
+pub fn render(data: &Value) -> String {
+    let mut s = String::with_capacity(CSS.len() + JS.len() + 4096);
+    s += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+    s += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n";
+    s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+    s += "<title>pmpi-predict report</title>\n<style>\n";
+    s += CSS;
+    s += "</style>\n</head>\n<body>\n";
+    s += "<noscript><p class=\"note\">This report draws its plots with inline JavaScript; the data is in the JSON block of this file, and in summary.json and hotspots.json.</p></noscript>\n";
+    s += "<main id=\"report\"></main>\n";
+    s += "<script type=\"application/json\" id=\"report-data\">";
+    s += &script_json(data);
+    s += "</script>\n<script>\n";
+    s += JS;
+    s += "</script>\n</body>\n</html>\n";
+    s
+}
+
+/// Writes report.html for a predicted run.
+pub fn write_html(
+    path: &Path,
+    run: &RunTrace,
+    pred: &RunPrediction,
+    summary: &Value,
+    hotspots: &Hotspots,
+    source: &str,
+) -> Result<(), String> {
+    let page = render(&report_data(run, pred, summary, hotspots, source));
+    std::fs::write(path, page).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes `report.html` and `trace.json` (unless `trace_max_mb` is 0) into `dir`. Runs
+/// inside MPI_Finalize: a failure, even a panic, is one stderr line per file and never
+/// stops the rest of the report or the program.
+pub fn write_views(
+    dir: &Path,
+    run: &RunTrace,
+    pred: &RunPrediction,
+    summary: &Value,
+    hotspots: &Hotspots,
+    source: &str,
+    trace_max_mb: u64,
+) {
+    let guarded = |what: &Path, f: &dyn Fn() -> Result<(), String>| match std::panic::catch_unwind(
+        std::panic::AssertUnwindSafe(f),
+    ) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("pmpi-predict: {e}; {} not written", what.display()),
+        Err(_) => eprintln!(
+            "pmpi-predict: internal error while writing {}; the rest of the report is written",
+            what.display()
+        ),
+    };
+    let page = dir.join("report.html");
+    guarded(&page, &|| {
+        write_html(&page, run, pred, summary, hotspots, source)
+    });
+    if trace_max_mb > 0 {
+        let tj = dir.join("trace.json");
+        guarded(&tj, &|| {
+            super::chrome_trace::write_trace(&tj, run, pred, trace_max_mb.saturating_mul(1_000_000))
+                .map(|_| ())
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_ranges_are_compact() {
+        assert_eq!(ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3, 8, 10-11");
+        assert_eq!(ranges(&[5]), "5");
+        assert_eq!(ranges(&[]), "");
+    }
+
+    #[test]
+    fn data_cannot_close_the_script_element() {
+        let s = script_json(&json!({"node": "</script><script>alert(1)</script>"}));
+        assert!(!s.contains('<'), "{s}");
+        let back: Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(back["node"], "</script><script>alert(1)</script>");
+    }
+
+    /// Ranks 0 and 2 on node a each send 60 kB (eager) to rank 1 on node b at once: the
+    /// messages share the ports, so a → b has bytes and contention, and nothing else does.
+    #[test]
+    fn matrix_has_the_bytes_and_the_slowdown_of_each_pair() {
+        use crate::trace::{RankMeta, RankTrace, Record, call};
+        let rec = |call: u16, peer: i32, send: u64, recv: u64| Record {
+            t_start: 1_000_000,
+            t_end: 200_000_000,
+            t_posted: 200_000_000,
+            peer,
+            root: trace::NO_RANK,
+            peer2: trace::NO_RANK,
+            bytes_send: send,
+            bytes_recv: recv,
+            comm_size: 3,
+            call,
+            ..Default::default()
+        };
+        let rank = |r: i32, node: &str, records: Vec<Record>| RankTrace {
+            meta: RankMeta {
+                rank: r,
+                world_size: 3,
+                node: node.into(),
+                calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+                finalized: true,
+                ..Default::default()
+            },
+            records,
+            ..Default::default()
+        };
+        let bytes = 60_000;
+        let run = RunTrace {
+            ranks: vec![
+                rank(0, "a", vec![rec(call::MPI_Send, 1, bytes, 0)]),
+                rank(
+                    1,
+                    "b",
+                    vec![
+                        rec(call::MPI_Recv, 0, 0, bytes),
+                        Record {
+                            t_start: 200_000_001,
+                            t_end: 300_000_000,
+                            t_posted: 300_000_000,
+                            ..rec(call::MPI_Recv, 2, 0, bytes)
+                        },
+                    ],
+                ),
+                rank(2, "a", vec![rec(call::MPI_Send, 1, bytes, 0)]),
+            ],
+            world_size: 3,
+            missing: vec![],
+        };
+        let profile = crate::profile::Profile::builtin_default();
+        let pred = crate::predict::predict_run(&run, &profile, Some("gige")).unwrap();
+        let m = matrix(&pred);
+        assert_eq!(pred.placement.names, ["a", "b"]);
+        assert_eq!(m.bytes, vec![vec![0.0, 120_000.0], vec![0.0, 0.0]]);
+        assert!(m.contention_s[0][1] > 0.0, "{:?}", m.contention_s);
+        assert!(m.excess_bytes[0][1] > 0.0);
+        assert_eq!(
+            m.contention_s[0][0] + m.contention_s[1][0] + m.contention_s[1][1],
+            0.0
+        );
+        // The slowdown of a pair is at most the time its messages were in flight.
+        assert!(m.contention_s[0][1] < pred.makespan * 2.0);
+    }
+
+    #[test]
+    fn rank_time_adds_up_to_the_span() {
+        use crate::predict::{CallPrediction, Wait, WaitKind};
+        let rk = trace::RankTrace {
+            meta: trace::RankMeta {
+                init_ns: 1_000_000_000,
+                ..Default::default()
+            },
+            records: vec![trace::Record {
+                t_start: 2_000_000_000,
+                t_end: 3_000_000_000,
+                t_posted: 3_000_000_000,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let c = CallPrediction {
+            predicted: Some(1.5),
+            measured_wait: Wait {
+                kind: WaitKind::LateSender,
+                seconds: 0.25,
+                on: 1,
+            },
+            wait: Wait {
+                kind: WaitKind::LateSender,
+                seconds: 0.5,
+                on: 1,
+            },
+            contention: 5.0,
+            ..Default::default()
+        };
+        let t = rank_time(&rk, &[c], 1.0);
+        assert_eq!(t.span_s, 2.0);
+        assert_eq!(t.compute_s, 1.0);
+        assert_eq!(t.wait_s, 0.25);
+        assert_eq!(t.transfer_s, 0.75);
+        assert_eq!(t.compute_s + t.wait_s + t.transfer_s, t.span_s);
+        // Predicted: the call takes 1.5 s instead of 1 s, 0.5 s of it waiting.
+        assert_eq!(t.pred_mpi_s, 1.5);
+        assert_eq!(t.pred_wait_s, 0.5);
+        assert_eq!(t.pred_transfer_s, 1.0);
+        // Contention is shown within the predicted transfer, never beyond.
+        assert_eq!(t.contention_s, 1.0);
+    }
+}
