@@ -1002,3 +1002,36 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
         assert!(close(got, want), "{backbone}: {got} vs {want}");
     }
 }
+
+#[test]
+fn a_live_snapshot_names_who_waits_and_on_whom() {
+    // Rank 1 posts its receive at 0 and the message leaves rank 0 at 1 s: 1 s of
+    // late-sender wait on rank 0, in a graph of one inter-node link.
+    let m = 1_000_000;
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![send(call::MPI_Send, 1, m, S, S + S / 100)],
+            2,
+        ),
+        rank(
+            1,
+            "b",
+            0,
+            vec![recv_rec(call::MPI_Recv, 0, m, 0, S + S / 50)],
+            2,
+        ),
+    ]);
+    let s = pmpi_predict::report::live::snapshot(&r, 0.0, 2.0, None);
+    assert_eq!(s.graph.len(), 1);
+    assert_eq!(
+        (s.graph[0].src.as_str(), s.graph[0].dst.as_str()),
+        ("a", "b")
+    );
+    assert_eq!(s.graph[0].bytes, m);
+    let w = &s.waiting[0];
+    assert_eq!((w.rank, w.on, w.mostly.as_str()), (1, 0, "late-sender"));
+    assert!(close(w.wait_s, 1.0), "{w:?}");
+}

@@ -1,13 +1,14 @@
 //! Snapshots of a running job for `pmpi-predict watch`: per interval of the trace's time,
 //! the node-to-node graph of the messages started in it, its links ranked by the penalty
-//! model's penalty (with the cause: outgoing or incoming conflict), and the ranks that spent
-//! longest blocked in MPI. Pure: it takes the records, the files are the CLI's business.
+//! model's penalty (with the cause: outgoing or incoming conflict), and the ranks that
+//! waited longest on others. Pure: it takes the records, the files are the CLI's business.
 
 use super::hotspots::Cause;
 use crate::graph;
 use crate::model::{CommGraph, Edge, PenaltyModel};
+use crate::replay::{self, Plan, Protocol, Times};
 use crate::topo::placement::Placement;
-use crate::trace::{FLAG_NONBLOCKING, RankTrace, RunTrace};
+use crate::trace::{FLAG_NONBLOCKING, RunTrace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -25,13 +26,19 @@ pub struct Link {
     pub cause: Cause,
 }
 
-/// A rank's time blocked in MPI calls that began in the interval.
+/// A rank's waiting in the calls that began in the interval.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Blocked {
+pub struct Waiting {
     pub rank: i32,
-    pub seconds: f64,
-    /// The call it spent most of that time in.
+    /// Seconds blocked on other ranks (late senders, late receivers, collective entries:
+    /// from the partners' timestamps, as calls.csv's wait_s).
+    pub wait_s: f64,
+    /// The kind of most of that wait.
     pub mostly: String,
+    /// The rank it waited for longest (-1: none).
+    pub on: i32,
+    /// Seconds in blocking and completion calls (waiting and transferring).
+    pub mpi_s: f64,
 }
 
 /// One interval.
@@ -45,8 +52,8 @@ pub struct Snapshot {
     pub graph: Vec<Link>,
     /// Inter-node links with a penalty above 1, most penalised first.
     pub penalised: Vec<Link>,
-    /// Ranks by time blocked in MPI, longest first.
-    pub blocked: Vec<Blocked>,
+    /// Ranks by time waiting on others, longest first.
+    pub waiting: Vec<Waiting>,
 }
 
 /// The snapshot of `[start_s, end_s)`: `run` holds every rank's records that start in
@@ -121,45 +128,85 @@ pub fn snapshot(
         .cloned()
         .collect();
     penalised.sort_by(|a, b| b.penalty.total_cmp(&a.penalty).then(b.bytes.cmp(&a.bytes)));
-    let mut blocked: Vec<Blocked> = run.ranks.iter().filter_map(blocked_of).collect();
-    blocked.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.rank.cmp(&b.rank)));
+    let waiting = waiting(run, &placement);
     Snapshot {
         start_s,
         end_s,
         records: run.ranks.iter().map(|r| r.records.len() as u64).sum(),
         graph,
         penalised,
-        blocked,
+        waiting,
     }
 }
 
-/// Time a rank spent in blocking and completion calls (a nonblocking post is not
-/// blocking), and the call it spent most of it in.
-fn blocked_of(rk: &RankTrace) -> Option<Blocked> {
-    let mut by: BTreeMap<String, f64> = BTreeMap::new();
-    for r in rk
-        .records
-        .iter()
-        .filter(|r| r.flags & FLAG_NONBLOCKING == 0)
-    {
-        let name = rk
-            .meta
-            .calls
-            .get(r.call as usize)
-            .cloned()
-            .unwrap_or_else(|| crate::trace::call_name(r.call).into());
-        *by.entry(name).or_default() += r.duration_s();
+/// Per rank: its waits on other ranks, from the partners' timestamps of the calls in the
+/// interval (a message whose other end is in another interval is not counted), and its
+/// time in blocking and completion calls. Ranks that neither waited nor blocked are left
+/// out; the longest waits first.
+fn waiting(run: &RunTrace, placement: &Placement) -> Vec<Waiting> {
+    let library = run
+        .ranks
+        .first()
+        .map(|r| r.meta.mpi_library.as_str())
+        .unwrap_or("");
+    let plan = Plan::new(run, placement.clone(), Protocol::for_library(library));
+    let (send_post, recv_post) = replay::measured_posts(&plan);
+    let waits = replay::waits(
+        &plan,
+        &Times {
+            start: &plan.m_start,
+            end: &plan.m_end,
+            send_post: &send_post,
+            recv_post: &recv_post,
+        },
+    );
+    struct Acc {
+        wait: f64,
+        mpi: f64,
+        kinds: BTreeMap<&'static str, f64>,
+        on: BTreeMap<i32, f64>,
     }
-    let seconds: f64 = by.values().sum();
-    let mostly = by
-        .iter()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(k, _)| k.clone())?;
-    (seconds > 0.0).then_some(Blocked {
-        rank: rk.meta.rank,
-        seconds,
-        mostly,
-    })
+    let mut acc: BTreeMap<i32, Acc> = BTreeMap::new();
+    for (g, w) in waits.iter().enumerate() {
+        let r = plan.refs[g];
+        let rk = &run.ranks[r.rank as usize];
+        let rec = &rk.records[r.rec as usize];
+        let a = acc.entry(rk.meta.rank).or_insert_with(|| Acc {
+            wait: 0.0,
+            mpi: 0.0,
+            kinds: BTreeMap::new(),
+            on: BTreeMap::new(),
+        });
+        if rec.flags & FLAG_NONBLOCKING == 0 {
+            a.mpi += rec.duration_s();
+        }
+        if w.seconds > 0.0 {
+            a.wait += w.seconds;
+            *a.kinds.entry(w.kind.name()).or_default() += w.seconds;
+            *a.on.entry(w.on).or_default() += w.seconds;
+        }
+    }
+    fn top<K: Copy>(m: &BTreeMap<K, f64>) -> Option<K> {
+        m.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| *k)
+    }
+    let mut v: Vec<Waiting> = acc
+        .into_iter()
+        .filter(|(_, a)| a.wait > 0.0 || a.mpi > 0.0)
+        .map(|(rank, a)| Waiting {
+            rank,
+            wait_s: a.wait,
+            mostly: top(&a.kinds).unwrap_or("none").to_string(),
+            on: top(&a.on).unwrap_or(-1),
+            mpi_s: a.mpi,
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        b.wait_s
+            .total_cmp(&a.wait_s)
+            .then(b.mpi_s.total_cmp(&a.mpi_s))
+            .then(a.rank.cmp(&b.rank))
+    });
+    v
 }
 
 /// The snapshot as a few terminal lines.
@@ -191,11 +238,16 @@ pub fn text(s: &Snapshot, top: usize) -> String {
             l.cause.text()
         );
     }
-    o += "  ranks blocked longest in MPI:\n";
-    for b in s.blocked.iter().take(top) {
+    o += "  ranks waiting longest on others:\n";
+    for w in s.waiting.iter().take(top) {
+        let on = if w.on >= 0 {
+            format!(", most on rank {}", w.on)
+        } else {
+            String::new()
+        };
         o += &format!(
-            "    rank {:<5} {:>8.3} s  (mostly {})\n",
-            b.rank, b.seconds, b.mostly
+            "    rank {:<5} {:>8.3} s waiting ({}{on}), {:.3} s in MPI\n",
+            w.rank, w.wait_s, w.mostly, w.mpi_s
         );
     }
     o
