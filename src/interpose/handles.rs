@@ -119,6 +119,22 @@ pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
     total * type_size(dt)
 }
 
+/// Sum over `n` peers of count × size of that peer's datatype (MPI_Alltoallw). Null
+/// arrays count 0.
+#[inline]
+pub fn bytes_w(counts: *const c_int, types: *const ffi::MPI_Datatype, n: u32) -> u64 {
+    if counts.is_null() || types.is_null() {
+        return 0;
+    }
+    (0..n as usize)
+        .map(|i| {
+            // SAFETY: MPI requires both arrays to hold comm-size entries where they are
+            // significant, and callers only pass them there.
+            unsafe { bytes(*counts.add(i), *types.add(i)) }
+        })
+        .sum()
+}
+
 /// Entry `i` of a C count array (comm-size entries), in bytes of `dt`; 0 when `i` is
 /// out of range or the array is null.
 #[inline]
@@ -398,7 +414,8 @@ fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo
     }
 }
 
-/// A posted nonblocking send or receive, waiting for its completion call.
+/// A posted nonblocking operation (send, receive, collective), waiting for its completion
+/// call; also the template of a persistent request and what a matched probe found.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Pending {
     pub call: u16,
@@ -406,7 +423,14 @@ pub struct Pending {
     pub is_recv: bool,
     pub t_start: u64,
     pub t_posted: u64,
+    /// Bytes received for a receive, else bytes sent.
     pub bytes: u64,
+    /// Bytes received by a collective (0 for point-to-point).
+    pub bytes_recv: u64,
+    /// Root of a collective as a WORLD rank, else NO_RANK.
+    pub root: i32,
+    /// Record flags to keep (MPI_IN_PLACE).
+    pub flags: u16,
     /// WORLD peer, or UNKNOWN_RANK for MPI_ANY_SOURCE (resolved from the status).
     pub peer: i32,
     pub tag: i32,
@@ -432,26 +456,128 @@ pub struct RequestTable {
 unsafe impl Sync for RequestTable {}
 
 static REQUESTS: OnceLock<RequestTable> = OnceLock::new();
+/// Persistent requests (MPI_Send_init, ...): what each start communicates.
+static PERSISTENT: OnceLock<RequestTable> = OnceLock::new();
+/// Messages matched by MPI_Mprobe/MPI_Improbe, until their MPI_Mrecv/MPI_Imrecv.
+static MESSAGES: OnceLock<RequestTable> = OnceLock::new();
 
-/// Creates the request table; call once at init.
+impl RequestTable {
+    fn new(capacity: usize) -> RequestTable {
+        let cap = capacity.next_power_of_two();
+        RequestTable {
+            slots: (0..cap)
+                .map(|_| ReqSlot {
+                    key: AtomicUsize::new(EMPTY),
+                    op: UnsafeCell::new(Pending::default()),
+                })
+                .collect(),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn track(&self, req: usize, op: Pending) -> Result<(), TrackError> {
+        if req <= TOMB {
+            return Err(TrackError::Full);
+        }
+        let t = self;
+        let mask = t.slots.len() - 1;
+        let mut i = slot_of(req, mask);
+        let mut free = None;
+        for _ in 0..MAX_PROBE.min(t.slots.len()) {
+            let sk = t.slots[i].key.load(Ordering::Acquire);
+            if sk == req {
+                return Err(TrackError::Duplicate);
+            }
+            if sk == TOMB && free.is_none() {
+                free = Some(i);
+            }
+            if sk == EMPTY {
+                free.get_or_insert(i);
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        // Claim the first free slot seen; if another thread took it, probe on from there.
+        let start = free.unwrap_or(i);
+        let mut i = start;
+        for _ in 0..MAX_PROBE.min(t.slots.len()) {
+            let slot = &t.slots[i];
+            let sk = slot.key.load(Ordering::Acquire);
+            if (sk == EMPTY || sk == TOMB)
+                && slot
+                    .key
+                    .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // SAFETY: we own the slot while its key is BUSY.
+                unsafe { *slot.op.get() = op };
+                slot.key.store(req, Ordering::Release);
+                return Ok(());
+            }
+            i = (i + 1) & mask;
+        }
+        t.dropped.fetch_add(1, Ordering::Relaxed);
+        Err(TrackError::Full)
+    }
+
+    /// The entry under `req`; removed when `remove`.
+    fn lookup(&self, req: usize, remove: bool) -> Option<Pending> {
+        if req <= TOMB {
+            return None;
+        }
+        let t = self;
+        let mask = t.slots.len() - 1;
+        let mut i = slot_of(req, mask);
+        for _ in 0..MAX_PROBE.min(t.slots.len()) {
+            let slot = &t.slots[i];
+            let sk = slot.key.load(Ordering::Acquire);
+            if sk == req {
+                // SAFETY: published with Release after the op was written.
+                let op = unsafe { *slot.op.get() };
+                if !remove {
+                    return Some(op);
+                }
+                if slot
+                    .key
+                    .compare_exchange(req, TOMB, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Some(op);
+                }
+                return None;
+            }
+            if sk == EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    /// Sets the entry under `req`, replacing any (a handle MPI reused after a free the
+    /// layer did not see).
+    fn set(&self, req: usize, op: Pending) {
+        if self.track(req, op) == Err(TrackError::Duplicate) {
+            let _ = self.lookup(req, true);
+            let _ = self.track(req, op);
+        }
+    }
+}
+
+/// Creates the request tables; call once at init.
 pub fn init_requests(capacity: usize) {
-    let cap = capacity.next_power_of_two();
-    let _ = REQUESTS.get_or_init(|| RequestTable {
-        slots: (0..cap)
-            .map(|_| ReqSlot {
-                key: AtomicUsize::new(EMPTY),
-                op: UnsafeCell::new(Pending::default()),
-            })
-            .collect(),
-        dropped: AtomicU64::new(0),
-    });
+    let _ = REQUESTS.get_or_init(|| RequestTable::new(capacity));
+    let _ = PERSISTENT.get_or_init(|| RequestTable::new(capacity / 8));
+    let _ = MESSAGES.get_or_init(|| RequestTable::new(capacity / 8));
 }
 
 /// Requests that could not be tracked (table full).
 pub fn dropped_requests() -> u64 {
-    REQUESTS
-        .get()
-        .map_or(0, |t| t.dropped.load(Ordering::Relaxed))
+    [&REQUESTS, &PERSISTENT, &MESSAGES]
+        .iter()
+        .filter_map(|t| t.get())
+        .map(|t| t.dropped.load(Ordering::Relaxed))
+        .sum()
 }
 
 /// Why a request could not be tracked.
@@ -467,50 +593,10 @@ pub enum TrackError {
 /// Remembers a posted operation under its request handle.
 #[inline]
 pub fn track(req: usize, op: Pending) -> Result<(), TrackError> {
-    let Some(t) = REQUESTS.get() else {
-        return Err(TrackError::Full);
-    };
-    if req <= TOMB {
-        return Err(TrackError::Full);
+    match REQUESTS.get() {
+        Some(t) => t.track(req, op),
+        None => Err(TrackError::Full),
     }
-    let mask = t.slots.len() - 1;
-    let mut i = slot_of(req, mask);
-    let mut free = None;
-    for _ in 0..MAX_PROBE.min(t.slots.len()) {
-        let sk = t.slots[i].key.load(Ordering::Acquire);
-        if sk == req {
-            return Err(TrackError::Duplicate);
-        }
-        if sk == TOMB && free.is_none() {
-            free = Some(i);
-        }
-        if sk == EMPTY {
-            free.get_or_insert(i);
-            break;
-        }
-        i = (i + 1) & mask;
-    }
-    // Claim the first free slot seen; if another thread took it, probe on from there.
-    let start = free.unwrap_or(i);
-    let mut i = start;
-    for _ in 0..MAX_PROBE.min(t.slots.len()) {
-        let slot = &t.slots[i];
-        let sk = slot.key.load(Ordering::Acquire);
-        if (sk == EMPTY || sk == TOMB)
-            && slot
-                .key
-                .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            // SAFETY: we own the slot while its key is BUSY.
-            unsafe { *slot.op.get() = op };
-            slot.key.store(req, Ordering::Release);
-            return Ok(());
-        }
-        i = (i + 1) & mask;
-    }
-    t.dropped.fetch_add(1, Ordering::Relaxed);
-    Err(TrackError::Full)
 }
 
 /// Handles MPI gives to many operations at once because they completed at post
@@ -541,31 +627,38 @@ pub fn learn_shared_request(req: usize) {
 /// Removes and returns the operation posted under `req`, if tracked.
 #[inline]
 pub fn take(req: usize) -> Option<Pending> {
-    let t = REQUESTS.get()?;
-    if req <= TOMB {
-        return None;
+    REQUESTS.get()?.lookup(req, true)
+}
+
+/// Remembers what each start of persistent request `req` communicates.
+pub fn set_persistent(req: usize, op: Pending) {
+    if let Some(t) = PERSISTENT.get() {
+        t.set(req, op);
     }
-    let mask = t.slots.len() - 1;
-    let mut i = slot_of(req, mask);
-    for _ in 0..MAX_PROBE.min(t.slots.len()) {
-        let slot = &t.slots[i];
-        let sk = slot.key.load(Ordering::Acquire);
-        if sk == req {
-            // SAFETY: published with Release after the op was written.
-            let op = unsafe { *slot.op.get() };
-            if slot
-                .key
-                .compare_exchange(req, TOMB, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                return Some(op);
-            }
-            return None;
-        }
-        if sk == EMPTY {
-            return None;
-        }
-        i = (i + 1) & mask;
+}
+
+/// What a start of persistent request `req` communicates, if it is one.
+#[inline]
+pub fn persistent(req: usize) -> Option<Pending> {
+    PERSISTENT.get()?.lookup(req, false)
+}
+
+/// Forgets persistent request `req` (MPI_Request_free).
+pub fn forget_persistent(req: usize) {
+    if let Some(t) = PERSISTENT.get() {
+        let _ = t.lookup(req, true);
     }
-    None
+}
+
+/// Remembers what a matched probe found under its message handle.
+pub fn set_message(msg: usize, op: Pending) {
+    if let Some(t) = MESSAGES.get() {
+        t.set(msg, op);
+    }
+}
+
+/// Removes and returns what the probe that matched message `msg` found.
+#[inline]
+pub fn take_message(msg: usize) -> Option<Pending> {
+    MESSAGES.get()?.lookup(msg, true)
 }

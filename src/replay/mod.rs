@@ -88,6 +88,9 @@ pub enum Op {
     /// Probe, successful Iprobe: ends when the probed message's envelope arrives.
     Probe,
     Coll,
+    /// Nonblocking collective: its row spans post to completion; the completion call
+    /// ends when the collective would have.
+    ICol,
     /// No model: the measured duration is kept.
     Other,
 }
@@ -233,7 +236,12 @@ impl Plan {
                     .get(r.call as usize)
                     .map(String::as_str)
                     .unwrap_or("");
-                ops.push(op_of(kind, name));
+                let op = op_of(kind, name);
+                ops.push(if op == Op::Coll && r.flags & FLAG_NONBLOCKING != 0 {
+                    Op::ICol
+                } else {
+                    op
+                });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
                 op_dur.push(own_end(r).saturating_sub(r.t_start) as f64 * 1e-9);
@@ -437,13 +445,15 @@ fn op_of(kind: &str, name: &str) -> Op {
     let buffered = name.starts_with("MPI_Bs") || name.starts_with("MPI_Ibs");
     match kind {
         "send" => Op::Send { sync, buffered },
-        "isend" => Op::Isend { sync, buffered },
-        "recv" => Op::Recv,
-        "irecv" => Op::Irecv,
+        // A start of a persistent request (recorded under its *_init call) is a
+        // nonblocking send or receive.
+        "isend" | "send_init" => Op::Isend { sync, buffered },
+        "recv" | "mrecv" => Op::Recv,
+        "irecv" | "recv_init" | "imrecv" => Op::Irecv,
         "sendrecv" => Op::SendRecv,
         "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
         | "testsome" => Op::Complete,
-        "probe" | "iprobe" => Op::Probe,
+        "probe" | "iprobe" | "mprobe" | "improbe" => Op::Probe,
         k if graph::class_of(k) == CallClass::Collective => Op::Coll,
         _ => Op::Other,
     }
@@ -478,7 +488,12 @@ fn collective_instances(
             *k += 1;
         }
         let mut counters: HashMap<u32, usize> = HashMap::new();
-        for (i, r) in rk.records.iter().enumerate() {
+        // Collectives match in the order they were called; a nonblocking one is recorded at
+        // its completion, so order by entry.
+        let mut order: Vec<usize> = (0..rk.records.len()).collect();
+        order.sort_by_key(|&i| (rk.records[i].t_start, i));
+        for i in order {
+            let r = &rk.records[i];
             let g = base[ri] + i as u32;
             if graph::class_of(kinds[g as usize]) != CallClass::Collective {
                 continue;
@@ -549,7 +564,8 @@ fn collective_instances(
 pub fn block_of(kind: &str, r: &Record) -> u64 {
     let n = (r.comm_size as u64).max(1);
     match kind {
-        "alltoall" | "alltoallv" => r.bytes_send.max(r.bytes_recv) / n,
+        "alltoall" | "alltoallv" | "alltoallw" => r.bytes_send.max(r.bytes_recv) / n,
+        "reduce_scatter" | "reduce_scatter_block" => r.bytes_recv.max(r.bytes_send / n),
         "scatter" | "scatterv" => r.bytes_recv.max(r.bytes_send / n),
         "gather" | "gatherv" => r.bytes_send.max(r.bytes_recv / n),
         "allgather" | "allgatherv" => r.bytes_send,
@@ -788,7 +804,7 @@ pub fn replay(
     }
     // Nonblocking operations' requests, for those whose completion call was not recorded.
     for g in 0..n {
-        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv) && !e.t.start[g].is_nan() {
+        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv | Op::ICol) && !e.t.start[g].is_nan() {
             e.t.req_done[g] = e.request_done(g as u32).unwrap_or(e.t.end[g]);
         }
     }
@@ -1014,7 +1030,7 @@ impl Engine<'_> {
                     Ok(t0 + self.send_overhead(m))
                 }
             }
-            Op::Isend { .. } | Op::Irecv => Ok(t0 + plan.op_dur[gi]),
+            Op::Isend { .. } | Op::Irecv | Op::ICol => Ok(t0 + plan.op_dur[gi]),
             Op::Recv => {
                 let m = plan.msg_in[gi];
                 if m == NONE {
@@ -1117,7 +1133,7 @@ impl Engine<'_> {
     }
 
     /// When nonblocking record `nb` completed in the replay.
-    fn request_done(&self, nb: u32) -> Result<f64, Block> {
+    fn request_done(&mut self, nb: u32) -> Result<f64, Block> {
         let i = nb as usize;
         let start = self.t.start[i];
         let posted = start + self.plan.op_dur[i];
@@ -1151,6 +1167,14 @@ impl Engine<'_> {
                     Ok(a.max(posted))
                 }
             }
+            // The collective entered at its post, done when the blocking one would be.
+            Op::ICol => match self.plan.inst_of[i] {
+                NONE => {
+                    self.t.reason[i] = Reason::Unmatched;
+                    Ok(posted)
+                }
+                k => Ok(self.coll_end(k, nb, start)?.max(posted)),
+            },
             _ => Ok(posted),
         }
     }
@@ -1283,7 +1307,7 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
                 })
                 .fold(Wait::default(), Wait::max),
             Op::Coll => coll_wait(plan, t, g),
-            Op::Isend { .. } | Op::Irecv | Op::Other => Wait::default(),
+            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Other => Wait::default(),
         })
         .collect()
 }
