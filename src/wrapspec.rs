@@ -56,7 +56,9 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ("request_free", &["request"]),
     (
         "alltoall",
-        &["sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?"],
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
     ),
     (
         "alltoallv",
@@ -72,7 +74,9 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ),
     (
         "allgather",
-        &["sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?"],
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
     ),
     (
         "allgatherv",

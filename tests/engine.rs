@@ -761,7 +761,10 @@ fn an_ibcast_completes_at_its_wait_when_the_blocking_bcast_would_end() {
     ]);
     let pb = predict_run(&blocking, &profile(), Some("gige")).unwrap();
     let d = pb.calls[1][0].predicted.unwrap();
-    assert!(d > 1.0, "the broadcast takes more than the 1 s of compute: {d}");
+    assert!(
+        d > 1.0,
+        "the broadcast takes more than the 1 s of compute: {d}"
+    );
     // Nonblocking: posted at 1 s (returns at once), 1 s of compute, then MPI_Wait.
     let ib = |r: i32| Record {
         t_posted: S,

@@ -64,9 +64,22 @@ pub fn class_of(kind: &str) -> CallClass {
         "recv" | "irecv" | "recv_init" | "mrecv" | "imrecv" => CallClass::Recv,
         "sendrecv" => CallClass::SendRecv,
         // Nonblocking collectives share their blocking call's kind.
-        "alltoall" | "alltoallv" | "alltoallw" | "allgather" | "allgatherv" | "gather"
-        | "gatherv" | "scatter" | "scatterv" | "bcast" | "reduce" | "allreduce" | "barrier"
-        | "reduce_scatter" | "reduce_scatter_block" | "scan" => CallClass::Collective,
+        "alltoall"
+        | "alltoallv"
+        | "alltoallw"
+        | "allgather"
+        | "allgatherv"
+        | "gather"
+        | "gatherv"
+        | "scatter"
+        | "scatterv"
+        | "bcast"
+        | "reduce"
+        | "allreduce"
+        | "barrier"
+        | "reduce_scatter"
+        | "reduce_scatter_block"
+        | "scan" => CallClass::Collective,
         _ => CallClass::Other,
     }
 }

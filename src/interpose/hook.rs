@@ -62,7 +62,10 @@ impl Scratch {
 /// otherwise flood the buffers. Indexed by call number: count and total ns.
 pub static POLL_COUNT: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
 pub static POLL_NS: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
-const _: () = assert!(crate::trace::CALL_NAMES.len() <= 256, "more wrapped calls than poll counters");
+const _: () = assert!(
+    crate::trace::CALL_NAMES.len() <= 256,
+    "more wrapped calls than poll counters"
+);
 
 /// Marks the thread as inside a hook; resets on drop. MPI calls made by the MPI library
 /// itself from inside a wrapped call (ROMIO does this) pass through unrecorded.

@@ -804,7 +804,8 @@ pub fn replay(
     }
     // Nonblocking operations' requests, for those whose completion call was not recorded.
     for g in 0..n {
-        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv | Op::ICol) && !e.t.start[g].is_nan() {
+        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv | Op::ICol) && !e.t.start[g].is_nan()
+        {
             e.t.req_done[g] = e.request_done(g as u32).unwrap_or(e.t.end[g]);
         }
     }
