@@ -354,6 +354,20 @@ mod tests {
     }
 
     #[test]
+    fn an_optional_request_role_is_null_when_left_out() {
+        let w = parse(
+            "MPI_Barrier(MPI_Comm comm) => barrier comm=comm\nMPI_Ibarrier(MPI_Comm comm, MPI_Request *request) => barrier comm=comm request=request",
+        )
+        .unwrap();
+        assert_eq!(w[0].role_args(), vec!["comm", "::std::ptr::null_mut()"]);
+        assert_eq!(w[1].role_args(), vec!["comm", "request"]);
+        let e =
+            parse("MPI_Ibarrier(MPI_Comm comm, MPI_Request *r) => barrier comm=comm request?=r")
+                .unwrap_err();
+        assert!(e.contains("has no role `request?`"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_line_and_problem() {
         let e = parse("\nMPI_Barrier(MPI_Comm comm) => barrier").unwrap_err();
         assert_eq!(e, "line 2: kind `barrier` needs role `comm`");
