@@ -125,6 +125,36 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ("scan", &["sbuf", "count", "dtype", "comm", "request?"]),
     ("barrier", &["comm", "request?"]),
     (
+        "neighbor_allgather",
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_allgatherv",
+        &[
+            "sbuf", "scount", "stype", "rcounts", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_alltoall",
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_alltoallv",
+        &[
+            "sbuf", "scounts", "stype", "rcounts", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_alltoallw",
+        &[
+            "sbuf", "scounts", "stypes", "rcounts", "rtypes", "comm", "request?",
+        ],
+    ),
+    (
         "send_init",
         &["count", "dtype", "peer", "tag", "comm", "request"],
     ),

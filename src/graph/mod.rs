@@ -79,7 +79,12 @@ pub fn class_of(kind: &str) -> CallClass {
         | "barrier"
         | "reduce_scatter"
         | "reduce_scatter_block"
-        | "scan" => CallClass::Collective,
+        | "scan"
+        | "neighbor_allgather"
+        | "neighbor_allgatherv"
+        | "neighbor_alltoall"
+        | "neighbor_alltoallv"
+        | "neighbor_alltoallw" => CallClass::Collective,
         _ => CallClass::Other,
     }
 }

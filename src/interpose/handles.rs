@@ -167,6 +167,10 @@ pub struct CommInfo {
     /// WORLD ranks of the group that peers and roots refer to (remote group for an
     /// intercommunicator); None for MPI_COMM_WORLD itself (identity).
     pub world: Option<&'static [i32]>,
+    /// This rank's neighbours in the communicator's virtual topology (Cartesian, graph or
+    /// distributed graph), from which it receives and to which it sends; 0 without one.
+    pub indeg: u32,
+    pub outdeg: u32,
 }
 
 impl CommInfo {
@@ -220,6 +224,8 @@ pub fn init_comms(capacity: usize, world_size: c_int, world_rank: c_int) {
                     size: 0,
                     my_rank: 0,
                     world: None,
+                    indeg: 0,
+                    outdeg: 0,
                 }),
             })
             .collect(),
@@ -231,6 +237,8 @@ pub fn init_comms(capacity: usize, world_size: c_int, world_rank: c_int) {
         size: world_size as u32,
         my_rank: world_rank,
         world: None,
+        indeg: 0,
+        outdeg: 0,
     });
 }
 
@@ -405,13 +413,56 @@ fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo
                 .unwrap_or_else(|e| e.into_inner())
                 .push((id, world));
         }
+        let (indeg, outdeg) = if inter == 0 {
+            topo_degrees(comm, my_rank)
+        } else {
+            (0, 0)
+        };
         Some(CommInfo {
             id,
             size: size as u32,
             my_rank,
             world: Some(world),
+            indeg,
+            outdeg,
         })
     }
+}
+
+unsafe extern "C" {
+    static pmpi_predict_CART: c_int;
+    static pmpi_predict_GRAPH: c_int;
+    static pmpi_predict_DIST_GRAPH: c_int;
+}
+
+/// In- and out-degree of `rank` in the virtual topology of `comm` (what the neighbourhood
+/// collectives exchange with); (0, 0) without a topology. Cold path: at registration.
+fn topo_degrees(comm: ffi::MPI_Comm, rank: c_int) -> (u32, u32) {
+    let mut kind: c_int = 0;
+    // SAFETY: PMPI topology queries on a valid intracommunicator, writing locals only.
+    unsafe {
+        if ffi::PMPI_Topo_test(comm, &mut kind) != 0 {
+            return (0, 0);
+        }
+        if kind == pmpi_predict_CART {
+            let mut nd: c_int = 0;
+            if ffi::PMPI_Cartdim_get(comm, &mut nd) == 0 && nd > 0 {
+                // Two neighbours per dimension, in the order MPI_Cart_shift gives them.
+                return (2 * nd as u32, 2 * nd as u32);
+            }
+        } else if kind == pmpi_predict_GRAPH {
+            let mut n: c_int = 0;
+            if ffi::PMPI_Graph_neighbors_count(comm, rank, &mut n) == 0 && n > 0 {
+                return (n as u32, n as u32);
+            }
+        } else if kind == pmpi_predict_DIST_GRAPH {
+            let (mut i, mut o, mut wt): (c_int, c_int, c_int) = (0, 0, 0);
+            if ffi::PMPI_Dist_graph_neighbors_count(comm, &mut i, &mut o, &mut wt) == 0 {
+                return (i.max(0) as u32, o.max(0) as u32);
+            }
+        }
+    }
+    (0, 0)
 }
 
 /// A posted nonblocking operation (send, receive, collective), waiting for its completion

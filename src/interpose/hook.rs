@@ -111,6 +111,8 @@ const NO_COMM: CommInfo = CommInfo {
     size: 0,
     my_rank: -1,
     world: None,
+    indeg: 0,
+    outdeg: 0,
 };
 
 #[inline]
@@ -178,6 +180,8 @@ fn source_world(src: c_int, world: Option<&'static [i32]>, size: u32, s: &Sentin
         size,
         my_rank: 0,
         world,
+        indeg: 0,
+        outdeg: 0,
     };
     ci.world_rank(src, s)
 }
@@ -1393,6 +1397,111 @@ pub fn scan(
     })
 }
 
+// ---- neighbourhood collectives ----
+// A rank sends to its out-neighbours and receives from its in-neighbours in the
+// communicator's topology; the bytes are the sums over them.
+
+/// MPI_Neighbor_allgather: its block to every out-neighbour, one from every in-neighbour.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_allgather(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes(scount, stype) * ci.outdeg as u64;
+        let rb = handles::bytes(rcount, rtype) * ci.indeg as u64;
+        (sb, rb, NO_RANK, false)
+    })
+}
+
+/// MPI_Neighbor_allgatherv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_allgatherv(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes(scount, stype) * ci.outdeg as u64;
+        let rb = handles::bytes_v(rcounts, ci.indeg, rtype);
+        (sb, rb, NO_RANK, false)
+    })
+}
+
+/// MPI_Neighbor_alltoall: one block per out-neighbour, one per in-neighbour.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_alltoall(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    neighbor_allgather(call, sbuf, scount, stype, rcount, rtype, comm, request, f)
+}
+
+/// MPI_Neighbor_alltoallv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_alltoallv(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scounts: *const c_int,
+    stype: ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes_v(scounts, ci.outdeg, stype);
+        let rb = handles::bytes_v(rcounts, ci.indeg, rtype);
+        (sb, rb, NO_RANK, false)
+    })
+}
+
+/// MPI_Neighbor_alltoallw: per-neighbour counts and datatypes.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_alltoallw(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scounts: *const c_int,
+    stypes: *const ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtypes: *const ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes_w(scounts, stypes, ci.outdeg);
+        let rb = handles::bytes_w(rcounts, rtypes, ci.indeg);
+        (sb, rb, NO_RANK, false)
+    })
+}
+
 // ---- persistent requests ----
 
 fn thread_no() -> u16 {
@@ -1656,6 +1765,8 @@ fn message_comm(p: &Option<Pending>) -> CommInfo {
             size: p.comm_size,
             my_rank: -1,
             world: p.world,
+            indeg: 0,
+            outdeg: 0,
         },
         None => NO_COMM,
     }

@@ -135,7 +135,8 @@ pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
 /// Reduce, Allreduce: ⌈log2 n⌉·(α + β·m) (binomial tree / recursive doubling);
 /// Gather(v), Allgather(v), Alltoallv, Alltoallw: (n−1)·(α + β·m) (linear / ring);
 /// Reduce_scatter(_block): (n−1)·(α + β·m) (ring, m the block of one rank); Scan, Exscan:
-/// ⌈log2 n⌉·(α + β·m) (recursive doubling). A nonblocking collective costs what its
+/// ⌈log2 n⌉·(α + β·m) (recursive doubling); neighbourhood collectives: α + β·m with m a
+/// member's total bytes sent or received. A nonblocking collective costs what its
 /// blocking form does, from its post to its completion.
 pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
     if n < 2 {
@@ -153,6 +154,9 @@ pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
         "reduce_scatter" | "reduce_scatter_block" => Some((n - 1) as f64 * step),
         // Recursive doubling, as Allreduce (Scan, Exscan).
         "scan" => Some(lg * step),
+        // Neighbourhood collectives: the rank's messages leave back to back over its port
+        // (m: the most any member sends or receives in all), their latencies overlap.
+        k if k.starts_with("neighbor_") => Some(h.alpha + h.beta * m as f64),
         "bcast" => Some(lg * step),
         "scatter" | "scatterv" => Some((n - 1) as f64 * step),
         "alltoall" => alltoall::lower_bound(h, n, m).ok(),

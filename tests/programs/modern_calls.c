@@ -348,6 +348,70 @@ int main(int argc, char **argv) {
         done("MPI_Wait");
     }
 
+    /* ---- 5. neighbourhood collectives ---- */
+    {
+        /* A periodic ring: in- and out-neighbours left and right. */
+        MPI_Comm ring, star;
+        int dims[1] = {4}, periods[1] = {1};
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+        /* A star: rank 0 sends to and receives from 1, 2, 3; the others from and to 0. */
+        int nbr[3], deg = 0;
+        if (w == 0) {
+            for (int i = 1; i < 4; i++)
+                nbr[deg++] = i;
+        } else {
+            nbr[deg++] = 0;
+        }
+        MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, deg, nbr, MPI_UNWEIGHTED, deg, nbr,
+                                       MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &star);
+        /* Counts per neighbour: rank 0 sends k ints to rank k and gets k from it. */
+        int cnt[3], dsp[3], rcnt[3], rdsp[3];
+        long vsum = 0;
+        for (int i = 0; i < deg; i++) {
+            cnt[i] = w == 0 ? nbr[i] : w;
+            dsp[i] = i * 8;
+            rcnt[i] = nbr[i] + 1; /* allgatherv: neighbour q contributes q+1 ints */
+            rdsp[i] = i * 8;
+            vsum += cnt[i];
+        }
+        long rsum = 0;
+        for (int i = 0; i < deg; i++)
+            rsum += rcnt[i];
+        int one[2] = {1, 1};
+        MPI_Aint adsp[2] = {0, D};
+        MPI_Datatype dt[2] = {MPI_DOUBLE, MPI_DOUBLE};
+
+        MPI_Neighbor_allgather(ibuf, 2, MPI_INT, ibuf2, 2, MPI_INT, ring);
+        coll("MPI_Neighbor_allgather", -1, 4 * I, 4 * I, 4);
+        MPI_Neighbor_allgatherv(ibuf, w + 1, MPI_INT, ibuf2, rcnt, rdsp, MPI_INT, star);
+        coll("MPI_Neighbor_allgatherv", -1, (w + 1) * deg * I, rsum * I, 4);
+        MPI_Neighbor_alltoall(ibuf, 3, MPI_INT, ibuf2, 3, MPI_INT, star);
+        coll("MPI_Neighbor_alltoall", -1, 3 * deg * I, 3 * deg * I, 4);
+        MPI_Neighbor_alltoallv(ibuf, cnt, dsp, MPI_INT, ibuf2, cnt, dsp, MPI_INT, star);
+        coll("MPI_Neighbor_alltoallv", -1, vsum * I, vsum * I, 4);
+        MPI_Neighbor_alltoallw(dbuf, one, adsp, dt, dbuf2, one, adsp, dt, ring);
+        coll("MPI_Neighbor_alltoallw", -1, 2 * D, 2 * D, 4);
+
+        MPI_Request nr[5];
+        MPI_Ineighbor_allgather(ibuf, 2, MPI_INT, ibuf2, 2, MPI_INT, ring, &nr[0]);
+        MPI_Ineighbor_allgatherv(ibuf, w + 1, MPI_INT, ibuf2 + 32, rcnt, rdsp, MPI_INT, star,
+                                 &nr[1]);
+        MPI_Ineighbor_alltoall(ibuf, 3, MPI_INT, ibuf2 + 16, 3, MPI_INT, star, &nr[2]);
+        MPI_Ineighbor_alltoallv(ibuf, cnt, dsp, MPI_INT, ibuf2 + 32, cnt, dsp, MPI_INT, star,
+                                &nr[3]);
+        MPI_Ineighbor_alltoallw(dbuf, one, adsp, dt, dbuf2, one, adsp, dt, ring, &nr[4]);
+        MPI_Waitall(5, nr, MPI_STATUSES_IGNORE);
+        icoll("MPI_Ineighbor_allgather", -1, 4 * I, 4 * I, 4);
+        icoll("MPI_Ineighbor_allgatherv", -1, (w + 1) * deg * I, rsum * I, 4);
+        icoll("MPI_Ineighbor_alltoall", -1, 3 * deg * I, 3 * deg * I, 4);
+        icoll("MPI_Ineighbor_alltoallv", -1, vsum * I, vsum * I, 4);
+        icoll("MPI_Ineighbor_alltoallw", -1, 2 * D, 2 * D, 4);
+        done("MPI_Waitall");
+        check += ibuf2[0];
+        MPI_Comm_free(&ring);
+        MPI_Comm_free(&star);
+    }
+
     MPI_Comm_free(&sub);
     for (int i = 0; i < MAXC && names[i]; i++)
         fprintf(out, "COUNT %s %d\n", names[i], counts[i]);
