@@ -84,7 +84,8 @@ pub fn class_of(kind: &str) -> CallClass {
         | "neighbor_allgatherv"
         | "neighbor_alltoall"
         | "neighbor_alltoallv"
-        | "neighbor_alltoallw" => CallClass::Collective,
+        | "neighbor_alltoallw"
+        | "win_fence" => CallClass::Collective,
         _ => CallClass::Other,
     }
 }

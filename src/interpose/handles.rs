@@ -319,6 +319,76 @@ pub fn register_comm(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
     Some(info)
 }
 
+/// Remembers a window under its handle with the communicator it was created over (its
+/// group is the window's): the same table, as handles of both never coincide.
+pub fn register_win(win: ffi::MPI_Win, info: CommInfo) {
+    let k = key(win);
+    let Some(t) = COMMS.get() else { return };
+    if k <= TOMB {
+        return;
+    }
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let slot = &t.slots[i];
+        let sk = slot.key.load(Ordering::Acquire);
+        if (sk == k || sk == EMPTY || sk == TOMB)
+            && slot
+                .key
+                .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            // SAFETY: we own the slot while its key is BUSY.
+            unsafe { *slot.info.get() = info };
+            slot.key.store(k, Ordering::Release);
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/// The communicator a window was created over, if the layer saw its creation. Never asks
+/// MPI (a window handle is not a communicator).
+pub fn win_info(win: ffi::MPI_Win) -> Option<CommInfo> {
+    let k = key(win);
+    let t = COMMS.get()?;
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let sk = t.slots[i].key.load(Ordering::Acquire);
+        if sk == k {
+            // SAFETY: published with Release after the info was written.
+            return Some(unsafe { *t.slots[i].info.get() });
+        }
+        if sk == EMPTY {
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    None
+}
+
+/// Forgets a window that is being freed.
+pub fn forget_win(win: ffi::MPI_Win) {
+    let k = key(win);
+    let Some(t) = COMMS.get() else { return };
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let sk = t.slots[i].key.load(Ordering::Acquire);
+        if sk == k {
+            let _ = t.slots[i]
+                .key
+                .compare_exchange(k, TOMB, Ordering::AcqRel, Ordering::Relaxed);
+            return;
+        }
+        if sk == EMPTY {
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
 /// Forgets a communicator that is being freed (its handle may be reused).
 pub fn forget_comm(comm: ffi::MPI_Comm) {
     let k = key(comm);

@@ -28,11 +28,15 @@ pub static STATE: AtomicU8 = AtomicU8::new(OFF);
 
 unsafe extern "C" {
     static pmpi_predict_BYTE: ffi::MPI_Datatype;
+    static pmpi_predict_DATATYPE_NULL: ffi::MPI_Datatype;
 }
 
 thread_local! {
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
     static SCRATCH: UnsafeCell<Scratch> = const { UnsafeCell::new(Scratch::new()) };
+    /// Bytes this thread put and got by one-sided calls since its last synchronisation
+    /// that completes them (recorded in that call's row).
+    static RMA_BYTES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
 /// Request arrays longer than this are passed through untracked beyond this index.
@@ -1862,6 +1866,196 @@ pub fn imrecv(
         track_posted(request, p, t1);
     });
     rc
+}
+
+// ---- one-sided communication ----
+
+#[inline]
+fn win_of(win: ffi::MPI_Win) -> CommInfo {
+    handles::win_info(win).unwrap_or(NO_COMM)
+}
+
+/// One-sided transfer: `put` bytes to and `get` bytes from the target (a rank of the
+/// window's group), recorded with the target as a WORLD rank.
+#[inline]
+fn rma(
+    call: u16,
+    put: (c_int, ffi::MPI_Datatype),
+    get: (c_int, ffi::MPI_Datatype),
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = win_of(win);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.peer = ci.world_rank(peer, s);
+        if r.peer != PROC_NULL {
+            r.bytes_send = handles::bytes(put.0, put.1);
+            r.bytes_recv = handles::bytes(get.0, get.1);
+            let _ = RMA_BYTES.try_with(|b| {
+                let (p, g) = b.get();
+                b.set((p + r.bytes_send, g + r.bytes_recv));
+            });
+        }
+        record::push(r);
+    });
+    rc
+}
+
+/// MPI_Put, MPI_Accumulate: data to the target.
+#[inline]
+pub fn rma_put(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    // SAFETY: a constant defined by our C shim (a type that is never asked about).
+    let none = unsafe { pmpi_predict_DATATYPE_NULL };
+    rma(call, (count, dtype), (0, none), peer, win, f)
+}
+
+/// MPI_Get: data from the target.
+#[inline]
+pub fn rma_get(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    // SAFETY: a constant defined by our C shim.
+    let none = unsafe { pmpi_predict_DATATYPE_NULL };
+    rma(call, (0, none), (count, dtype), peer, win, f)
+}
+
+/// MPI_Get_accumulate: the origin buffer to the target, the result back.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn rma_get_acc(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    rma(call, (count, dtype), (rcount, rtype), peer, win, f)
+}
+
+/// Window synchronisation: recorded on the window's communicator, with the target as a
+/// WORLD rank when there is one; `done`: it completes the thread's one-sided transfers,
+/// whose bytes its row carries.
+#[inline]
+fn win_sync(
+    call: u16,
+    peer: Option<c_int>,
+    done: bool,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = win_of(win);
+        let mut r = base(call, t0, t1, &ci, rc);
+        if let Some(p) = peer {
+            r.peer = ci.world_rank(p, s);
+        }
+        if done {
+            let (p, g) = RMA_BYTES.try_with(|b| b.replace((0, 0))).unwrap_or((0, 0));
+            r.bytes_send = p;
+            r.bytes_recv = g;
+        }
+        record::push(r);
+    });
+    rc
+}
+
+/// MPI_Win_fence: collective over the window's group; completes the epoch's transfers.
+#[inline]
+pub fn win_fence(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    win_sync(call, None, true, win, f)
+}
+
+/// Synchronisation that opens access (MPI_Win_lock_all, MPI_Win_post, MPI_Win_start).
+#[inline]
+pub fn win_open(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    win_sync(call, None, false, win, f)
+}
+
+/// MPI_Win_lock: opens access to one target.
+#[inline]
+pub fn win_open_rank(
+    call: u16,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    win_sync(call, Some(peer), false, win, f)
+}
+
+/// Synchronisation that completes transfers (MPI_Win_unlock_all, MPI_Win_flush_all,
+/// MPI_Win_complete, MPI_Win_wait, ...).
+#[inline]
+pub fn win_done(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    win_sync(call, None, true, win, f)
+}
+
+/// MPI_Win_unlock, MPI_Win_flush(_local): completes transfers to one target.
+#[inline]
+pub fn win_done_rank(
+    call: u16,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    win_sync(call, Some(peer), true, win, f)
+}
+
+/// Window creation: remembers the window's communicator. Not recorded.
+#[inline]
+pub fn win_new(
+    _call: u16,
+    comm: ffi::MPI_Comm,
+    newwin: *mut ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let rc = f();
+    guarded(|| {
+        if rc == 0 && !newwin.is_null() {
+            let ci = comm_of(comm, s);
+            // SAFETY: MPI wrote the new window handle through the caller's pointer (rc == 0).
+            handles::register_win(unsafe { *newwin }, ci);
+        }
+    });
+    rc
+}
+
+/// MPI_Win_free: forgets the window before MPI frees (and may reuse) its handle. Not
+/// recorded; what MPI does inside it is not recorded either.
+#[inline]
+pub fn win_free(_call: u16, winp: *mut ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    let Some((_g, _)) = enter() else { return f() };
+    if !winp.is_null() {
+        // SAFETY: MPI requires a valid window pointer.
+        let w = unsafe { *winp };
+        guarded(|| handles::forget_win(w));
+    }
+    f()
 }
 
 // ---- communicators ----

@@ -136,7 +136,8 @@ pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
 /// Gather(v), Allgather(v), Alltoallv, Alltoallw: (n−1)·(α + β·m) (linear / ring);
 /// Reduce_scatter(_block): (n−1)·(α + β·m) (ring, m the block of one rank); Scan, Exscan:
 /// ⌈log2 n⌉·(α + β·m) (recursive doubling); neighbourhood collectives: α + β·m with m a
-/// member's total bytes sent or received. A nonblocking collective costs what its
+/// member's total bytes sent or received; MPI_Win_fence: ⌈log2 n⌉·α + β·m with m the most
+/// bytes a member put or got in the epoch. A nonblocking collective costs what its
 /// blocking form does, from its post to its completion.
 pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
     if n < 2 {
@@ -154,6 +155,8 @@ pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
         "reduce_scatter" | "reduce_scatter_block" => Some((n - 1) as f64 * step),
         // Recursive doubling, as Allreduce (Scan, Exscan).
         "scan" => Some(lg * step),
+        // MPI_Win_fence: a barrier, then the epoch's largest transfer.
+        "win_fence" => Some(lg * h.alpha + h.beta * m as f64),
         // Neighbourhood collectives: the rank's messages leave back to back over its port
         // (m: the most any member sends or receives in all), their latencies overlap.
         k if k.starts_with("neighbor_") => Some(h.alpha + h.beta * m as f64),

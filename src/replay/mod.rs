@@ -91,6 +91,12 @@ pub enum Op {
     /// Nonblocking collective: its row spans post to completion; the completion call
     /// ends when the collective would have.
     ICol,
+    /// One-sided transfer (MPI_Put, ...): the local post; the transfer is charged to the
+    /// synchronisation that completes it.
+    Rma,
+    /// Window synchronisation other than MPI_Win_fence: one latency, plus the transfer
+    /// of the bytes it completes (Hockney on the path to its target).
+    RmaSync,
     /// No model: the measured duration is kept.
     Other,
 }
@@ -187,6 +193,8 @@ pub struct Plan {
     pub protocol: Protocol,
     /// Number of connections among the messages.
     pub connections: usize,
+    /// Bytes a window synchronisation (Op::RmaSync) completes, by global id.
+    pub rma_bytes: HashMap<u32, u64>,
 }
 
 impl Plan {
@@ -221,6 +229,7 @@ impl Plan {
         let mut rank = Vec::with_capacity(n);
         let mut peer = Vec::with_capacity(n);
         let mut peer2 = Vec::with_capacity(n);
+        let mut rma_bytes = HashMap::new();
         for (ri, rk) in run.ranks.iter().enumerate() {
             let table = graph::kind_table(&rk.meta.calls);
             for (i, r) in rk.records.iter().enumerate() {
@@ -237,6 +246,9 @@ impl Plan {
                     .map(String::as_str)
                     .unwrap_or("");
                 let op = op_of(kind, name);
+                if op == Op::RmaSync {
+                    rma_bytes.insert(refs.len() as u32 - 1, r.bytes_send + r.bytes_recv);
+                }
                 ops.push(if op == Op::Coll && r.flags & FLAG_NONBLOCKING != 0 {
                     Op::ICol
                 } else {
@@ -427,6 +439,7 @@ impl Plan {
             placement,
             protocol,
             connections: conn_ids.len(),
+            rma_bytes,
         }
     }
 }
@@ -454,6 +467,8 @@ fn op_of(kind: &str, name: &str) -> Op {
         "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
         | "testsome" => Op::Complete,
         "probe" | "iprobe" | "mprobe" | "improbe" => Op::Probe,
+        "rma_put" | "rma_get" | "rma_get_acc" => Op::Rma,
+        "win_open" | "win_open_rank" | "win_done" | "win_done_rank" => Op::RmaSync,
         k if graph::class_of(k) == CallClass::Collective => Op::Coll,
         _ => Op::Other,
     }
@@ -1031,7 +1046,13 @@ impl Engine<'_> {
                     Ok(t0 + self.send_overhead(m))
                 }
             }
-            Op::Isend { .. } | Op::Irecv | Op::ICol => Ok(t0 + plan.op_dur[gi]),
+            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + plan.op_dur[gi]),
+            Op::RmaSync => {
+                let bytes = plan.rma_bytes.get(&g).copied().unwrap_or(0);
+                let (me, peer) = (plan.rank[gi], plan.peer[gi]);
+                let intra = peer >= 0 && plan.placement.node(me) == plan.placement.node(peer);
+                Ok(t0 + self.p2p.hockney(intra).time_bytes(bytes as f64))
+            }
             Op::Recv => {
                 let m = plan.msg_in[gi];
                 if m == NONE {
@@ -1308,7 +1329,9 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
                 })
                 .fold(Wait::default(), Wait::max),
             Op::Coll => coll_wait(plan, t, g),
-            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Other => Wait::default(),
+            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
+                Wait::default()
+            }
         })
         .collect()
 }

@@ -412,6 +412,87 @@ int main(int argc, char **argv) {
         MPI_Comm_free(&star);
     }
 
+    /* ---- 6. one-sided ---- */
+    {
+        /* Rows of synchronisation calls that complete transfers carry the bytes this rank
+         * put and got since its previous such call. */
+        int *base;
+        MPI_Win win;
+        MPI_Win_allocate(64 * I, I, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+        for (int i = 0; i < 64; i++)
+            base[i] = i;
+        const int far = (w + 2) % 4;
+        int res = 0;
+
+        MPI_Win_fence(0, win);
+        coll("MPI_Win_fence", -1, 0, 0, 4);
+        MPI_Put(ibuf, 4, MPI_INT, right, 0, 4, MPI_INT, win);
+        row("MPI_Put", right, -1, 4 * I, 0, 4, 0, -1);
+        MPI_Get(ibuf2, 3, MPI_INT, left, 24, 3, MPI_INT, win);
+        row("MPI_Get", left, -1, 0, 3 * I, 4, 0, -1);
+        MPI_Accumulate(ibuf, 2, MPI_INT, right, 8, 2, MPI_INT, MPI_SUM, win);
+        row("MPI_Accumulate", right, -1, 2 * I, 0, 4, 0, -1);
+        MPI_Get_accumulate(ibuf, 1, MPI_INT, &res, 1, MPI_INT, far, 16, 1, MPI_INT, MPI_SUM,
+                           win);
+        row("MPI_Get_accumulate", far, -1, I, I, 4, 0, -1);
+        MPI_Win_fence(0, win);
+        coll("MPI_Win_fence", -1, 7 * I, 4 * I, 4);
+        check += ibuf2[0] + res;
+
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+        row("MPI_Win_lock", right, -1, 0, 0, 4, 0, -1);
+        MPI_Put(ibuf, 5, MPI_INT, right, 32, 5, MPI_INT, win);
+        row("MPI_Put", right, -1, 5 * I, 0, 4, 0, -1);
+        MPI_Win_flush(right, win);
+        row("MPI_Win_flush", right, -1, 5 * I, 0, 4, 0, -1);
+        MPI_Put(ibuf, 6, MPI_INT, right, 40, 6, MPI_INT, win);
+        row("MPI_Put", right, -1, 6 * I, 0, 4, 0, -1);
+        MPI_Win_flush_local(right, win);
+        row("MPI_Win_flush_local", right, -1, 6 * I, 0, 4, 0, -1);
+        MPI_Win_unlock(right, win);
+        row("MPI_Win_unlock", right, -1, 0, 0, 4, 0, -1);
+
+        MPI_Win_lock_all(0, win);
+        row("MPI_Win_lock_all", -1, -1, 0, 0, 4, 0, -1);
+        MPI_Get(ibuf2, 2, MPI_INT, left, 24, 2, MPI_INT, win);
+        row("MPI_Get", left, -1, 0, 2 * I, 4, 0, -1);
+        MPI_Win_flush_all(win);
+        row("MPI_Win_flush_all", -1, -1, 0, 2 * I, 4, 0, -1);
+        MPI_Get(ibuf2, 1, MPI_INT, left, 24, 1, MPI_INT, win);
+        row("MPI_Get", left, -1, 0, I, 4, 0, -1);
+        MPI_Win_flush_local_all(win);
+        row("MPI_Win_flush_local_all", -1, -1, 0, I, 4, 0, -1);
+        MPI_Win_unlock_all(win);
+        row("MPI_Win_unlock_all", -1, -1, 0, 0, 4, 0, -1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        coll("MPI_Barrier", -1, 0, 0, 4);
+        MPI_Win_free(&win);
+
+        /* Post-start-complete-wait with the partner, on a window over the split
+         * communicator. */
+        static double wmem[16];
+        MPI_Win swin;
+        MPI_Win_create(wmem, sizeof wmem, D, MPI_INFO_NULL, sub, &swin);
+        MPI_Group sg, pg;
+        int other = 1 - sr;
+        MPI_Comm_group(sub, &sg);
+        MPI_Group_incl(sg, 1, &other, &pg);
+        MPI_Win_post(pg, 0, swin);
+        row("MPI_Win_post", -1, -1, 0, 0, 2, 0, -1);
+        MPI_Win_start(pg, 0, swin);
+        row("MPI_Win_start", -1, -1, 0, 0, 2, 0, -1);
+        MPI_Put(dbuf, 3, MPI_DOUBLE, other, 0, 3, MPI_DOUBLE, swin);
+        row("MPI_Put", partner, -1, 3 * D, 0, 2, 0, -1);
+        MPI_Win_complete(swin);
+        row("MPI_Win_complete", -1, -1, 3 * D, 0, 2, 0, -1);
+        MPI_Win_wait(swin);
+        row("MPI_Win_wait", -1, -1, 0, 0, 2, 0, -1);
+        MPI_Group_free(&pg);
+        MPI_Group_free(&sg);
+        MPI_Win_free(&swin);
+        check += (long)wmem[0];
+    }
+
     MPI_Comm_free(&sub);
     for (int i = 0; i < MAXC && names[i]; i++)
         fprintf(out, "COUNT %s %d\n", names[i], counts[i]);
