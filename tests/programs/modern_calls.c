@@ -17,7 +17,7 @@
 static FILE *out;
 static int w, nw;
 
-#define MAXC 64
+#define MAXC 128
 static const char *names[MAXC];
 static int counts[MAXC];
 
@@ -31,6 +31,8 @@ static void count(const char *call) {
             return;
         }
     }
+    fprintf(stderr, "modern_calls: more than %d call names\n", MAXC);
+    MPI_Abort(MPI_COMM_WORLD, 4);
 }
 
 static void rank_s(char *b, int r) {
@@ -64,6 +66,10 @@ static void coll(const char *call, int root, long bs, long br, int n) {
 }
 
 int main(int argc, char **argv) {
+    /* Open MPI 4.1's default one-sided component (osc rdma) fails now and then at window
+     * creation on this test host, with or without the layer ("A system call failed during
+     * shared memory initialization"); the point-to-point one is steady. MPICH ignores it. */
+    setenv("OMPI_MCA_osc", "pt2pt", 0);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &w);
     MPI_Comm_size(MPI_COMM_WORLD, &nw);
