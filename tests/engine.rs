@@ -864,3 +864,50 @@ fn an_mrecv_receives_the_message_its_mprobe_matched() {
     let t = mr.predicted.unwrap();
     assert!((0.1..0.11).contains(&t), "{mr:?}");
 }
+
+#[test]
+fn a_fence_takes_the_largest_transfer_of_its_epoch_and_an_unlock_its_own() {
+    // Two ranks on two nodes: fence, Put of 1 s of data to the other, fence; then a lock,
+    // Put and unlock to the other.
+    let m = 100_000_000;
+    let ms = S / 1000;
+    let fence = |t0: u64, bytes: u64| Record {
+        bytes_send: bytes,
+        ..coll(call::MPI_Win_fence, 2, t0, t0 + ms)
+    };
+    let to = |call: u16, peer: i32, bytes: u64, t0: u64| Record {
+        comm_size: 2,
+        ..send(call, peer, bytes, t0, t0 + ms)
+    };
+    let ranks = (0..2)
+        .map(|r| {
+            let other = 1 - r;
+            rank(
+                r,
+                if r == 0 { "a" } else { "b" },
+                0,
+                vec![
+                    fence(0, 0),
+                    to(call::MPI_Put, other, m, 2 * ms),
+                    fence(4 * ms, m),
+                    to(call::MPI_Win_lock, other, 0, 2 * S),
+                    to(call::MPI_Put, other, m, 2 * S + 2 * ms),
+                    to(call::MPI_Win_unlock, other, m, 2 * S + 4 * ms),
+                ],
+                2,
+            )
+        })
+        .collect();
+    let p = predict_run(&run(ranks), &profile(), Some("gige")).unwrap();
+    for c in p.calls.iter().flatten() {
+        assert_eq!(c.reason, Reason::None, "{c:?}");
+    }
+    for rk in 0..2 {
+        let c = &p.calls[rk];
+        // The Put: its measured call; the fence: ⌈log2 2⌉·α + β·m = 1 s (α = 0).
+        assert!(close(c[1].predicted.unwrap(), 0.001), "{:?}", c[1]);
+        assert!(close(c[2].predicted.unwrap(), 1.0), "{:?}", c[2]);
+        // The unlock completes its 1 s Put: α + β·m between nodes.
+        assert!(close(c[5].predicted.unwrap(), 1.0), "{:?}", c[5]);
+    }
+}
