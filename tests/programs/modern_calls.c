@@ -414,6 +414,13 @@ int main(int argc, char **argv) {
         icoll("MPI_Ineighbor_alltoallw", -1, 2 * D, 2 * D, 4);
         done("MPI_Waitall");
         check += ibuf2[0];
+        /* A (non-distributed) graph: the ring again, two neighbours each. */
+        MPI_Comm graph;
+        int index[4] = {2, 4, 6, 8}, edges[8] = {3, 1, 0, 2, 1, 3, 2, 0};
+        MPI_Graph_create(MPI_COMM_WORLD, 4, index, edges, 0, &graph);
+        MPI_Neighbor_alltoall(ibuf, 3, MPI_INT, ibuf2, 3, MPI_INT, graph);
+        coll("MPI_Neighbor_alltoall", -1, 6 * I, 6 * I, 4);
+        MPI_Comm_free(&graph);
         MPI_Comm_free(&ring);
         MPI_Comm_free(&star);
     }
