@@ -784,6 +784,22 @@ fn an_ibcast_completes_at_its_wait_when_the_blocking_bcast_would_end() {
     // Wait, what was left of it after the compute.
     assert!(close(row.predicted.unwrap(), d), "{row:?} vs {d}");
     assert!(close(w.predicted.unwrap(), d - 1.0), "{w:?} vs {d}");
+    // A root that posts 2 s late makes rank 1's Wait (entered at 2 s) wait 1 s for it.
+    let late_root = Record {
+        t_start: 3 * S,
+        t_posted: 3 * S,
+        ..ib(0)
+    };
+    let nb = run(vec![
+        rank(0, "a", 0, vec![late_root, wait_rec(3 * S, 4 * S)], 2),
+        rank(1, "b", 0, vec![ib(1), wait_rec(2 * S, 4 * S)], 2),
+    ]);
+    let p = predict_run(&nb, &profile(), Some("gige")).unwrap();
+    let w = p.calls[1][1];
+    assert_eq!(w.wait.kind, WaitKind::LateBroadcast, "{w:?}");
+    assert!(close(w.wait.seconds, 1.0), "{w:?}");
+    assert_eq!(w.wait.on, 0);
+    assert_eq!(w.measured_wait.kind, WaitKind::LateBroadcast, "{w:?}");
 }
 
 #[test]

@@ -1325,6 +1325,7 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
                 .map(|&nb| match plan.ops[nb as usize] {
                     Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
                     Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
+                    Op::ICol => icoll_wait(plan, t, g, nb as usize),
                     _ => Wait::default(),
                 })
                 .fold(Wait::default(), Wait::max),
@@ -1334,6 +1335,46 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
             }
         })
         .collect()
+}
+
+/// The wait of completion call `g` on the nonblocking collective `nb` it completed: for
+/// the last member's entry (all-to-all shapes) or the root's (one-to-all), from the
+/// completion call's entry.
+fn icoll_wait(plan: &Plan, t: &Times, g: usize, nb: usize) -> Wait {
+    let i = plan.inst_of[nb];
+    if i == NONE {
+        return Wait::default();
+    }
+    let inst = &plan.instances[i as usize];
+    let dur = t.end[g] - t.start[g];
+    let rank = |m: u32| plan.rank[m as usize];
+    match coll_shape(inst.kind) {
+        CollShape::All => {
+            let kind = if inst.kind == "barrier" {
+                WaitKind::Barrier
+            } else {
+                WaitKind::NxN
+            };
+            let last = inst
+                .members
+                .iter()
+                .copied()
+                .max_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]))
+                .unwrap_or(nb as u32);
+            Wait::of(kind, t.start[g], t.start[last as usize], dur, rank(last))
+        }
+        CollShape::FromRoot => match inst.root.map(|k| inst.members[k]) {
+            Some(r) if r as usize != nb => Wait::of(
+                WaitKind::LateBroadcast,
+                t.start[g],
+                t.start[r as usize],
+                dur,
+                rank(r),
+            ),
+            _ => Wait::default(),
+        },
+        CollShape::ToRoot => Wait::default(),
+    }
 }
 
 fn coll_wait(plan: &Plan, t: &Times, g: usize) -> Wait {
