@@ -1248,7 +1248,6 @@ pub fn scatterv(
 
 /// MPI_Bcast: the root sends, the others receive.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub fn bcast(
     call: u16,
     count: c_int,
@@ -1292,7 +1291,6 @@ pub fn reduce(
 
 /// MPI_Allreduce.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub fn allreduce(
     call: u16,
     sbuf: *const std::ffi::c_void,
@@ -1310,7 +1308,6 @@ pub fn allreduce(
 
 /// MPI_Barrier.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub fn barrier(
     call: u16,
     comm: ffi::MPI_Comm,
@@ -1348,7 +1345,6 @@ pub fn alltoallw(
 
 /// MPI_Reduce_scatter: sends every block, receives its own.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub fn reduce_scatter(
     call: u16,
     sbuf: *const std::ffi::c_void,
@@ -1367,7 +1363,6 @@ pub fn reduce_scatter(
 
 /// MPI_Reduce_scatter_block: sends n blocks, receives one.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub fn reduce_scatter_block(
     call: u16,
     sbuf: *const std::ffi::c_void,
@@ -1385,7 +1380,6 @@ pub fn reduce_scatter_block(
 
 /// MPI_Scan, MPI_Exscan: the contribution sent, the prefix received.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub fn scan(
     call: u16,
     sbuf: *const std::ffi::c_void,
