@@ -168,3 +168,50 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
         serde_json::json!({})
     );
 }
+
+#[test]
+fn modern_calls_from_fortran_are_recorded_once_under_their_c_names() {
+    let dir = scratch("modern-fortran");
+    let exe = build_fortran("f_modern", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let run = mpirun(
+        2,
+        &exe,
+        &[],
+        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_QUIET", "1")]),
+        &dir,
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rows = read_calls(&out);
+    let mut want: HashMap<(u32, String), usize> = HashMap::new();
+    for (rank, call, n) in [
+        (0, "MPI_Ibcast", 1),
+        (1, "MPI_Ibcast", 1),
+        (0, "MPI_Wait", 3),
+        (1, "MPI_Wait", 3),
+        (0, "MPI_Send_init", 2),
+        (1, "MPI_Recv_init", 2),
+        (0, "MPI_Send", 1),
+        (1, "MPI_Mprobe", 1),
+        (1, "MPI_Mrecv", 1),
+    ] {
+        want.insert((rank, call.to_string()), n);
+    }
+    assert_eq!(counts(&rows), want);
+    for r in &rows {
+        assert_eq!(r["reason"], "", "{r:?}");
+        match r["call"].as_str() {
+            "MPI_Ibcast" => assert_eq!((r["root"].as_str(), r["bytes"].as_str()), ("0", "16")),
+            "MPI_Send_init" => assert_eq!((r["peer"].as_str(), r["bytes"].as_str()), ("1", "16")),
+            "MPI_Recv_init" => assert_eq!((r["peer"].as_str(), r["bytes"].as_str()), ("0", "16")),
+            "MPI_Mprobe" => assert_eq!(r["peer"], "0"),
+            "MPI_Mrecv" => assert_eq!((r["peer"].as_str(), r["bytes"].as_str()), ("0", "8")),
+            _ => {}
+        }
+    }
+}
