@@ -13,7 +13,9 @@
 
 use std::collections::BTreeMap;
 
-/// Roles each kind needs, in the order its hook takes them.
+/// Roles each kind needs, in the order its hook takes them. A role ending in `?` may be
+/// left out: its hook then gets a null pointer (a collective's `request?`: given for the
+/// nonblocking variant, `MPI_Ibcast`, absent for the blocking one).
 pub const KINDS: &[(&str, &[&str])] = &[
     ("special", &[]),
     ("send", &["count", "dtype", "peer", "tag", "comm"]),
@@ -54,44 +56,134 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ("request_free", &["request"]),
     (
         "alltoall",
-        &["sbuf", "scount", "stype", "rcount", "rtype", "comm"],
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
     ),
     (
         "alltoallv",
-        &["sbuf", "scounts", "stype", "rcounts", "rtype", "comm"],
+        &[
+            "sbuf", "scounts", "stype", "rcounts", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "alltoallw",
+        &[
+            "sbuf", "scounts", "stypes", "rcounts", "rtypes", "comm", "request?",
+        ],
     ),
     (
         "allgather",
-        &["sbuf", "scount", "stype", "rcount", "rtype", "comm"],
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
     ),
     (
         "allgatherv",
-        &["sbuf", "scount", "stype", "rcounts", "rtype", "comm"],
+        &[
+            "sbuf", "scount", "stype", "rcounts", "rtype", "comm", "request?",
+        ],
     ),
     (
         "gather",
-        &["sbuf", "scount", "stype", "rcount", "rtype", "root", "comm"],
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "root", "comm", "request?",
+        ],
     ),
     (
         "gatherv",
         &[
-            "sbuf", "scount", "stype", "rcounts", "rtype", "root", "comm",
+            "sbuf", "scount", "stype", "rcounts", "rtype", "root", "comm", "request?",
         ],
     ),
     (
         "scatter",
-        &["rbuf", "scount", "stype", "rcount", "rtype", "root", "comm"],
+        &[
+            "rbuf", "scount", "stype", "rcount", "rtype", "root", "comm", "request?",
+        ],
     ),
     (
         "scatterv",
         &[
-            "rbuf", "scounts", "stype", "rcount", "rtype", "root", "comm",
+            "rbuf", "scounts", "stype", "rcount", "rtype", "root", "comm", "request?",
         ],
     ),
-    ("bcast", &["count", "dtype", "root", "comm"]),
-    ("reduce", &["sbuf", "count", "dtype", "root", "comm"]),
-    ("allreduce", &["sbuf", "count", "dtype", "comm"]),
-    ("barrier", &["comm"]),
+    ("bcast", &["count", "dtype", "root", "comm", "request?"]),
+    (
+        "reduce",
+        &["sbuf", "count", "dtype", "root", "comm", "request?"],
+    ),
+    ("allreduce", &["sbuf", "count", "dtype", "comm", "request?"]),
+    (
+        "reduce_scatter",
+        &["sbuf", "rcounts", "dtype", "comm", "request?"],
+    ),
+    (
+        "reduce_scatter_block",
+        &["sbuf", "rcount", "dtype", "comm", "request?"],
+    ),
+    ("scan", &["sbuf", "count", "dtype", "comm", "request?"]),
+    ("barrier", &["comm", "request?"]),
+    (
+        "neighbor_allgather",
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_allgatherv",
+        &[
+            "sbuf", "scount", "stype", "rcounts", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_alltoall",
+        &[
+            "sbuf", "scount", "stype", "rcount", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_alltoallv",
+        &[
+            "sbuf", "scounts", "stype", "rcounts", "rtype", "comm", "request?",
+        ],
+    ),
+    (
+        "neighbor_alltoallw",
+        &[
+            "sbuf", "scounts", "stypes", "rcounts", "rtypes", "comm", "request?",
+        ],
+    ),
+    (
+        "send_init",
+        &["count", "dtype", "peer", "tag", "comm", "request"],
+    ),
+    (
+        "recv_init",
+        &["count", "dtype", "peer", "tag", "comm", "request"],
+    ),
+    ("start", &["request"]),
+    ("startall", &["incount", "requests"]),
+    ("mprobe", &["peer", "tag", "comm", "message", "status"]),
+    (
+        "improbe",
+        &["peer", "tag", "comm", "flag", "message", "status"],
+    ),
+    ("mrecv", &["count", "dtype", "message", "status"]),
+    ("imrecv", &["count", "dtype", "message", "request"]),
+    ("rma_put", &["count", "dtype", "peer", "win"]),
+    ("rma_get", &["count", "dtype", "peer", "win"]),
+    (
+        "rma_get_acc",
+        &["count", "dtype", "rcount", "rtype", "peer", "win"],
+    ),
+    ("win_fence", &["win"]),
+    ("win_open", &["win"]),
+    ("win_open_rank", &["peer", "win"]),
+    ("win_done", &["win"]),
+    ("win_done_rank", &["peer", "win"]),
+    ("win_new", &["comm", "newwin"]),
+    ("win_free", &["winp"]),
     ("comm_new", &["comm", "newcomm"]),
     ("comm_free", &["commp"]),
 ];
@@ -124,7 +216,16 @@ impl Wrap {
             .find(|(k, _)| *k == self.kind)
             .map(|(_, r)| *r)
             .unwrap_or(&[]);
-        roles.iter().map(|r| self.roles[*r].as_str()).collect()
+        roles
+            .iter()
+            .map(|r| match r.strip_suffix('?') {
+                Some(opt) => self
+                    .roles
+                    .get(opt)
+                    .map_or("::std::ptr::null_mut()", String::as_str),
+                None => self.roles[*r].as_str(),
+            })
+            .collect()
     }
 }
 
@@ -228,7 +329,7 @@ fn parse_line(l: &str, line: usize) -> Result<Wrap, String> {
         let (role, arg) = w
             .split_once('=')
             .ok_or_else(|| format!("`{w}` is not role=argument"))?;
-        if !needed.contains(&role) {
+        if !needed.iter().any(|r| r.trim_end_matches('?') == role) {
             return Err(format!("kind `{kind}` has no role `{role}`"));
         }
         if !params.iter().any(|p| p.name == arg) {
@@ -240,7 +341,10 @@ fn parse_line(l: &str, line: usize) -> Result<Wrap, String> {
             return Err(format!("role `{role}` given twice"));
         }
     }
-    if let Some(missing) = needed.iter().find(|r| !roles.contains_key(**r)) {
+    if let Some(missing) = needed
+        .iter()
+        .find(|r| !r.ends_with('?') && !roles.contains_key(**r))
+    {
         return Err(format!("kind `{kind}` needs role `{missing}`"));
     }
     Ok(Wrap {
@@ -290,6 +394,20 @@ mod tests {
             "*const ::std::ffi::c_void"
         );
         assert!(rust_type("long double", "f").is_err());
+    }
+
+    #[test]
+    fn an_optional_request_role_is_null_when_left_out() {
+        let w = parse(
+            "MPI_Barrier(MPI_Comm comm) => barrier comm=comm\nMPI_Ibarrier(MPI_Comm comm, MPI_Request *request) => barrier comm=comm request=request",
+        )
+        .unwrap();
+        assert_eq!(w[0].role_args(), vec!["comm", "::std::ptr::null_mut()"]);
+        assert_eq!(w[1].role_args(), vec!["comm", "request"]);
+        let e =
+            parse("MPI_Ibarrier(MPI_Comm comm, MPI_Request *r) => barrier comm=comm request?=r")
+                .unwrap_err();
+        assert!(e.contains("has no role `request?`"), "{e}");
     }
 
     #[test]

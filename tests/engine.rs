@@ -1035,3 +1035,194 @@ fn a_live_snapshot_names_who_waits_and_on_whom() {
     assert_eq!((w.rank, w.on, w.mostly.as_str()), (1, 0, "late-sender"));
     assert!(close(w.wait_s, 1.0), "{w:?}");
 }
+
+/// A completion call (MPI_Wait) from `t0` to `t1`.
+fn wait_rec(t0: u64, t1: u64) -> Record {
+    Record {
+        comm: u32::MAX,
+        ..coll(call::MPI_Wait, 0, t0, t1)
+    }
+}
+
+#[test]
+fn an_ibcast_completes_at_its_wait_when_the_blocking_bcast_would_end() {
+    // Root 0 on node a, rank 1 on node b, 2e8 bytes. Blocking: both enter at 1 s.
+    let m = 200_000_000;
+    let bcast = |call: u16, r: i32, t1: u64| Record {
+        root: 0,
+        bytes_send: if r == 0 { m } else { 0 },
+        bytes_recv: if r == 0 { 0 } else { m },
+        ..coll(call, 2, S, t1)
+    };
+    let blocking = run(vec![
+        rank(0, "a", 0, vec![bcast(call::MPI_Bcast, 0, 4 * S)], 2),
+        rank(1, "b", 0, vec![bcast(call::MPI_Bcast, 1, 4 * S)], 2),
+    ]);
+    let pb = predict_run(&blocking, &profile(), Some("gige")).unwrap();
+    let d = pb.calls[1][0].predicted.unwrap();
+    assert!(
+        d > 1.0,
+        "the broadcast takes more than the 1 s of compute: {d}"
+    );
+    // Nonblocking: posted at 1 s (returns at once), 1 s of compute, then MPI_Wait.
+    let ib = |r: i32| Record {
+        t_posted: S,
+        flags: trace::FLAG_NONBLOCKING,
+        ..bcast(call::MPI_Ibcast, r, 4 * S)
+    };
+    let nb = run(vec![
+        rank(0, "a", 0, vec![ib(0), wait_rec(2 * S, 4 * S)], 2),
+        rank(1, "b", 0, vec![ib(1), wait_rec(2 * S, 4 * S)], 2),
+    ]);
+    let p = predict_run(&nb, &profile(), Some("gige")).unwrap();
+    let (row, w) = (p.calls[1][0], p.calls[1][1]);
+    for c in p.calls.iter().flatten() {
+        assert_eq!(c.reason, Reason::None, "{c:?}");
+    }
+    // The Ibcast spans its post to the end of its Wait: the blocking call's time; the
+    // Wait, what was left of it after the compute.
+    assert!(close(row.predicted.unwrap(), d), "{row:?} vs {d}");
+    assert!(close(w.predicted.unwrap(), d - 1.0), "{w:?} vs {d}");
+    // A root that posts 2 s late makes rank 1's Wait (entered at 2 s) wait 1 s for it.
+    let late_root = Record {
+        t_start: 3 * S,
+        t_posted: 3 * S,
+        ..ib(0)
+    };
+    let nb = run(vec![
+        rank(0, "a", 0, vec![late_root, wait_rec(3 * S, 4 * S)], 2),
+        rank(1, "b", 0, vec![ib(1), wait_rec(2 * S, 4 * S)], 2),
+    ]);
+    let p = predict_run(&nb, &profile(), Some("gige")).unwrap();
+    let w = p.calls[1][1];
+    assert_eq!(w.wait.kind, WaitKind::LateBroadcast, "{w:?}");
+    assert!(close(w.wait.seconds, 1.0), "{w:?}");
+    assert_eq!(w.wait.on, 0);
+    assert_eq!(w.measured_wait.kind, WaitKind::LateBroadcast, "{w:?}");
+}
+
+#[test]
+fn a_persistent_send_and_receive_start_at_their_start_and_complete_at_their_wait() {
+    // Each start of a persistent request is recorded under its *_init call, from the
+    // MPI_Start (0 s) to the MPI_Wait (1 s .. 3 s): 2 s of data from node a to node b.
+    let m = 200_000_000;
+    let start = |r: Record| Record {
+        t_posted: 0,
+        flags: trace::FLAG_NONBLOCKING,
+        ..r
+    };
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![
+                start(send(call::MPI_Send_init, 1, m, 0, 3 * S)),
+                wait_rec(S, 3 * S),
+            ],
+            2,
+        ),
+        rank(
+            1,
+            "b",
+            0,
+            vec![
+                start(recv_rec(call::MPI_Recv_init, 0, m, 0, 3 * S)),
+                wait_rec(S, 3 * S),
+            ],
+            2,
+        ),
+    ]);
+    let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+    for c in p.calls.iter().flatten() {
+        assert_eq!(c.reason, Reason::None, "{c:?}");
+    }
+    // The message is on the network from 0 to 2 s: both requests complete then, and both
+    // Waits (entered at 1 s) take 1 s.
+    for rk in 0..2 {
+        let (req, w) = (p.calls[rk][0], p.calls[rk][1]);
+        assert!(close(req.predicted.unwrap(), 2.0), "rank {rk}: {req:?}");
+        assert!(close(w.predicted.unwrap(), 1.0), "rank {rk}: {w:?}");
+    }
+}
+
+#[test]
+fn an_mrecv_receives_the_message_its_mprobe_matched() {
+    // Rank 0 sends 0.1 s of data at 1 s; rank 1 probes from 0 s, then receives it.
+    let m = 10_000_000;
+    let probe = Record {
+        comm_size: 2,
+        ..send(call::MPI_Mprobe, 0, 0, 0, S + S / 100)
+    };
+    let r = run(vec![
+        rank(0, "a", 0, vec![send(call::MPI_Send, 1, m, S, S + S / 5)], 2),
+        rank(
+            1,
+            "b",
+            0,
+            vec![
+                probe,
+                recv_rec(call::MPI_Mrecv, 0, m, S + S / 100, S + S / 5),
+            ],
+            2,
+        ),
+    ]);
+    let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+    for c in p.calls.iter().flatten() {
+        assert_eq!(c.reason, Reason::None, "{c:?}");
+    }
+    let (pr, mr) = (p.calls[1][0], p.calls[1][1]);
+    // The probe waits for the sender (rendezvous: its envelope, α = 0, at 1 s); the
+    // Mrecv for the 0.1 s transfer.
+    assert!(close(pr.predicted.unwrap(), 1.0), "{pr:?}");
+    assert_eq!(pr.wait.kind, WaitKind::LateSender);
+    let t = mr.predicted.unwrap();
+    assert!((0.1..0.11).contains(&t), "{mr:?}");
+}
+
+#[test]
+fn a_fence_takes_the_largest_transfer_of_its_epoch_and_an_unlock_its_own() {
+    // Two ranks on two nodes: fence, Put of 1 s of data to the other, fence; then a lock,
+    // Put and unlock to the other.
+    let m = 100_000_000;
+    let ms = S / 1000;
+    let fence = |t0: u64, bytes: u64| Record {
+        bytes_send: bytes,
+        ..coll(call::MPI_Win_fence, 2, t0, t0 + ms)
+    };
+    let to = |call: u16, peer: i32, bytes: u64, t0: u64| Record {
+        comm_size: 2,
+        ..send(call, peer, bytes, t0, t0 + ms)
+    };
+    let ranks = (0..2)
+        .map(|r| {
+            let other = 1 - r;
+            rank(
+                r,
+                if r == 0 { "a" } else { "b" },
+                0,
+                vec![
+                    fence(0, 0),
+                    to(call::MPI_Put, other, m, 2 * ms),
+                    fence(4 * ms, m),
+                    to(call::MPI_Win_lock, other, 0, 2 * S),
+                    to(call::MPI_Put, other, m, 2 * S + 2 * ms),
+                    to(call::MPI_Win_unlock, other, m, 2 * S + 4 * ms),
+                ],
+                2,
+            )
+        })
+        .collect();
+    let p = predict_run(&run(ranks), &profile(), Some("gige")).unwrap();
+    for c in p.calls.iter().flatten() {
+        assert_eq!(c.reason, Reason::None, "{c:?}");
+    }
+    for rk in 0..2 {
+        let c = &p.calls[rk];
+        // The Put: its measured call; the fence: ⌈log2 2⌉·α + β·m = 1 s (α = 0).
+        assert!(close(c[1].predicted.unwrap(), 0.001), "{:?}", c[1]);
+        assert!(close(c[2].predicted.unwrap(), 1.0), "{:?}", c[2]);
+        // The unlock completes its 1 s Put: α + β·m between nodes.
+        assert!(close(c[5].predicted.unwrap(), 1.0), "{:?}", c[5]);
+    }
+}

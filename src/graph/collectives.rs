@@ -6,7 +6,7 @@
 //! | call | messages sent by rank r (n ranks, m bytes per block) |
 //! |---|---|
 //! | Alltoall | m to every other rank (linear / pairwise exchange) |
-//! | Alltoallv | the rank's send total spread evenly over the other ranks |
+//! | Alltoallv, Alltoallw | the rank's send total spread evenly over the other ranks |
 //! | Bcast | m to its children in the binomial tree rooted at the root |
 //! | Scatter(v) | root: m to every other rank (linear) |
 //! | Gather(v) | every other rank: its block to the root (linear) |
@@ -81,8 +81,8 @@ pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
                 others().map(|q| (q, m)).collect()
             }
         }
-        "alltoallv" | "allgatherv" => {
-            let m = if kind == "alltoallv" {
+        "alltoallv" | "alltoallw" | "allgatherv" => {
+            let m = if kind != "allgatherv" {
                 r.bytes_send / (n as u64 - 1)
             } else {
                 r.bytes_send

@@ -59,13 +59,33 @@ pub enum CallClass {
 /// Class of a call from its kind (see `wrapspec::KINDS`).
 pub fn class_of(kind: &str) -> CallClass {
     match kind {
-        "send" | "isend" => CallClass::Send,
-        "recv" | "irecv" => CallClass::Recv,
+        // A persistent request's start is recorded under its *_init call.
+        "send" | "isend" | "send_init" => CallClass::Send,
+        "recv" | "irecv" | "recv_init" | "mrecv" | "imrecv" => CallClass::Recv,
         "sendrecv" => CallClass::SendRecv,
-        "alltoall" | "alltoallv" | "allgather" | "allgatherv" | "gather" | "gatherv"
-        | "scatter" | "scatterv" | "bcast" | "reduce" | "allreduce" | "barrier" => {
-            CallClass::Collective
-        }
+        // Nonblocking collectives share their blocking call's kind.
+        "alltoall"
+        | "alltoallv"
+        | "alltoallw"
+        | "allgather"
+        | "allgatherv"
+        | "gather"
+        | "gatherv"
+        | "scatter"
+        | "scatterv"
+        | "bcast"
+        | "reduce"
+        | "allreduce"
+        | "barrier"
+        | "reduce_scatter"
+        | "reduce_scatter_block"
+        | "scan"
+        | "neighbor_allgather"
+        | "neighbor_allgatherv"
+        | "neighbor_alltoall"
+        | "neighbor_alltoallv"
+        | "neighbor_alltoallw"
+        | "win_fence" => CallClass::Collective,
         _ => CallClass::Other,
     }
 }

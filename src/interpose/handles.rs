@@ -119,6 +119,22 @@ pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
     total * type_size(dt)
 }
 
+/// Sum over `n` peers of count × size of that peer's datatype (MPI_Alltoallw). Null
+/// arrays count 0.
+#[inline]
+pub fn bytes_w(counts: *const c_int, types: *const ffi::MPI_Datatype, n: u32) -> u64 {
+    if counts.is_null() || types.is_null() {
+        return 0;
+    }
+    (0..n as usize)
+        .map(|i| {
+            // SAFETY: MPI requires both arrays to hold comm-size entries where they are
+            // significant, and callers only pass them there.
+            unsafe { bytes(*counts.add(i), *types.add(i)) }
+        })
+        .sum()
+}
+
 /// Entry `i` of a C count array (comm-size entries), in bytes of `dt`; 0 when `i` is
 /// out of range or the array is null.
 #[inline]
@@ -151,6 +167,10 @@ pub struct CommInfo {
     /// WORLD ranks of the group that peers and roots refer to (remote group for an
     /// intercommunicator); None for MPI_COMM_WORLD itself (identity).
     pub world: Option<&'static [i32]>,
+    /// This rank's neighbours in the communicator's virtual topology (Cartesian, graph or
+    /// distributed graph), from which it receives and to which it sends; 0 without one.
+    pub indeg: u32,
+    pub outdeg: u32,
 }
 
 impl CommInfo {
@@ -204,6 +224,8 @@ pub fn init_comms(capacity: usize, world_size: c_int, world_rank: c_int) {
                     size: 0,
                     my_rank: 0,
                     world: None,
+                    indeg: 0,
+                    outdeg: 0,
                 }),
             })
             .collect(),
@@ -215,6 +237,8 @@ pub fn init_comms(capacity: usize, world_size: c_int, world_rank: c_int) {
         size: world_size as u32,
         my_rank: world_rank,
         world: None,
+        indeg: 0,
+        outdeg: 0,
     });
 }
 
@@ -293,6 +317,76 @@ pub fn register_comm(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
     }
     // Table full: still usable for this call, just not remembered.
     Some(info)
+}
+
+/// Remembers a window under its handle with the communicator it was created over (its
+/// group is the window's): the same table, as handles of both never coincide.
+pub fn register_win(win: ffi::MPI_Win, info: CommInfo) {
+    let k = key(win);
+    let Some(t) = COMMS.get() else { return };
+    if k <= TOMB {
+        return;
+    }
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let slot = &t.slots[i];
+        let sk = slot.key.load(Ordering::Acquire);
+        if (sk == k || sk == EMPTY || sk == TOMB)
+            && slot
+                .key
+                .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            // SAFETY: we own the slot while its key is BUSY.
+            unsafe { *slot.info.get() = info };
+            slot.key.store(k, Ordering::Release);
+            return;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/// The communicator a window was created over, if the layer saw its creation. Never asks
+/// MPI (a window handle is not a communicator).
+pub fn win_info(win: ffi::MPI_Win) -> Option<CommInfo> {
+    let k = key(win);
+    let t = COMMS.get()?;
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let sk = t.slots[i].key.load(Ordering::Acquire);
+        if sk == k {
+            // SAFETY: published with Release after the info was written.
+            return Some(unsafe { *t.slots[i].info.get() });
+        }
+        if sk == EMPTY {
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    None
+}
+
+/// Forgets a window that is being freed.
+pub fn forget_win(win: ffi::MPI_Win) {
+    let k = key(win);
+    let Some(t) = COMMS.get() else { return };
+    let mask = t.slots.len() - 1;
+    let mut i = slot_of(k, mask);
+    for _ in 0..MAX_PROBE.min(t.slots.len()) {
+        let sk = t.slots[i].key.load(Ordering::Acquire);
+        if sk == k {
+            let _ = t.slots[i]
+                .key
+                .compare_exchange(k, TOMB, Ordering::AcqRel, Ordering::Relaxed);
+            return;
+        }
+        if sk == EMPTY {
+            return;
+        }
+        i = (i + 1) & mask;
+    }
 }
 
 /// Forgets a communicator that is being freed (its handle may be reused).
@@ -389,16 +483,60 @@ fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo
                 .unwrap_or_else(|e| e.into_inner())
                 .push((id, world));
         }
+        let (indeg, outdeg) = if inter == 0 {
+            topo_degrees(comm, my_rank)
+        } else {
+            (0, 0)
+        };
         Some(CommInfo {
             id,
             size: size as u32,
             my_rank,
             world: Some(world),
+            indeg,
+            outdeg,
         })
     }
 }
 
-/// A posted nonblocking send or receive, waiting for its completion call.
+unsafe extern "C" {
+    static pmpi_predict_CART: c_int;
+    static pmpi_predict_GRAPH: c_int;
+    static pmpi_predict_DIST_GRAPH: c_int;
+}
+
+/// In- and out-degree of `rank` in the virtual topology of `comm` (what the neighbourhood
+/// collectives exchange with); (0, 0) without a topology. Cold path: at registration.
+fn topo_degrees(comm: ffi::MPI_Comm, rank: c_int) -> (u32, u32) {
+    let mut kind: c_int = 0;
+    // SAFETY: PMPI topology queries on a valid intracommunicator, writing locals only.
+    unsafe {
+        if ffi::PMPI_Topo_test(comm, &mut kind) != 0 {
+            return (0, 0);
+        }
+        if kind == pmpi_predict_CART {
+            let mut nd: c_int = 0;
+            if ffi::PMPI_Cartdim_get(comm, &mut nd) == 0 && nd > 0 {
+                // Two neighbours per dimension, in the order MPI_Cart_shift gives them.
+                return (2 * nd as u32, 2 * nd as u32);
+            }
+        } else if kind == pmpi_predict_GRAPH {
+            let mut n: c_int = 0;
+            if ffi::PMPI_Graph_neighbors_count(comm, rank, &mut n) == 0 && n > 0 {
+                return (n as u32, n as u32);
+            }
+        } else if kind == pmpi_predict_DIST_GRAPH {
+            let (mut i, mut o, mut wt): (c_int, c_int, c_int) = (0, 0, 0);
+            if ffi::PMPI_Dist_graph_neighbors_count(comm, &mut i, &mut o, &mut wt) == 0 {
+                return (i.max(0) as u32, o.max(0) as u32);
+            }
+        }
+    }
+    (0, 0)
+}
+
+/// A posted nonblocking operation (send, receive, collective), waiting for its completion
+/// call; also the template of a persistent request and what a matched probe found.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Pending {
     pub call: u16,
@@ -406,7 +544,14 @@ pub struct Pending {
     pub is_recv: bool,
     pub t_start: u64,
     pub t_posted: u64,
+    /// Bytes received for a receive, else bytes sent.
     pub bytes: u64,
+    /// Bytes received by a collective (0 for point-to-point).
+    pub bytes_recv: u64,
+    /// Root of a collective as a WORLD rank, else NO_RANK.
+    pub root: i32,
+    /// Record flags to keep (MPI_IN_PLACE).
+    pub flags: u16,
     /// WORLD peer, or UNKNOWN_RANK for MPI_ANY_SOURCE (resolved from the status).
     pub peer: i32,
     pub tag: i32,
@@ -432,26 +577,128 @@ pub struct RequestTable {
 unsafe impl Sync for RequestTable {}
 
 static REQUESTS: OnceLock<RequestTable> = OnceLock::new();
+/// Persistent requests (MPI_Send_init, ...): what each start communicates.
+static PERSISTENT: OnceLock<RequestTable> = OnceLock::new();
+/// Messages matched by MPI_Mprobe/MPI_Improbe, until their MPI_Mrecv/MPI_Imrecv.
+static MESSAGES: OnceLock<RequestTable> = OnceLock::new();
 
-/// Creates the request table; call once at init.
+impl RequestTable {
+    fn new(capacity: usize) -> RequestTable {
+        let cap = capacity.next_power_of_two();
+        RequestTable {
+            slots: (0..cap)
+                .map(|_| ReqSlot {
+                    key: AtomicUsize::new(EMPTY),
+                    op: UnsafeCell::new(Pending::default()),
+                })
+                .collect(),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn track(&self, req: usize, op: Pending) -> Result<(), TrackError> {
+        if req <= TOMB {
+            return Err(TrackError::Full);
+        }
+        let t = self;
+        let mask = t.slots.len() - 1;
+        let mut i = slot_of(req, mask);
+        let mut free = None;
+        for _ in 0..MAX_PROBE.min(t.slots.len()) {
+            let sk = t.slots[i].key.load(Ordering::Acquire);
+            if sk == req {
+                return Err(TrackError::Duplicate);
+            }
+            if sk == TOMB && free.is_none() {
+                free = Some(i);
+            }
+            if sk == EMPTY {
+                free.get_or_insert(i);
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        // Claim the first free slot seen; if another thread took it, probe on from there.
+        let start = free.unwrap_or(i);
+        let mut i = start;
+        for _ in 0..MAX_PROBE.min(t.slots.len()) {
+            let slot = &t.slots[i];
+            let sk = slot.key.load(Ordering::Acquire);
+            if (sk == EMPTY || sk == TOMB)
+                && slot
+                    .key
+                    .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // SAFETY: we own the slot while its key is BUSY.
+                unsafe { *slot.op.get() = op };
+                slot.key.store(req, Ordering::Release);
+                return Ok(());
+            }
+            i = (i + 1) & mask;
+        }
+        t.dropped.fetch_add(1, Ordering::Relaxed);
+        Err(TrackError::Full)
+    }
+
+    /// The entry under `req`; removed when `remove`.
+    fn lookup(&self, req: usize, remove: bool) -> Option<Pending> {
+        if req <= TOMB {
+            return None;
+        }
+        let t = self;
+        let mask = t.slots.len() - 1;
+        let mut i = slot_of(req, mask);
+        for _ in 0..MAX_PROBE.min(t.slots.len()) {
+            let slot = &t.slots[i];
+            let sk = slot.key.load(Ordering::Acquire);
+            if sk == req {
+                // SAFETY: published with Release after the op was written.
+                let op = unsafe { *slot.op.get() };
+                if !remove {
+                    return Some(op);
+                }
+                if slot
+                    .key
+                    .compare_exchange(req, TOMB, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Some(op);
+                }
+                return None;
+            }
+            if sk == EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    /// Sets the entry under `req`, replacing any (a handle MPI reused after a free the
+    /// layer did not see).
+    fn set(&self, req: usize, op: Pending) {
+        if self.track(req, op) == Err(TrackError::Duplicate) {
+            let _ = self.lookup(req, true);
+            let _ = self.track(req, op);
+        }
+    }
+}
+
+/// Creates the request tables; call once at init.
 pub fn init_requests(capacity: usize) {
-    let cap = capacity.next_power_of_two();
-    let _ = REQUESTS.get_or_init(|| RequestTable {
-        slots: (0..cap)
-            .map(|_| ReqSlot {
-                key: AtomicUsize::new(EMPTY),
-                op: UnsafeCell::new(Pending::default()),
-            })
-            .collect(),
-        dropped: AtomicU64::new(0),
-    });
+    let _ = REQUESTS.get_or_init(|| RequestTable::new(capacity));
+    let _ = PERSISTENT.get_or_init(|| RequestTable::new(capacity / 8));
+    let _ = MESSAGES.get_or_init(|| RequestTable::new(capacity / 8));
 }
 
 /// Requests that could not be tracked (table full).
 pub fn dropped_requests() -> u64 {
-    REQUESTS
-        .get()
-        .map_or(0, |t| t.dropped.load(Ordering::Relaxed))
+    [&REQUESTS, &PERSISTENT, &MESSAGES]
+        .iter()
+        .filter_map(|t| t.get())
+        .map(|t| t.dropped.load(Ordering::Relaxed))
+        .sum()
 }
 
 /// Why a request could not be tracked.
@@ -467,50 +714,10 @@ pub enum TrackError {
 /// Remembers a posted operation under its request handle.
 #[inline]
 pub fn track(req: usize, op: Pending) -> Result<(), TrackError> {
-    let Some(t) = REQUESTS.get() else {
-        return Err(TrackError::Full);
-    };
-    if req <= TOMB {
-        return Err(TrackError::Full);
+    match REQUESTS.get() {
+        Some(t) => t.track(req, op),
+        None => Err(TrackError::Full),
     }
-    let mask = t.slots.len() - 1;
-    let mut i = slot_of(req, mask);
-    let mut free = None;
-    for _ in 0..MAX_PROBE.min(t.slots.len()) {
-        let sk = t.slots[i].key.load(Ordering::Acquire);
-        if sk == req {
-            return Err(TrackError::Duplicate);
-        }
-        if sk == TOMB && free.is_none() {
-            free = Some(i);
-        }
-        if sk == EMPTY {
-            free.get_or_insert(i);
-            break;
-        }
-        i = (i + 1) & mask;
-    }
-    // Claim the first free slot seen; if another thread took it, probe on from there.
-    let start = free.unwrap_or(i);
-    let mut i = start;
-    for _ in 0..MAX_PROBE.min(t.slots.len()) {
-        let slot = &t.slots[i];
-        let sk = slot.key.load(Ordering::Acquire);
-        if (sk == EMPTY || sk == TOMB)
-            && slot
-                .key
-                .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            // SAFETY: we own the slot while its key is BUSY.
-            unsafe { *slot.op.get() = op };
-            slot.key.store(req, Ordering::Release);
-            return Ok(());
-        }
-        i = (i + 1) & mask;
-    }
-    t.dropped.fetch_add(1, Ordering::Relaxed);
-    Err(TrackError::Full)
 }
 
 /// Handles MPI gives to many operations at once because they completed at post
@@ -541,31 +748,38 @@ pub fn learn_shared_request(req: usize) {
 /// Removes and returns the operation posted under `req`, if tracked.
 #[inline]
 pub fn take(req: usize) -> Option<Pending> {
-    let t = REQUESTS.get()?;
-    if req <= TOMB {
-        return None;
+    REQUESTS.get()?.lookup(req, true)
+}
+
+/// Remembers what each start of persistent request `req` communicates.
+pub fn set_persistent(req: usize, op: Pending) {
+    if let Some(t) = PERSISTENT.get() {
+        t.set(req, op);
     }
-    let mask = t.slots.len() - 1;
-    let mut i = slot_of(req, mask);
-    for _ in 0..MAX_PROBE.min(t.slots.len()) {
-        let slot = &t.slots[i];
-        let sk = slot.key.load(Ordering::Acquire);
-        if sk == req {
-            // SAFETY: published with Release after the op was written.
-            let op = unsafe { *slot.op.get() };
-            if slot
-                .key
-                .compare_exchange(req, TOMB, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                return Some(op);
-            }
-            return None;
-        }
-        if sk == EMPTY {
-            return None;
-        }
-        i = (i + 1) & mask;
+}
+
+/// What a start of persistent request `req` communicates, if it is one.
+#[inline]
+pub fn persistent(req: usize) -> Option<Pending> {
+    PERSISTENT.get()?.lookup(req, false)
+}
+
+/// Forgets persistent request `req` (MPI_Request_free).
+pub fn forget_persistent(req: usize) {
+    if let Some(t) = PERSISTENT.get() {
+        let _ = t.lookup(req, true);
     }
-    None
+}
+
+/// Remembers what a matched probe found under its message handle.
+pub fn set_message(msg: usize, op: Pending) {
+    if let Some(t) = MESSAGES.get() {
+        t.set(msg, op);
+    }
+}
+
+/// Removes and returns what the probe that matched message `msg` found.
+#[inline]
+pub fn take_message(msg: usize) -> Option<Pending> {
+    MESSAGES.get()?.lookup(msg, true)
 }

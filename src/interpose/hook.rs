@@ -8,6 +8,7 @@ use crate::record;
 use crate::topo::clock::now_ns;
 use crate::trace::{
     FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING, NO_RANK, PROC_NULL, Record,
+    UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -27,11 +28,15 @@ pub static STATE: AtomicU8 = AtomicU8::new(OFF);
 
 unsafe extern "C" {
     static pmpi_predict_BYTE: ffi::MPI_Datatype;
+    static pmpi_predict_DATATYPE_NULL: ffi::MPI_Datatype;
 }
 
 thread_local! {
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
     static SCRATCH: UnsafeCell<Scratch> = const { UnsafeCell::new(Scratch::new()) };
+    /// Bytes this thread put and got by one-sided calls since its last synchronisation
+    /// that completes them (recorded in that call's row).
+    static RMA_BYTES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
 /// Request arrays longer than this are passed through untracked beyond this index.
@@ -59,8 +64,12 @@ impl Scratch {
 
 /// Unsuccessful MPI_Test*/MPI_Iprobe calls are counted, not recorded: polling loops would
 /// otherwise flood the buffers. Indexed by call number: count and total ns.
-pub static POLL_COUNT: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
-pub static POLL_NS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+pub static POLL_COUNT: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+pub static POLL_NS: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
+const _: () = assert!(
+    crate::trace::CALL_NAMES.len() <= 256,
+    "more wrapped calls than poll counters"
+);
 
 /// Marks the thread as inside a hook; resets on drop. MPI calls made by the MPI library
 /// itself from inside a wrapped call (ROMIO does this) pass through unrecorded.
@@ -106,6 +115,8 @@ const NO_COMM: CommInfo = CommInfo {
     size: 0,
     my_rank: -1,
     world: None,
+    indeg: 0,
+    outdeg: 0,
 };
 
 #[inline]
@@ -173,6 +184,8 @@ fn source_world(src: c_int, world: Option<&'static [i32]>, size: u32, s: &Sentin
         size,
         my_rank: 0,
         world,
+        indeg: 0,
+        outdeg: 0,
     };
     ci.world_rank(src, s)
 }
@@ -307,37 +320,46 @@ fn post(
             } else {
                 count as u64 * elem
             },
+            bytes_recv: 0,
+            root: NO_RANK,
+            flags: 0,
             peer: wp,
             tag,
             comm: ci.id,
             comm_size: ci.size,
             world: ci.world,
         };
-        // SAFETY: MPI wrote a request handle through the caller's pointer (rc == 0).
-        let handle = unsafe { *request };
-        let req = key(handle);
-        if handles::is_shared_request(req) {
-            emit_done(p, t1);
-            return;
-        }
-        if handles::track(req, p) == Err(handles::TrackError::Duplicate) {
-            if request_complete(handle) {
-                // A handle shared by operations that completed at post: the earlier one
-                // completed at its post too.
-                handles::learn_shared_request(req);
-                if let Some(old) = handles::take(req) {
-                    let end = old.t_posted;
-                    emit_done(old, end);
-                }
-                emit_done(p, t1);
-            } else {
-                // A stale entry (its completion was not seen): the new operation replaces it.
-                let _ = handles::take(req);
-                let _ = handles::track(req, p);
-            }
-        }
+        track_posted(request, p, t1);
     });
     rc
+}
+
+/// Tracks an operation MPI just posted under the handle it wrote through `request`
+/// (called only when the post succeeded).
+fn track_posted(request: *mut ffi::MPI_Request, p: Pending, t1: u64) {
+    // SAFETY: MPI wrote a request handle through the caller's pointer (rc == 0).
+    let handle = unsafe { *request };
+    let req = key(handle);
+    if handles::is_shared_request(req) {
+        emit_done(p, t1);
+        return;
+    }
+    if handles::track(req, p) == Err(handles::TrackError::Duplicate) {
+        if request_complete(handle) {
+            // A handle shared by operations that completed at post: the earlier one
+            // completed at its post too.
+            handles::learn_shared_request(req);
+            if let Some(old) = handles::take(req) {
+                let end = old.t_posted;
+                emit_done(old, end);
+            }
+            emit_done(p, t1);
+        } else {
+            // A stale entry (its completion was not seen): the new operation replaces it.
+            let _ = handles::take(req);
+            let _ = handles::track(req, p);
+        }
+    }
 }
 
 /// True if the request is complete, without freeing it.
@@ -362,20 +384,21 @@ fn emit(p: Pending, t_end: u64, flags: u16) {
         t_end,
         t_posted: p.t_posted,
         peer: p.peer,
-        root: NO_RANK,
+        root: p.root,
         peer2: NO_RANK,
         comm: p.comm,
         comm_size: p.comm_size,
         tag: p.tag,
         thread: p.thread,
         call: p.call,
-        flags: FLAG_NONBLOCKING | flags,
+        flags: FLAG_NONBLOCKING | p.flags | flags,
         ..Default::default()
     };
     if p.is_recv {
         r.bytes_recv = p.bytes;
     } else {
         r.bytes_send = p.bytes;
+        r.bytes_recv = p.bytes_recv;
     }
     record::push_as_is(r);
 }
@@ -650,19 +673,21 @@ fn status_at(st: *mut ffi::MPI_Status, i: usize, s: &Sentinels) -> *const ffi::M
     }
 }
 
-/// Completes the saved requests `0..m` whose handle MPI reset to MPI_REQUEST_NULL.
+/// Completes the saved requests `0..m` whose handle MPI reset to MPI_REQUEST_NULL, or all
+/// of them when `all` completed (a persistent request keeps its handle).
 fn complete_nulled(
     m: usize,
     reqs: *const ffi::MPI_Request,
     st: *mut ffi::MPI_Status,
     t1: u64,
     s: &Sentinels,
+    all: bool,
 ) {
     for i in 0..m {
         let before = saved_request(i);
         // SAFETY: i < m <= the caller's array length.
         let now = key(unsafe { *reqs.add(i) });
-        if before != s.request_null && now == s.request_null {
+        if before != s.request_null && (all || now == s.request_null) {
             complete(before, status_at(st, i, s), t1, s);
         }
     }
@@ -686,7 +711,7 @@ pub fn waitall(
     let rc = f(st);
     let t1 = now_ns();
     guarded(|| {
-        complete_nulled(m, reqs, st, t1, s);
+        complete_nulled(m, reqs, st, t1, s, rc == 0);
         completion_record(call, t0, t1, rc);
     });
     rc
@@ -713,7 +738,7 @@ pub fn testall(
     guarded(|| {
         // SAFETY: MPI wrote the flag through the caller's pointer.
         if rc == 0 && !flag.is_null() && unsafe { *flag } != 0 {
-            complete_nulled(m, reqs, st, t1, s);
+            complete_nulled(m, reqs, st, t1, s, true);
             completion_record(call, t0, t1, rc);
         } else {
             poll_miss(call, t0, t1);
@@ -913,6 +938,7 @@ pub fn request_free(
         if let Some(p) = handles::take(req) {
             emit(p, t1, FLAG_INCOMPLETE);
         }
+        handles::forget_persistent(req);
     });
     rc
 }
@@ -920,11 +946,14 @@ pub fn request_free(
 // ---- collectives ----
 
 /// Shared tail of the collective hooks: times the call, then records what `bytes`
-/// computes (send, receive, root, in-place) for this rank.
+/// computes (send, receive, root, in-place) for this rank. A nonblocking collective
+/// (`request` not null) is tracked like a nonblocking send and recorded at the completion
+/// call that finishes it.
 #[inline]
 fn collective(
     call: u16,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
     bytes: impl FnOnce(&CommInfo, &Sentinels) -> (u64, u64, i32, bool),
 ) -> c_int {
@@ -934,8 +963,31 @@ fn collective(
     let t1 = now_ns();
     guarded(|| {
         let ci = comm_of(comm, s);
-        let mut r = base(call, t0, t1, &ci, rc);
         let (snd, rcv, root, in_place) = bytes(&ci, s);
+        if !request.is_null() {
+            if rc != 0 {
+                return;
+            }
+            let p = Pending {
+                call,
+                thread: record::thread_ring().map_or(0, |r| r.thread),
+                is_recv: false,
+                t_start: t0,
+                t_posted: t1,
+                bytes: snd,
+                bytes_recv: rcv,
+                root,
+                flags: if in_place { FLAG_IN_PLACE } else { 0 },
+                peer: NO_RANK,
+                tag: 0,
+                comm: ci.id,
+                comm_size: ci.size,
+                world: ci.world,
+            };
+            track_posted(request, p, t1);
+            return;
+        }
+        let mut r = base(call, t0, t1, &ci, rc);
         r.bytes_send = snd;
         r.bytes_recv = rcv;
         r.root = root;
@@ -969,9 +1021,10 @@ pub fn alltoall(
     rcount: c_int,
     rtype: ffi::MPI_Datatype,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let n = ci.size as u64;
         let rb = handles::bytes(rcount, rtype) * n;
         let ip = is_in_place(sbuf, s);
@@ -995,9 +1048,10 @@ pub fn alltoallv(
     rcounts: *const c_int,
     rtype: ffi::MPI_Datatype,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let rb = handles::bytes_v(rcounts, ci.size, rtype);
         let ip = is_in_place(sbuf, s);
         let sb = if ip {
@@ -1020,9 +1074,10 @@ pub fn allgather(
     rcount: c_int,
     rtype: ffi::MPI_Datatype,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let one = handles::bytes(rcount, rtype);
         let ip = is_in_place(sbuf, s);
         let sb = if ip {
@@ -1045,9 +1100,10 @@ pub fn allgatherv(
     rcounts: *const c_int,
     rtype: ffi::MPI_Datatype,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let ip = is_in_place(sbuf, s);
         let rb = handles::bytes_v(rcounts, ci.size, rtype);
         let sb = if ip {
@@ -1071,9 +1127,10 @@ pub fn gather(
     rtype: ffi::MPI_Datatype,
     root: c_int,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let (wr, me) = root_of(ci, root, s);
         let ip = me && is_in_place(sbuf, s);
         let rb = if me {
@@ -1102,9 +1159,10 @@ pub fn gatherv(
     rtype: ffi::MPI_Datatype,
     root: c_int,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let (wr, me) = root_of(ci, root, s);
         let ip = me && is_in_place(sbuf, s);
         let rb = if me {
@@ -1136,9 +1194,10 @@ pub fn scatter(
     rtype: ffi::MPI_Datatype,
     root: c_int,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let (wr, me) = root_of(ci, root, s);
         let ip = me && is_in_place(rbuf, s);
         let sb = if me {
@@ -1167,9 +1226,10 @@ pub fn scatterv(
     rtype: ffi::MPI_Datatype,
     root: c_int,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let (wr, me) = root_of(ci, root, s);
         let ip = me && is_in_place(rbuf, s);
         let sb = if me {
@@ -1194,9 +1254,10 @@ pub fn bcast(
     dtype: ffi::MPI_Datatype,
     root: c_int,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let (wr, me) = root_of(ci, root, s);
         let b = handles::bytes(count, dtype);
         if me {
@@ -1217,9 +1278,10 @@ pub fn reduce(
     dtype: ffi::MPI_Datatype,
     root: c_int,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |ci, s| {
+    collective(call, comm, request, f, |ci, s| {
         let (wr, me) = root_of(ci, root, s);
         let b = handles::bytes(count, dtype);
         let ip = me && is_in_place(sbuf, s);
@@ -1235,9 +1297,10 @@ pub fn allreduce(
     count: c_int,
     dtype: ffi::MPI_Datatype,
     comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
     f: impl FnOnce() -> c_int,
 ) -> c_int {
-    collective(call, comm, f, |_ci, s| {
+    collective(call, comm, request, f, |_ci, s| {
         let b = handles::bytes(count, dtype);
         (b, b, NO_RANK, is_in_place(sbuf, s))
     })
@@ -1245,8 +1308,748 @@ pub fn allreduce(
 
 /// MPI_Barrier.
 #[inline]
-pub fn barrier(call: u16, comm: ffi::MPI_Comm, f: impl FnOnce() -> c_int) -> c_int {
-    collective(call, comm, f, |_, _| (0, 0, NO_RANK, false))
+pub fn barrier(
+    call: u16,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |_, _| (0, 0, NO_RANK, false))
+}
+
+/// MPI_Alltoallw: per-peer counts and datatypes.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn alltoallw(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scounts: *const c_int,
+    stypes: *const ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtypes: *const ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, s| {
+        let rb = handles::bytes_w(rcounts, rtypes, ci.size);
+        let ip = is_in_place(sbuf, s);
+        let sb = if ip {
+            rb
+        } else {
+            handles::bytes_w(scounts, stypes, ci.size)
+        };
+        (sb, rb, NO_RANK, ip)
+    })
+}
+
+/// MPI_Reduce_scatter: sends every block, receives its own.
+#[inline]
+pub fn reduce_scatter(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    rcounts: *const c_int,
+    dtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, s| {
+        let sb = handles::bytes_v(rcounts, ci.size, dtype);
+        let rb = handles::count_at(rcounts, ci.my_rank, ci.size, dtype);
+        (sb, rb, NO_RANK, is_in_place(sbuf, s))
+    })
+}
+
+/// MPI_Reduce_scatter_block: sends n blocks, receives one.
+#[inline]
+pub fn reduce_scatter_block(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    rcount: c_int,
+    dtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, s| {
+        let rb = handles::bytes(rcount, dtype);
+        (rb * ci.size as u64, rb, NO_RANK, is_in_place(sbuf, s))
+    })
+}
+
+/// MPI_Scan, MPI_Exscan: the contribution sent, the prefix received.
+#[inline]
+pub fn scan(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |_ci, s| {
+        let b = handles::bytes(count, dtype);
+        (b, b, NO_RANK, is_in_place(sbuf, s))
+    })
+}
+
+// ---- neighbourhood collectives ----
+// A rank sends to its out-neighbours and receives from its in-neighbours in the
+// communicator's topology; the bytes are the sums over them.
+
+/// MPI_Neighbor_allgather: its block to every out-neighbour, one from every in-neighbour.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_allgather(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes(scount, stype) * ci.outdeg as u64;
+        let rb = handles::bytes(rcount, rtype) * ci.indeg as u64;
+        (sb, rb, NO_RANK, false)
+    })
+}
+
+/// MPI_Neighbor_allgatherv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_allgatherv(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes(scount, stype) * ci.outdeg as u64;
+        let rb = handles::bytes_v(rcounts, ci.indeg, rtype);
+        (sb, rb, NO_RANK, false)
+    })
+}
+
+/// MPI_Neighbor_alltoall: one block per out-neighbour, one per in-neighbour.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_alltoall(
+    call: u16,
+    sbuf: *const std::ffi::c_void,
+    scount: c_int,
+    stype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    neighbor_allgather(call, sbuf, scount, stype, rcount, rtype, comm, request, f)
+}
+
+/// MPI_Neighbor_alltoallv.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_alltoallv(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scounts: *const c_int,
+    stype: ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtype: ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes_v(scounts, ci.outdeg, stype);
+        let rb = handles::bytes_v(rcounts, ci.indeg, rtype);
+        (sb, rb, NO_RANK, false)
+    })
+}
+
+/// MPI_Neighbor_alltoallw: per-neighbour counts and datatypes.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn neighbor_alltoallw(
+    call: u16,
+    _sbuf: *const std::ffi::c_void,
+    scounts: *const c_int,
+    stypes: *const ffi::MPI_Datatype,
+    rcounts: *const c_int,
+    rtypes: *const ffi::MPI_Datatype,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    collective(call, comm, request, f, |ci, _| {
+        let sb = handles::bytes_w(scounts, stypes, ci.outdeg);
+        let rb = handles::bytes_w(rcounts, rtypes, ci.indeg);
+        (sb, rb, NO_RANK, false)
+    })
+}
+
+// ---- persistent requests ----
+
+fn thread_no() -> u16 {
+    record::thread_ring().map_or(0, |r| r.thread)
+}
+
+/// MPI_Send_init and friends: remembers what each start will send. Not recorded itself.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn send_init(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    persistent_init(call, false, count, dtype, peer, tag, comm, request, f)
+}
+
+/// MPI_Recv_init: remembers what each start will receive. Not recorded itself.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn recv_init(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    persistent_init(call, true, count, dtype, peer, tag, comm, request, f)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn persistent_init(
+    call: u16,
+    is_recv: bool,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let rc = f();
+    guarded(|| {
+        if rc != 0 || request.is_null() {
+            return;
+        }
+        let ci = comm_of(comm, s);
+        let wp = ci.world_rank(peer, s);
+        let p = Pending {
+            call,
+            thread: 0,
+            is_recv,
+            t_start: 0,
+            t_posted: 0,
+            bytes: if wp == PROC_NULL {
+                0
+            } else {
+                handles::bytes(count, dtype)
+            },
+            bytes_recv: 0,
+            root: NO_RANK,
+            flags: 0,
+            peer: wp,
+            tag,
+            comm: ci.id,
+            comm_size: ci.size,
+            world: ci.world,
+        };
+        // SAFETY: MPI wrote the new request handle through the caller's pointer (rc == 0).
+        handles::set_persistent(key(unsafe { *request }), p);
+    });
+    rc
+}
+
+/// A persistent request started at `t0`..`t1`: one operation from now to its completion,
+/// recorded under the name of the call that created the request.
+fn started(req: usize, t0: u64, t1: u64, thread: u16) {
+    let Some(mut p) = handles::persistent(req) else {
+        return;
+    };
+    p.t_start = t0;
+    p.t_posted = t1;
+    p.thread = thread;
+    if handles::track(req, p) == Err(handles::TrackError::Duplicate) {
+        // The previous start's completion was not seen: this start replaces it.
+        let _ = handles::take(req);
+        let _ = handles::track(req, p);
+    }
+}
+
+/// MPI_Start.
+#[inline]
+pub fn start(_call: u16, request: *mut ffi::MPI_Request, f: impl FnOnce() -> c_int) -> c_int {
+    let Some((_g, _)) = enter() else { return f() };
+    let req = if request.is_null() {
+        0
+    } else {
+        // SAFETY: MPI requires a valid request pointer.
+        key(unsafe { *request })
+    };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        if rc == 0 {
+            started(req, t0, t1, thread_no());
+        }
+    });
+    rc
+}
+
+/// MPI_Startall.
+#[inline]
+pub fn startall(
+    _call: u16,
+    n: c_int,
+    reqs: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, _)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        if rc != 0 || reqs.is_null() {
+            return;
+        }
+        let th = thread_no();
+        for i in 0..n.max(0) as usize {
+            // SAFETY: MPI requires `reqs` to hold n handles (unchanged by a start).
+            started(key(unsafe { *reqs.add(i) }), t0, t1, th);
+        }
+    });
+    rc
+}
+
+// ---- matched probes ----
+
+/// Records a successful matched probe and remembers what it matched under the message
+/// handle, for the MPI_Mrecv/MPI_Imrecv that receives it (they name no communicator).
+#[allow(clippy::too_many_arguments)]
+fn matched_probe(
+    call: u16,
+    times: (u64, u64),
+    rc: c_int,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    message: *mut ffi::MPI_Message,
+    st: *mut ffi::MPI_Status,
+    s: &Sentinels,
+) {
+    let ci = comm_of(comm, s);
+    let mut r = base(call, times.0, times.1, &ci, rc);
+    r.tag = tag;
+    if peer == s.proc_null {
+        r.peer = PROC_NULL;
+    } else if rc != 0 {
+        r.peer = ci.world_rank(peer, s);
+    } else {
+        r.peer = ci.world_rank(status_source(st), s);
+        r.tag = status_tag(st);
+    }
+    record::push(r);
+    if rc == 0 && !message.is_null() {
+        let p = Pending {
+            call,
+            thread: 0,
+            is_recv: true,
+            t_start: 0,
+            t_posted: 0,
+            bytes: 0,
+            bytes_recv: 0,
+            root: NO_RANK,
+            flags: 0,
+            peer: r.peer,
+            tag: r.tag,
+            comm: ci.id,
+            comm_size: ci.size,
+            world: ci.world,
+        };
+        // SAFETY: MPI wrote the message handle through the caller's pointer (rc == 0).
+        handles::set_message(key(unsafe { *message }), p);
+    }
+}
+
+/// MPI_Mprobe.
+#[inline]
+pub fn mprobe(
+    call: u16,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    message: *mut ffi::MPI_Message,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| matched_probe(call, (t0, t1), rc, peer, tag, comm, message, st, s));
+    rc
+}
+
+/// MPI_Improbe: recorded when a message was matched, counted otherwise.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn improbe(
+    call: u16,
+    peer: c_int,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    flag: *mut c_int,
+    message: *mut ffi::MPI_Message,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        // SAFETY: MPI wrote the flag through the caller's pointer.
+        if rc == 0 && !flag.is_null() && unsafe { *flag } != 0 {
+            matched_probe(call, (t0, t1), rc, peer, tag, comm, message, st, s);
+        } else {
+            poll_miss(call, t0, t1);
+        }
+    });
+    rc
+}
+
+/// The communicator of a matched message, as its probe saw it.
+fn message_comm(p: &Option<Pending>) -> CommInfo {
+    match p {
+        Some(p) => CommInfo {
+            id: p.comm,
+            size: p.comm_size,
+            my_rank: -1,
+            world: p.world,
+            indeg: 0,
+            outdeg: 0,
+        },
+        None => NO_COMM,
+    }
+}
+
+/// MPI_Mrecv: the receive of the message its probe matched (source and tag from it).
+#[inline]
+pub fn mrecv(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    message: *mut ffi::MPI_Message,
+    status: *mut ffi::MPI_Status,
+    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else {
+        return f(status);
+    };
+    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
+        return f(status);
+    };
+    let msg = if message.is_null() {
+        0
+    } else {
+        // SAFETY: MPI requires a valid message pointer; read the handle before MPI resets it.
+        key(unsafe { *message })
+    };
+    let st = status_ptr(status, s, scr);
+    let t0 = now_ns();
+    let rc = f(st);
+    let t1 = now_ns();
+    guarded(|| {
+        let found = handles::take_message(msg);
+        let ci = message_comm(&found);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.peer = found.map_or(UNKNOWN_RANK, |p| p.peer);
+        r.tag = found.map_or(0, |p| p.tag);
+        if r.peer != PROC_NULL && rc == 0 {
+            r.bytes_recv = status_bytes(st).unwrap_or_else(|| handles::bytes(count, dtype));
+        }
+        record::push(r);
+    });
+    rc
+}
+
+/// MPI_Imrecv: a nonblocking receive of the message its probe matched.
+#[inline]
+pub fn imrecv(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    message: *mut ffi::MPI_Message,
+    request: *mut ffi::MPI_Request,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, _)) = enter() else { return f() };
+    let msg = if message.is_null() {
+        0
+    } else {
+        // SAFETY: MPI requires a valid message pointer; read the handle before MPI resets it.
+        key(unsafe { *message })
+    };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let found = handles::take_message(msg);
+        if rc != 0 || request.is_null() {
+            return;
+        }
+        let ci = message_comm(&found);
+        let peer = found.map_or(UNKNOWN_RANK, |p| p.peer);
+        let p = Pending {
+            call,
+            thread: thread_no(),
+            is_recv: true,
+            t_start: t0,
+            t_posted: t1,
+            bytes: if peer == PROC_NULL {
+                0
+            } else {
+                handles::bytes(count, dtype)
+            },
+            bytes_recv: 0,
+            root: NO_RANK,
+            flags: 0,
+            peer,
+            tag: found.map_or(0, |p| p.tag),
+            comm: ci.id,
+            comm_size: ci.size,
+            world: ci.world,
+        };
+        track_posted(request, p, t1);
+    });
+    rc
+}
+
+// ---- one-sided communication ----
+
+#[inline]
+fn win_of(win: ffi::MPI_Win) -> CommInfo {
+    handles::win_info(win).unwrap_or(NO_COMM)
+}
+
+/// One-sided transfer: `put` bytes to and `get` bytes from the target (a rank of the
+/// window's group), recorded with the target as a WORLD rank.
+#[inline]
+fn rma(
+    call: u16,
+    put: (c_int, ffi::MPI_Datatype),
+    get: (c_int, ffi::MPI_Datatype),
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = win_of(win);
+        let mut r = base(call, t0, t1, &ci, rc);
+        r.peer = ci.world_rank(peer, s);
+        if r.peer != PROC_NULL {
+            r.bytes_send = handles::bytes(put.0, put.1);
+            r.bytes_recv = handles::bytes(get.0, get.1);
+            let _ = RMA_BYTES.try_with(|b| {
+                let (p, g) = b.get();
+                b.set((p + r.bytes_send, g + r.bytes_recv));
+            });
+        }
+        record::push(r);
+    });
+    rc
+}
+
+/// MPI_Put, MPI_Accumulate: data to the target.
+#[inline]
+pub fn rma_put(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    // SAFETY: a constant defined by our C shim (a type that is never asked about).
+    let none = unsafe { pmpi_predict_DATATYPE_NULL };
+    rma(call, (count, dtype), (0, none), peer, win, f)
+}
+
+/// MPI_Get: data from the target.
+#[inline]
+pub fn rma_get(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    // SAFETY: a constant defined by our C shim.
+    let none = unsafe { pmpi_predict_DATATYPE_NULL };
+    rma(call, (0, none), (count, dtype), peer, win, f)
+}
+
+/// MPI_Get_accumulate: the origin buffer to the target, the result back.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn rma_get_acc(
+    call: u16,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    rcount: c_int,
+    rtype: ffi::MPI_Datatype,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    rma(call, (count, dtype), (rcount, rtype), peer, win, f)
+}
+
+/// Window synchronisation: recorded on the window's communicator, with the target as a
+/// WORLD rank when there is one; `done`: it completes the thread's one-sided transfers,
+/// whose bytes its row carries.
+#[inline]
+fn win_sync(
+    call: u16,
+    peer: Option<c_int>,
+    done: bool,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let t0 = now_ns();
+    let rc = f();
+    let t1 = now_ns();
+    guarded(|| {
+        let ci = win_of(win);
+        let mut r = base(call, t0, t1, &ci, rc);
+        if let Some(p) = peer {
+            r.peer = ci.world_rank(p, s);
+        }
+        if done {
+            let (p, g) = RMA_BYTES.try_with(|b| b.replace((0, 0))).unwrap_or((0, 0));
+            r.bytes_send = p;
+            r.bytes_recv = g;
+        }
+        record::push(r);
+    });
+    rc
+}
+
+/// MPI_Win_fence: collective over the window's group; completes the epoch's transfers.
+#[inline]
+pub fn win_fence(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    win_sync(call, None, true, win, f)
+}
+
+/// Synchronisation that opens access (MPI_Win_lock_all, MPI_Win_post, MPI_Win_start).
+#[inline]
+pub fn win_open(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    win_sync(call, None, false, win, f)
+}
+
+/// MPI_Win_lock: opens access to one target.
+#[inline]
+pub fn win_open_rank(
+    call: u16,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    win_sync(call, Some(peer), false, win, f)
+}
+
+/// Synchronisation that completes transfers (MPI_Win_unlock_all, MPI_Win_flush_all,
+/// MPI_Win_complete, MPI_Win_wait, ...).
+#[inline]
+pub fn win_done(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    win_sync(call, None, true, win, f)
+}
+
+/// MPI_Win_unlock, MPI_Win_flush(_local): completes transfers to one target.
+#[inline]
+pub fn win_done_rank(
+    call: u16,
+    peer: c_int,
+    win: ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    win_sync(call, Some(peer), true, win, f)
+}
+
+/// Window creation: remembers the window's communicator. Not recorded.
+#[inline]
+pub fn win_new(
+    _call: u16,
+    comm: ffi::MPI_Comm,
+    newwin: *mut ffi::MPI_Win,
+    f: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some((_g, s)) = enter() else { return f() };
+    let rc = f();
+    guarded(|| {
+        if rc == 0 && !newwin.is_null() {
+            let ci = comm_of(comm, s);
+            // SAFETY: MPI wrote the new window handle through the caller's pointer (rc == 0).
+            handles::register_win(unsafe { *newwin }, ci);
+        }
+    });
+    rc
+}
+
+/// MPI_Win_free: forgets the window before MPI frees (and may reuse) its handle. Not
+/// recorded; what MPI does inside it is not recorded either.
+#[inline]
+pub fn win_free(_call: u16, winp: *mut ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
+    let Some((_g, _)) = enter() else { return f() };
+    if !winp.is_null() {
+        // SAFETY: MPI requires a valid window pointer.
+        let w = unsafe { *winp };
+        guarded(|| handles::forget_win(w));
+    }
+    f()
 }
 
 // ---- communicators ----

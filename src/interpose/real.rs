@@ -15,9 +15,12 @@ use mpi_sys as ffi;
 include!(concat!(env!("OUT_DIR"), "/real.rs"));
 
 /// Resolved addresses, indexed by call number; null until first use.
-static ADDR: [AtomicPtr<c_void>; 64] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 64];
+static ADDR: [AtomicPtr<c_void>; 256] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 256];
 
-const _: () = assert!(PMPI_NAMES.len() <= 64, "more wrapped calls than ADDR slots");
+const _: () = assert!(
+    PMPI_NAMES.len() <= 256,
+    "more wrapped calls than ADDR slots"
+);
 
 unsafe extern "C" {
     static pmpi_predict_ERR_INTERN: c_int;

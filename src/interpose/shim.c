@@ -7,3 +7,6 @@ const int pmpi_predict_MAX_LIBRARY_VERSION_STRING = MPI_MAX_LIBRARY_VERSION_STRI
 const MPI_Datatype pmpi_predict_BYTE = MPI_BYTE;
 const MPI_Datatype pmpi_predict_DATATYPE_NULL = MPI_DATATYPE_NULL;
 const int pmpi_predict_ERR_INTERN = MPI_ERR_INTERN;
+const int pmpi_predict_CART = MPI_CART;
+const int pmpi_predict_GRAPH = MPI_GRAPH;
+const int pmpi_predict_DIST_GRAPH = MPI_DIST_GRAPH;

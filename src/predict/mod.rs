@@ -134,7 +134,12 @@ pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
 /// Contention-free time of a collective without a model of its own: `n` processes,
 /// `m` bytes per process block, Hockney `h`. Barrier: ⌈log2 n⌉·α (dissemination);
 /// Reduce, Allreduce: ⌈log2 n⌉·(α + β·m) (binomial tree / recursive doubling);
-/// Gather(v), Allgather(v), Alltoallv: (n−1)·(α + β·m) (linear / ring).
+/// Gather(v), Allgather(v), Alltoallv, Alltoallw: (n−1)·(α + β·m) (linear / ring);
+/// Reduce_scatter(_block): (n−1)·(α + β·m) (ring, m the block of one rank); Scan, Exscan:
+/// ⌈log2 n⌉·(α + β·m) (recursive doubling); neighbourhood collectives: α + β·m with m a
+/// member's total bytes sent or received; MPI_Win_fence: ⌈log2 n⌉·α + β·m with m the most
+/// bytes a member put or got in the epoch. A nonblocking collective costs what its
+/// blocking form does, from its post to its completion.
 pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
     if n < 2 {
         return Some(0.0);
@@ -144,9 +149,18 @@ pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
     match kind {
         "barrier" => Some(lg * h.alpha),
         "reduce" | "allreduce" => Some(lg * step),
-        "gather" | "gatherv" | "allgather" | "allgatherv" | "alltoallv" => {
+        "gather" | "gatherv" | "allgather" | "allgatherv" | "alltoallv" | "alltoallw" => {
             Some((n - 1) as f64 * step)
         }
+        // Ring reduce-scatter: n−1 steps of one block each.
+        "reduce_scatter" | "reduce_scatter_block" => Some((n - 1) as f64 * step),
+        // Recursive doubling, as Allreduce (Scan, Exscan).
+        "scan" => Some(lg * step),
+        // MPI_Win_fence: a barrier, then the epoch's largest transfer.
+        "win_fence" => Some(lg * h.alpha + h.beta * m as f64),
+        // Neighbourhood collectives: the rank's messages leave back to back over its port
+        // (m: the most any member sends or receives in all), their latencies overlap.
+        k if k.starts_with("neighbor_") => Some(h.alpha + h.beta * m as f64),
         "bcast" => Some(lg * step),
         "scatter" | "scatterv" => Some((n - 1) as f64 * step),
         "alltoall" => alltoall::lower_bound(h, n, m).ok(),
@@ -197,7 +211,7 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     let wire = |gamma: f64| (n.saturating_sub(1)) as f64 * h.beta * m as f64 * gamma;
     let (free, model) = match kind {
         // Alltoallv: the signature at the mean block (per-destination counts are not recorded).
-        "alltoall" | "alltoallv" if n >= 2 && inst.multi_node => {
+        "alltoall" | "alltoallv" | "alltoallw" if n >= 2 && inst.multi_node => {
             let extra = port_load - 1.0;
             let model = profile
                 .alltoall
@@ -246,7 +260,7 @@ pub fn coll_cost_under(
     let wan = cl.wan;
     let step_s = wan.time_bytes(m as f64);
     let free_other = free_collective(inst.kind, &wan, n, m).unwrap_or(0.0);
-    if !matches!(inst.kind, "alltoall" | "alltoallv") || per.len() != 2 {
+    if !matches!(inst.kind, "alltoall" | "alltoallv" | "alltoallw") || per.len() != 2 {
         return CollCost {
             model_s: free_other,
             free_s: free_other,
@@ -437,10 +451,12 @@ pub fn predict_run_under(
 /// not recorded).
 fn duration(plan: &Plan, t: &Timing, g: usize) -> f64 {
     let end = match plan.ops[g] {
-        Op::Isend { .. } | Op::Irecv if plan.done_by[g] != u32::MAX => {
+        Op::Isend { .. } | Op::Irecv | Op::ICol if plan.done_by[g] != u32::MAX => {
             t.end[plan.done_by[g] as usize]
         }
-        Op::Isend { .. } | Op::Irecv if plan.m_end[g] - plan.m_start[g] > plan.op_dur[g] => {
+        Op::Isend { .. } | Op::Irecv | Op::ICol
+            if plan.m_end[g] - plan.m_start[g] > plan.op_dur[g] =>
+        {
             t.req_done[g].max(t.end[g])
         }
         _ => t.end[g],
@@ -474,7 +490,7 @@ fn contention(plan: &Plan, t: &Timing, g: usize) -> f64 {
             .iter()
             .map(|&nb| contention(plan, t, nb as usize))
             .fold(0.0, f64::max),
-        Op::Coll => {
+        Op::Coll | Op::ICol => {
             let i = plan.inst_of[g];
             if i == u32::MAX {
                 0.0

@@ -89,6 +89,15 @@ pub enum Op {
     /// Probe, successful Iprobe: ends when the probed message's envelope arrives.
     Probe,
     Coll,
+    /// Nonblocking collective: its row spans post to completion; the completion call
+    /// ends when the collective would have.
+    ICol,
+    /// One-sided transfer (MPI_Put, ...): the local post; the transfer is charged to the
+    /// synchronisation that completes it.
+    Rma,
+    /// Window synchronisation other than MPI_Win_fence: one latency, plus the transfer
+    /// of the bytes it completes (Hockney on the path to its target).
+    RmaSync,
     /// No model: the measured duration is kept.
     Other,
 }
@@ -187,6 +196,8 @@ pub struct Plan {
     pub protocol: Protocol,
     /// Number of connections among the messages.
     pub connections: usize,
+    /// Bytes a window synchronisation (Op::RmaSync) completes, by global id.
+    pub rma_bytes: HashMap<u32, u64>,
 }
 
 impl Plan {
@@ -221,6 +232,7 @@ impl Plan {
         let mut rank = Vec::with_capacity(n);
         let mut peer = Vec::with_capacity(n);
         let mut peer2 = Vec::with_capacity(n);
+        let mut rma_bytes = HashMap::new();
         for (ri, rk) in run.ranks.iter().enumerate() {
             let table = graph::kind_table(&rk.meta.calls);
             for (i, r) in rk.records.iter().enumerate() {
@@ -236,7 +248,15 @@ impl Plan {
                     .get(r.call as usize)
                     .map(String::as_str)
                     .unwrap_or("");
-                ops.push(op_of(kind, name));
+                let op = op_of(kind, name);
+                if op == Op::RmaSync {
+                    rma_bytes.insert(refs.len() as u32 - 1, r.bytes_send + r.bytes_recv);
+                }
+                ops.push(if op == Op::Coll && r.flags & FLAG_NONBLOCKING != 0 {
+                    Op::ICol
+                } else {
+                    op
+                });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
                 op_dur.push(own_end(r).saturating_sub(r.t_start) as f64 * 1e-9);
@@ -422,6 +442,7 @@ impl Plan {
             placement,
             protocol,
             connections: conn_ids.len(),
+            rma_bytes,
         }
     }
 }
@@ -440,13 +461,17 @@ fn op_of(kind: &str, name: &str) -> Op {
     let buffered = name.starts_with("MPI_Bs") || name.starts_with("MPI_Ibs");
     match kind {
         "send" => Op::Send { sync, buffered },
-        "isend" => Op::Isend { sync, buffered },
-        "recv" => Op::Recv,
-        "irecv" => Op::Irecv,
+        // A start of a persistent request (recorded under its *_init call) is a
+        // nonblocking send or receive.
+        "isend" | "send_init" => Op::Isend { sync, buffered },
+        "recv" | "mrecv" => Op::Recv,
+        "irecv" | "recv_init" | "imrecv" => Op::Irecv,
         "sendrecv" => Op::SendRecv,
         "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
         | "testsome" => Op::Complete,
-        "probe" | "iprobe" => Op::Probe,
+        "probe" | "iprobe" | "mprobe" | "improbe" => Op::Probe,
+        "rma_put" | "rma_get" | "rma_get_acc" => Op::Rma,
+        "win_open" | "win_open_rank" | "win_done" | "win_done_rank" => Op::RmaSync,
         k if graph::class_of(k) == CallClass::Collective => Op::Coll,
         _ => Op::Other,
     }
@@ -481,7 +506,12 @@ fn collective_instances(
             *k += 1;
         }
         let mut counters: HashMap<u32, usize> = HashMap::new();
-        for (i, r) in rk.records.iter().enumerate() {
+        // Collectives match in the order they were called; a nonblocking one is recorded at
+        // its completion, so order by entry.
+        let mut order: Vec<usize> = (0..rk.records.len()).collect();
+        order.sort_by_key(|&i| (rk.records[i].t_start, i));
+        for i in order {
+            let r = &rk.records[i];
             let g = base[ri] + i as u32;
             if graph::class_of(kinds[g as usize]) != CallClass::Collective {
                 continue;
@@ -558,7 +588,8 @@ fn collective_instances(
 pub fn block_of(kind: &str, r: &Record) -> u64 {
     let n = (r.comm_size as u64).max(1);
     match kind {
-        "alltoall" | "alltoallv" => r.bytes_send.max(r.bytes_recv) / n,
+        "alltoall" | "alltoallv" | "alltoallw" => r.bytes_send.max(r.bytes_recv) / n,
+        "reduce_scatter" | "reduce_scatter_block" => r.bytes_recv.max(r.bytes_send / n),
         "scatter" | "scatterv" => r.bytes_recv.max(r.bytes_send / n),
         "gather" | "gatherv" => r.bytes_send.max(r.bytes_recv / n),
         "allgather" | "allgatherv" => r.bytes_send,
@@ -815,7 +846,8 @@ pub fn replay(
     }
     // Nonblocking operations' requests, for those whose completion call was not recorded.
     for g in 0..n {
-        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv) && !e.t.start[g].is_nan() {
+        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv | Op::ICol) && !e.t.start[g].is_nan()
+        {
             e.t.req_done[g] = e.request_done(g as u32).unwrap_or(e.t.end[g]);
         }
     }
@@ -1043,7 +1075,17 @@ impl Engine<'_> {
                     Ok(t0 + self.send_overhead(m))
                 }
             }
-            Op::Isend { .. } | Op::Irecv => Ok(t0 + plan.op_dur[gi]),
+            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + plan.op_dur[gi]),
+            Op::RmaSync => {
+                let bytes = plan.rma_bytes.get(&g).copied().unwrap_or(0);
+                let (me, peer) = (plan.rank[gi], plan.peer[gi]);
+                // Without a target (fence), the worst path: between nodes.
+                let (a, b) = match (plan.placement.node(me), plan.placement.node(peer)) {
+                    (Some(a), Some(b)) if peer >= 0 => (a, b),
+                    _ => (0, 1),
+                };
+                Ok(t0 + self.p2p.hockney(a, b).time_bytes(bytes as f64))
+            }
             Op::Recv => {
                 let m = plan.msg_in[gi];
                 if m == NONE {
@@ -1147,7 +1189,7 @@ impl Engine<'_> {
     }
 
     /// When nonblocking record `nb` completed in the replay.
-    fn request_done(&self, nb: u32) -> Result<f64, Block> {
+    fn request_done(&mut self, nb: u32) -> Result<f64, Block> {
         let i = nb as usize;
         let start = self.t.start[i];
         let posted = start + self.plan.op_dur[i];
@@ -1181,6 +1223,14 @@ impl Engine<'_> {
                     Ok(a.max(posted))
                 }
             }
+            // The collective entered at its post, done when the blocking one would be.
+            Op::ICol => match self.plan.inst_of[i] {
+                NONE => {
+                    self.t.reason[i] = Reason::Unmatched;
+                    Ok(posted)
+                }
+                k => Ok(self.coll_end(k, nb, start)?.max(posted)),
+            },
             _ => Ok(posted),
         }
     }
@@ -1309,13 +1359,56 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
                 .map(|&nb| match plan.ops[nb as usize] {
                     Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
                     Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
+                    Op::ICol => icoll_wait(plan, t, g, nb as usize),
                     _ => Wait::default(),
                 })
                 .fold(Wait::default(), Wait::max),
             Op::Coll => coll_wait(plan, t, g),
-            Op::Isend { .. } | Op::Irecv | Op::Other => Wait::default(),
+            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
+                Wait::default()
+            }
         })
         .collect()
+}
+
+/// The wait of completion call `g` on the nonblocking collective `nb` it completed: for
+/// the last member's entry (all-to-all shapes) or the root's (one-to-all), from the
+/// completion call's entry.
+fn icoll_wait(plan: &Plan, t: &Times, g: usize, nb: usize) -> Wait {
+    let i = plan.inst_of[nb];
+    if i == NONE {
+        return Wait::default();
+    }
+    let inst = &plan.instances[i as usize];
+    let dur = t.end[g] - t.start[g];
+    let rank = |m: u32| plan.rank[m as usize];
+    match coll_shape(inst.kind) {
+        CollShape::All => {
+            let kind = if inst.kind == "barrier" {
+                WaitKind::Barrier
+            } else {
+                WaitKind::NxN
+            };
+            let last = inst
+                .members
+                .iter()
+                .copied()
+                .max_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]))
+                .unwrap_or(nb as u32);
+            Wait::of(kind, t.start[g], t.start[last as usize], dur, rank(last))
+        }
+        CollShape::FromRoot => match inst.root.map(|k| inst.members[k]) {
+            Some(r) if r as usize != nb => Wait::of(
+                WaitKind::LateBroadcast,
+                t.start[g],
+                t.start[r as usize],
+                dur,
+                rank(r),
+            ),
+            _ => Wait::default(),
+        },
+        CollShape::ToRoot => Wait::default(),
+    }
 }
 
 fn coll_wait(plan: &Plan, t: &Times, g: usize) -> Wait {
