@@ -28,6 +28,9 @@ pub struct Config {
     pub max_threads: usize,
     /// `PMPI_PREDICT_CLOCK_ROUNDS`: ping-pongs per rank for clock offsets.
     pub clock_rounds: u32,
+    /// `PMPI_PREDICT_TSC`: 1 (default) reads the CPU's time-stamp counter where it is
+    /// invariant; 0 always calls clock_gettime.
+    pub tsc: bool,
     /// `PMPI_PREDICT_SIGNALS`: 1 (default) catches SIGTERM and SIGINT to flush the spool
     /// before the process dies; 0 leaves signal dispositions alone.
     pub catch_signals: bool,
@@ -60,6 +63,7 @@ impl Default for Config {
             quiet: false,
             max_threads: 1024,
             clock_rounds: 10,
+            tsc: true,
             catch_signals: true,
             profile: None,
             model: None,
@@ -92,6 +96,7 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_QUIET",
     "PMPI_PREDICT_MAX_THREADS",
     "PMPI_PREDICT_CLOCK_ROUNDS",
+    "PMPI_PREDICT_TSC",
     "PMPI_PREDICT_SIGNALS",
     "PMPI_PREDICT_PROFILE",
     "PMPI_PREDICT_MODEL",
@@ -192,6 +197,7 @@ impl Config {
                 d.clock_rounds as u64,
                 &mut w,
             ) as u32,
+            tsc: bool_var(get, "PMPI_PREDICT_TSC", true, &mut w),
             catch_signals: bool_var(get, "PMPI_PREDICT_SIGNALS", true, &mut w),
             profile: non_empty("PMPI_PREDICT_PROFILE").map(PathBuf::from),
             model: non_empty("PMPI_PREDICT_MODEL").map(|m| m.trim().to_string()),

@@ -218,6 +218,12 @@ fn world() -> ffi::MPI_Comm {
 
 fn start_inner() -> Result<(), String> {
     let (cfg, warnings) = Config::from_env();
+    // Before any timestamp of the run: the counter where it can be trusted.
+    let timestamps = if cfg.tsc && !cfg.disabled {
+        crate::topo::clock::use_tsc(Duration::from_millis(10))
+    } else {
+        "clock_gettime"
+    };
     let (mut rank, mut size) = (0, 0);
     let mut comm = std::mem::MaybeUninit::<ffi::MPI_Comm>::uninit();
     // SAFETY: PMPI queries and a dup of WORLD into a local handle, right after PMPI_Init succeeded.
@@ -297,6 +303,7 @@ fn start_inner() -> Result<(), String> {
         calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
         clock_init: clock,
         init_ns: now_ns(),
+        timestamps: timestamps.to_string(),
         ..Default::default()
     };
     let mut run = Run {
@@ -553,6 +560,9 @@ fn finish() {
     STATE.store(PASS, Ordering::Release);
     let clock = sync_clock(run.comm, run.rank, run.size, run.cfg.clock_rounds);
     run.meta.clock_finalize = clock;
+    if run.meta.timestamps == "tsc" {
+        run.meta.tsc_drift_ns = Some(crate::topo::clock::check_tsc());
+    }
     let dir = close_spool(&mut run, None);
     // Every rank's spool and metadata are complete before rank 0 reads them.
     // SAFETY: barrier and free of the layer's private communicator, on every rank.

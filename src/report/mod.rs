@@ -439,6 +439,28 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
     })
 }
 
+/// Which clock the ranks' timestamps came from ("tsc": the CPU's invariant time-stamp
+/// counter, converted to CLOCK_MONOTONIC's scale; "clock_gettime"), and the largest drift
+/// of the converted counter from CLOCK_MONOTONIC at finalize.
+fn timestamps(run: &RunTrace) -> Value {
+    let mut sources: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &run.ranks {
+        let s = if r.meta.timestamps.is_empty() {
+            "clock_gettime"
+        } else {
+            r.meta.timestamps.as_str()
+        };
+        *sources.entry(s).or_default() += 1;
+    }
+    let drift = run
+        .ranks
+        .iter()
+        .filter_map(|r| r.meta.tsc_drift_ns)
+        .map(i64::abs)
+        .max();
+    json!({"ranks_by_source": sources, "max_tsc_drift_ns": drift})
+}
+
 /// Every record of the run as (global start ns, rank index, record index), by start time.
 pub fn timeline(run: &RunTrace) -> Vec<(i64, usize, usize)> {
     let mut rows: Vec<(i64, usize, usize)> =
@@ -560,6 +582,8 @@ pub fn summary(run: &RunTrace) -> Value {
             "trailing_bytes": rk.trailing_bytes,
             "spool_error": rk.spool_error,
             "clock_offset_ns": m.clock_init.map(|c| c.offset_ns),
+            "timestamps": m.timestamps,
+            "tsc_drift_ns": m.tsc_drift_ns,
         }));
     }
     let calls: BTreeMap<String, Value> = calls
@@ -606,6 +630,7 @@ pub fn summary(run: &RunTrace) -> Value {
         "nodes": nodes,
         "calls": calls,
         "unsuccessful_polls": polls,
+        "timestamps": timestamps(run),
         "ranks": ranks,
     })
 }

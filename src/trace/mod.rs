@@ -210,6 +210,13 @@ pub struct RankMeta {
     /// order: the engine expands their collectives.
     #[serde(default)]
     pub comms: Vec<CommMembers>,
+    /// The clock of the timestamps: "tsc" (the invariant time-stamp counter on
+    /// CLOCK_MONOTONIC's scale) or "clock_gettime" (also when empty: older spools).
+    #[serde(default)]
+    pub timestamps: String,
+    /// At finalize, the converted counter minus CLOCK_MONOTONIC, ns (with "tsc").
+    #[serde(default)]
+    pub tsc_drift_ns: Option<i64>,
 }
 
 /// A communicator's id on this rank and its members' WORLD ranks, by local rank.
