@@ -100,7 +100,9 @@ fn fork_and_system_children_write_nothing() {
             "rank-00000.spool",
             "rank-00001.json",
             "rank-00001.spool",
-            "summary.json"
+            "report.html",
+            "summary.json",
+            "trace.json"
         ]
     );
     let run = pmpi_predict::trace::load_run(&p.out).unwrap();
