@@ -1226,3 +1226,29 @@ fn a_fence_takes_the_largest_transfer_of_its_epoch_and_an_unlock_its_own() {
         assert!(close(c[5].predicted.unwrap(), 1.0), "{:?}", c[5]);
     }
 }
+
+#[test]
+fn an_ireduce_root_waits_for_the_first_contribution_at_its_wait() {
+    // Root 0 posts an MPI_Ireduce at 1 s and waits at 1 s; rank 1 posts only at 3 s: the
+    // root's Wait waits 2 s for it (early reduce), as a blocking reduce's root would.
+    let ir = |r: i32, t: u64| Record {
+        t_start: t,
+        t_posted: t,
+        root: 0,
+        bytes_send: 8,
+        bytes_recv: if r == 0 { 8 } else { 0 },
+        flags: trace::FLAG_NONBLOCKING,
+        ..coll(call::MPI_Ireduce, 2, t, 4 * S)
+    };
+    let r = run(vec![
+        rank(0, "a", 0, vec![ir(0, S), wait_rec(S, 4 * S)], 2),
+        rank(1, "b", 0, vec![ir(1, 3 * S), wait_rec(3 * S, 4 * S)], 2),
+    ]);
+    let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+    let w = p.calls[0][1];
+    assert_eq!(w.measured_wait.kind, WaitKind::EarlyReduce, "{w:?}");
+    assert!(close(w.measured_wait.seconds, 2.0), "{w:?}");
+    assert_eq!(w.measured_wait.on, 1);
+    // The contributor's Wait does not wait for the root.
+    assert_eq!(p.calls[1][1].measured_wait.kind, WaitKind::None);
+}

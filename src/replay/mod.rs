@@ -1359,11 +1359,11 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
                 .map(|&nb| match plan.ops[nb as usize] {
                     Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
                     Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
-                    Op::ICol => icoll_wait(plan, t, g, nb as usize),
+                    Op::ICol => coll_wait(plan, t, g, nb as usize),
                     _ => Wait::default(),
                 })
                 .fold(Wait::default(), Wait::max),
-            Op::Coll => coll_wait(plan, t, g),
+            Op::Coll => coll_wait(plan, t, g, g),
             Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
                 Wait::default()
             }
@@ -1371,48 +1371,12 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
         .collect()
 }
 
-/// The wait of completion call `g` on the nonblocking collective `nb` it completed: for
-/// the last member's entry (all-to-all shapes) or the root's (one-to-all), from the
-/// completion call's entry.
-fn icoll_wait(plan: &Plan, t: &Times, g: usize, nb: usize) -> Wait {
-    let i = plan.inst_of[nb];
-    if i == NONE {
-        return Wait::default();
-    }
-    let inst = &plan.instances[i as usize];
-    let dur = t.end[g] - t.start[g];
-    let rank = |m: u32| plan.rank[m as usize];
-    match coll_shape(inst.kind) {
-        CollShape::All => {
-            let kind = if inst.kind == "barrier" {
-                WaitKind::Barrier
-            } else {
-                WaitKind::NxN
-            };
-            let last = inst
-                .members
-                .iter()
-                .copied()
-                .max_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]))
-                .unwrap_or(nb as u32);
-            Wait::of(kind, t.start[g], t.start[last as usize], dur, rank(last))
-        }
-        CollShape::FromRoot => match inst.root.map(|k| inst.members[k]) {
-            Some(r) if r as usize != nb => Wait::of(
-                WaitKind::LateBroadcast,
-                t.start[g],
-                t.start[r as usize],
-                dur,
-                rank(r),
-            ),
-            _ => Wait::default(),
-        },
-        CollShape::ToRoot => Wait::default(),
-    }
-}
-
-fn coll_wait(plan: &Plan, t: &Times, g: usize) -> Wait {
-    let i = plan.inst_of[g];
+/// The wait of call `g` at the collective of member record `me`: `g` itself for a
+/// blocking collective, the nonblocking post for the completion call `g` that completed
+/// it. For the last member's entry (all-to-all shapes), the root's (one-to-all), the first
+/// other member's at the root (all-to-one), from `g`'s entry.
+fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
+    let i = plan.inst_of[me];
     if i == NONE {
         return Wait::default();
     }
@@ -1432,11 +1396,11 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize) -> Wait {
                 .iter()
                 .copied()
                 .max_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]))
-                .unwrap_or(g as u32);
+                .unwrap_or(me as u32);
             Wait::of(kind, t.start[g], t.start[last as usize], dur, rank(last))
         }
         CollShape::FromRoot => match root {
-            Some(r) if r as usize != g => Wait::of(
+            Some(r) if r as usize != me => Wait::of(
                 WaitKind::LateBroadcast,
                 t.start[g],
                 t.start[r as usize],
@@ -1446,12 +1410,12 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize) -> Wait {
             _ => Wait::default(),
         },
         CollShape::ToRoot => match root {
-            Some(r) if r as usize == g => {
+            Some(r) if r as usize == me => {
                 let first = inst
                     .members
                     .iter()
                     .copied()
-                    .filter(|&m| m as usize != g)
+                    .filter(|&m| m as usize != me)
                     .min_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]));
                 match first {
                     Some(f) => Wait::of(
