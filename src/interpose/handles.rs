@@ -368,30 +368,18 @@ pub fn win_info(win: ffi::MPI_Win) -> Option<CommInfo> {
     None
 }
 
-/// Forgets a window that is being freed.
+/// Forgets a window that is being freed (windows share the communicator table).
 pub fn forget_win(win: ffi::MPI_Win) {
-    let k = key(win);
-    let Some(t) = COMMS.get() else { return };
-    let mask = t.slots.len() - 1;
-    let mut i = slot_of(k, mask);
-    for _ in 0..MAX_PROBE.min(t.slots.len()) {
-        let sk = t.slots[i].key.load(Ordering::Acquire);
-        if sk == k {
-            let _ = t.slots[i]
-                .key
-                .compare_exchange(k, TOMB, Ordering::AcqRel, Ordering::Relaxed);
-            return;
-        }
-        if sk == EMPTY {
-            return;
-        }
-        i = (i + 1) & mask;
-    }
+    forget_key(key(win));
 }
 
 /// Forgets a communicator that is being freed (its handle may be reused).
 pub fn forget_comm(comm: ffi::MPI_Comm) {
-    let k = key(comm);
+    forget_key(key(comm));
+}
+
+/// Tombstones the communicator-table entry of handle key `k`, if there is one.
+fn forget_key(k: usize) {
     let Some(t) = COMMS.get() else { return };
     let mask = t.slots.len() - 1;
     let mut i = slot_of(k, mask);
