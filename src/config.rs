@@ -20,7 +20,8 @@ pub struct Config {
     /// `PMPI_PREDICT_REPORT`: 0 skips the report at MPI_Finalize (spools are still written).
     pub report: bool,
     /// `PMPI_PREDICT_REPORT_MAX_MB`: above this many MB of spooled records, rank 0 skips the
-    /// report at MPI_Finalize (so a huge trace never holds the job) and says how to run it.
+    /// report at MPI_Finalize (so a huge trace never holds the job, nor rank 0's memory:
+    /// about 11 MB per MB of spool today) and says how to run it.
     pub report_max_mb: u64,
     /// `PMPI_PREDICT_QUIET`: 1 silences the one-line notice rank 0 prints at finalize.
     pub quiet: bool,
@@ -59,7 +60,7 @@ impl Default for Config {
             flush_ms: 200,
             disabled: false,
             report: true,
-            report_max_mb: 2048,
+            report_max_mb: 64,
             quiet: false,
             max_threads: 1024,
             clock_rounds: 10,
