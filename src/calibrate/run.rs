@@ -353,6 +353,18 @@ pub fn run(opts: &Options) -> i32 {
                 bench::median(&mut last) / t_ref
             })
             .collect();
+        // What the repetitions spread over: the smallest and largest of each scheme's
+        // penalty (the lone message's too), so that a noisy link shows.
+        let spread: Vec<(f64, f64)> = all_reps
+            .iter()
+            .map(|reps| {
+                reps.iter()
+                    .map(|r| r.iter().copied().fold(0.0, f64::max) / t_ref)
+                    .fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+                        (lo.min(x), hi.max(x))
+                    })
+            })
+            .collect();
         let schemes: Vec<fit::SchemePenalties> = list
             .iter()
             .zip(&times)
@@ -367,14 +379,17 @@ pub fn run(opts: &Options) -> i32 {
             .iter()
             .skip(1)
             .zip(whole.iter().skip(1))
-            .map(|(s, w)| {
+            .zip(spread.iter().skip(1))
+            .map(|((s, w), (lo, hi))| {
                 let p: Vec<String> = s.penalties.iter().map(|p| format!("{p:.2}")).collect();
-                format!("{} {w:.2} ({})", s.name, p.join("/"))
+                format!("{} {w:.2} [{lo:.2}-{hi:.2}] ({})", s.name, p.join("/"))
             })
             .collect();
         pg.end(&format!(
-            "T_ref = {:.3} s; scheme (per-arc) penalties: {}; chosen model {}",
+            "T_ref = {:.3} s [{:.2}-{:.2} x]; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}",
             t_ref,
+            spread[0].0,
+            spread[0].1,
             show.join(", "),
             choice.model
         ));
