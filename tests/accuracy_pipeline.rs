@@ -1,7 +1,7 @@
 //! A small version of the accuracy benchmark (scripts/bench-accuracy --quick: 4 emulated
 //! hosts, 3 sizes) end to end: every stage must produce complete, well-formed output.
-//! Accuracy figures are printed, not asserted. Skips where network namespaces cannot be
-//! made (not root, no `ip netns`).
+//! Accuracy figures are printed, not asserted. Ignored by default: it needs network
+//! namespaces (root, `ip netns`), and fails, rather than passing, where they are missing.
 
 use std::path::Path;
 use std::process::Command;
@@ -24,10 +24,10 @@ fn can_make_namespaces() -> Result<(), String> {
 }
 
 #[test]
+#[ignore = "needs root and network namespaces (an emulated cluster): scripts/test runs it with --include-ignored where they exist"]
 fn quick_accuracy_pipeline_produces_complete_output() {
     if let Err(why) = can_make_namespaces() {
-        eprintln!("SKIP quick_accuracy_pipeline_produces_complete_output: {why}");
-        return;
+        panic!("cannot run here: {why} (this test is ignored unless asked for)");
     }
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("accuracy-quick");
     let _ = std::fs::remove_dir_all(&out);

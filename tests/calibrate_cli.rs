@@ -149,10 +149,11 @@ fn have_mpirun() -> bool {
 
 #[test]
 fn two_ranks_one_node_fit_intra_only() {
-    if !have_mpirun() {
-        eprintln!("SKIP: no MPI launcher ({})", common::launcher());
-        return;
-    }
+    assert!(
+        have_mpirun(),
+        "no MPI launcher ({}): scripts/setup installs Open MPI and MPICH",
+        common::launcher()
+    );
     let dir = common::scratch("calibrate_mpi_intra");
     let p = dir.join("p.json");
     let exe = Path::new(env!("CARGO_BIN_EXE_pmpi-predict"));
@@ -176,10 +177,11 @@ fn two_ranks_one_node_fit_intra_only() {
 
 #[test]
 fn four_ranks_posing_as_four_nodes() {
-    if !have_mpirun() {
-        eprintln!("SKIP: no MPI launcher ({})", common::launcher());
-        return;
-    }
+    assert!(
+        have_mpirun(),
+        "no MPI launcher ({}): scripts/setup installs Open MPI and MPICH",
+        common::launcher()
+    );
     let dir = common::scratch("calibrate_mpi_fake4");
     let wrap = dir.join("as-node.sh");
     std::fs::write(
