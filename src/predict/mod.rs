@@ -16,7 +16,7 @@ pub use crate::replay::Reason;
 use crate::replay::net::Sim;
 pub use crate::replay::wait::{Wait, WaitKind};
 pub use crate::replay::whatif::{AlltoallAlgo, Conditions};
-use crate::replay::{self, CollCost, Instance, Op, P2p, Plan, Protocol, Times, Timing};
+use crate::replay::{self, CollCost, Instance, Op, P2p, Plan, Times, Timing};
 use crate::topo::placement::Placement;
 use crate::trace::RunTrace;
 
@@ -328,12 +328,7 @@ pub fn predict_run_under(
     let model_name = model
         .as_ref()
         .map_or("none".to_string(), |m| m.name().to_string());
-    let library = run
-        .ranks
-        .first()
-        .map(|r| r.meta.mpi_library.as_str())
-        .unwrap_or("");
-    let plan = Plan::new(run, cond.placement.clone(), Protocol::for_library(library));
+    let plan = Plan::for_run(run, cond.placement.clone());
     let costs: Vec<CollCost> = plan
         .instances
         .iter()
@@ -349,16 +344,7 @@ pub fn predict_run_under(
     // Without a penalty model ("none") nothing is contended, collectives included.
     let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some());
     let free = replay::replay(&plan, &p2p, None, &costs, false);
-    let (m_send, m_recv) = replay::measured_posts(&plan);
-    let measured_waits = replay::waits(
-        &plan,
-        &Times {
-            start: &plan.m_start,
-            end: &plan.m_end,
-            send_post: &m_send,
-            recv_post: &m_recv,
-        },
-    );
+    let measured_waits = replay::measured_waits(&plan);
     let pred_waits = replay::waits(
         &plan,
         &Times {

@@ -213,6 +213,16 @@ impl Plan {
         &self.completes[s..e]
     }
 
+    /// The plan of `run` under `placement`, with the protocol of the MPI library it ran on.
+    pub fn for_run(run: &RunTrace, placement: Placement) -> Plan {
+        let library = run
+            .ranks
+            .first()
+            .map(|r| r.meta.mpi_library.as_str())
+            .unwrap_or("");
+        Plan::new(run, placement, Protocol::for_library(library))
+    }
+
     /// Builds the plan of a run.
     pub fn new(run: &RunTrace, placement: Placement, protocol: Protocol) -> Plan {
         let mut base = Vec::with_capacity(run.ranks.len());
@@ -1294,8 +1304,22 @@ pub struct Times<'a> {
     pub recv_post: &'a [f64],
 }
 
+/// The measured wait of every record, from the partners' clock-corrected timestamps.
+pub fn measured_waits(plan: &Plan) -> Vec<Wait> {
+    let (send_post, recv_post) = measured_posts(plan);
+    waits(
+        plan,
+        &Times {
+            start: &plan.m_start,
+            end: &plan.m_end,
+            send_post: &send_post,
+            recv_post: &recv_post,
+        },
+    )
+}
+
 /// Measured posts of every message (the clock-corrected entries of its send and receive).
-pub fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
+fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
     let at = |g: u32| {
         if g == NONE {
             f64::NAN

@@ -9,7 +9,7 @@
 //! sampling is said in `otherData` and on stderr.
 
 use crate::predict::{CallPrediction, RunPrediction};
-use crate::replay::{Plan, Protocol};
+use crate::replay::Plan;
 use crate::topo::placement::Placement;
 use crate::trace::{FLAG_NONBLOCKING, RunTrace};
 use std::fmt::Write as _;
@@ -109,18 +109,9 @@ pub fn write_trace(
     pred: &RunPrediction,
     max_bytes: u64,
 ) -> Result<TraceStats, String> {
-    let library = run
-        .ranks
-        .first()
-        .map(|r| r.meta.mpi_library.as_str())
-        .unwrap_or("");
     // The plan knows which receive matched each send and which call completed each
     // nonblocking operation: the two ends of a flow arrow.
-    let plan = Plan::new(
-        run,
-        Placement::from_run(run),
-        Protocol::for_library(library),
-    );
+    let plan = Plan::for_run(run, Placement::from_run(run));
     let n = plan.refs.len();
     let world = run
         .world_size

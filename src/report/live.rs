@@ -6,7 +6,7 @@
 use super::hotspots::Cause;
 use crate::graph;
 use crate::model::{CommGraph, Edge, PenaltyModel};
-use crate::replay::{self, Plan, Protocol, Times};
+use crate::replay::{self, Plan};
 use crate::topo::placement::Placement;
 use crate::trace::{FLAG_NONBLOCKING, RunTrace};
 use serde::Serialize;
@@ -144,22 +144,8 @@ pub fn snapshot(
 /// time in blocking and completion calls. Ranks that neither waited nor blocked are left
 /// out; the longest waits first.
 fn waiting(run: &RunTrace, placement: &Placement) -> Vec<Waiting> {
-    let library = run
-        .ranks
-        .first()
-        .map(|r| r.meta.mpi_library.as_str())
-        .unwrap_or("");
-    let plan = Plan::new(run, placement.clone(), Protocol::for_library(library));
-    let (send_post, recv_post) = replay::measured_posts(&plan);
-    let waits = replay::waits(
-        &plan,
-        &Times {
-            start: &plan.m_start,
-            end: &plan.m_end,
-            send_post: &send_post,
-            recv_post: &recv_post,
-        },
-    );
+    let plan = Plan::for_run(run, placement.clone());
+    let waits = replay::measured_waits(&plan);
     struct Acc {
         wait: f64,
         mpi: f64,
