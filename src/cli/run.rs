@@ -195,28 +195,11 @@ pub fn launch_args(kind: Launcher, vars: &[(String, String)], rest: &[OsString])
     v
 }
 
-/// `pmpi-predict.YYYYmmdd-HHMMSS` (UTC) for now.
+/// `pmpi-predict.YYYYmmdd-HHMMSS` (local time) for now, as the layer names its default.
 fn default_out() -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
     PathBuf::from(format!(
-        "pmpi-predict.{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
+        "pmpi-predict.{}",
+        crate::topo::clock::local_stamp()
     ))
 }
 

@@ -368,22 +368,9 @@ fn start_inner() -> Result<(), String> {
 
 /// `pmpi-predict.<YYYYmmdd-HHMMSS>.<pid>` in the working directory.
 fn default_dir() -> PathBuf {
-    let mut t: libc::time_t = 0;
-    // SAFETY: libc time and localtime_r write into locals we own.
-    let tm = unsafe {
-        libc::time(&mut t);
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
     PathBuf::from(format!(
-        "pmpi-predict.{:04}{:02}{:02}-{:02}{:02}{:02}.{}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
+        "pmpi-predict.{}.{}",
+        crate::topo::clock::local_stamp(),
         std::process::id()
     ))
 }

@@ -119,6 +119,27 @@ pub fn check_tsc() -> i64 {
     (a / 2 + b / 2) as i64 - m as i64
 }
 
+/// Local wall-clock time as `YYYYmmdd-HHMMSS`, for naming output directories.
+pub fn local_stamp() -> String {
+    let mut t: libc::time_t = 0;
+    // SAFETY: libc time and localtime_r write into locals we own.
+    let tm = unsafe {
+        libc::time(&mut t);
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
 /// One ping-pong seen from rank 0: it sent at `t0` (rank-0 clock), the peer stamped
 /// `tr` (peer clock) on receipt, and rank 0 got the answer at `t1`.
 #[derive(Clone, Copy, Debug, PartialEq)]
