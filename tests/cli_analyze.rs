@@ -46,10 +46,7 @@ fn make_run(name: &str, finalized: bool) -> PathBuf {
             ..Default::default()
         };
         trace::write_meta(&dir, &meta).unwrap();
-        let mut bytes = Vec::new();
-        trace::write_spool_header(&mut bytes).unwrap();
-        bytes.extend_from_slice(rec.as_bytes());
-        std::fs::write(trace::spool_path(&dir, rank), bytes).unwrap();
+        trace::write_spool(&dir, rank, &[rec]).unwrap();
     }
     dir
 }

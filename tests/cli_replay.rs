@@ -67,11 +67,7 @@ fn make_run(name: &str) -> PathBuf {
             ..Default::default()
         };
         trace::write_meta(&dir, &meta).unwrap();
-        let mut bytes = Vec::new();
-        trace::write_spool_header(&mut bytes).unwrap();
-        bytes.extend_from_slice(first.as_bytes());
-        bytes.extend_from_slice(a2a.as_bytes());
-        std::fs::write(trace::spool_path(&dir, rank), bytes).unwrap();
+        trace::write_spool(&dir, rank, &[first, a2a]).unwrap();
     }
     dir
 }

@@ -23,15 +23,6 @@ const CENSUS: [(&str, usize); 9] = [
     ("MPI_Barrier", 1),
 ];
 
-fn sorted_lines(b: &[u8]) -> Vec<String> {
-    let mut v: Vec<String> = String::from_utf8_lossy(b)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    v.sort();
-    v
-}
-
 fn census(prog: &str) {
     let dir = scratch(prog);
     let exe = build_fortran(prog, &dir);
@@ -41,15 +32,7 @@ fn census(prog: &str) {
         "{prog} without the layer: {}",
         String::from_utf8_lossy(&plain.stderr)
     );
-    let out = dir.join("out");
-    let out_s = out.display().to_string();
-    let with = mpirun(
-        4,
-        &exe,
-        &[],
-        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_QUIET", "1")]),
-        &dir,
-    );
+    let (out, with) = mpirun_recorded(4, &exe, &[], &dir);
     let err = String::from_utf8_lossy(&with.stderr);
     assert!(with.status.success(), "{prog} with the layer: {err}");
     // Same results with and without the layer (ranks print in any order).

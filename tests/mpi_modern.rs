@@ -34,15 +34,7 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
         "plain run failed: {}",
         String::from_utf8_lossy(&plain.stderr)
     );
-    let out = dir.join("out");
-    let out_s = out.display().to_string();
-    let with = mpirun(
-        4,
-        &exe,
-        &[],
-        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_QUIET", "1")]),
-        &dir,
-    );
+    let (out, with) = mpirun_recorded(4, &exe, &[], &dir);
     assert_eq!(
         with.status.code(),
         plain.status.code(),
@@ -50,16 +42,8 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
         String::from_utf8_lossy(&with.stderr)
     );
     // Same results with and without the layer (ranks print in any order).
-    let sorted = |o: &[u8]| {
-        let mut l: Vec<String> = String::from_utf8_lossy(o)
-            .lines()
-            .map(String::from)
-            .collect();
-        l.sort();
-        l
-    };
-    assert_eq!(sorted(&with.stdout), sorted(&plain.stdout));
-    assert_eq!(sorted(&plain.stdout).len(), 4);
+    assert_eq!(sorted_lines(&with.stdout), sorted_lines(&plain.stdout));
+    assert_eq!(sorted_lines(&plain.stdout).len(), 4);
 
     // What the program says it did.
     let mut expected = Vec::new();
@@ -173,15 +157,7 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
 fn modern_calls_from_fortran_are_recorded_once_under_their_c_names() {
     let dir = scratch("modern-fortran");
     let exe = build_fortran("f_modern", &dir);
-    let out = dir.join("out");
-    let out_s = out.display().to_string();
-    let run = mpirun(
-        2,
-        &exe,
-        &[],
-        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_QUIET", "1")]),
-        &dir,
-    );
+    let (out, run) = mpirun_recorded(2, &exe, &[], &dir);
     assert!(
         run.status.success(),
         "{}",

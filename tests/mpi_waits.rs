@@ -8,15 +8,7 @@ use common::*;
 fn late_sender_and_barrier_waits_are_measured_and_predicted_and_one_node_has_no_contention() {
     let dir = scratch("waits");
     let exe = build_program("waits", &dir);
-    let out = dir.join("out");
-    let out_s = out.display().to_string();
-    let run = mpirun(
-        4,
-        &exe,
-        &[],
-        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_QUIET", "1")]),
-        &dir,
-    );
+    let (out, run) = mpirun_recorded(4, &exe, &[], &dir);
     assert!(
         run.status.success(),
         "{}",

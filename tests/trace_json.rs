@@ -85,12 +85,7 @@ fn make_run(name: &str, steps: u64) -> PathBuf {
             ..Default::default()
         };
         trace::write_meta(&dir, &meta).unwrap();
-        let mut bytes = Vec::new();
-        trace::write_spool_header(&mut bytes).unwrap();
-        for r in &recs {
-            bytes.extend_from_slice(r.as_bytes());
-        }
-        std::fs::write(trace::spool_path(&dir, rank), bytes).unwrap();
+        trace::write_spool(&dir, rank, &recs).unwrap();
     }
     dir
 }

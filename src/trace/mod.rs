@@ -265,6 +265,18 @@ pub fn spool_path(dir: &Path, rank: i32) -> PathBuf {
     dir.join(format!("rank-{rank:05}.spool"))
 }
 
+/// Writes a whole spool of `records` for `rank` in `dir` (offline tools and tests; the
+/// layer streams its spool through `record::spool`).
+pub fn write_spool(dir: &Path, rank: i32, records: &[Record]) -> Result<(), String> {
+    let mut bytes = Vec::with_capacity(SPOOL_HEADER + records.len() * RECORD_SIZE);
+    write_spool_header(&mut bytes).map_err(|e| e.to_string())?;
+    for r in records {
+        bytes.extend_from_slice(r.as_bytes());
+    }
+    let path = spool_path(dir, rank);
+    std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 /// Metadata file of `rank` in `dir`.
 pub fn meta_path(dir: &Path, rank: i32) -> PathBuf {
     dir.join(format!("rank-{rank:05}.json"))

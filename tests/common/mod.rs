@@ -193,6 +193,31 @@ pub fn mpirun(
     c.output().expect("launcher runs")
 }
 
+/// Runs `exe args` on `np` ranks under the layer, quiet, recording into `dir/out`;
+/// returns that directory and the launcher's output.
+pub fn mpirun_recorded(np: u32, exe: &Path, args: &[&str], dir: &Path) -> (PathBuf, Output) {
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let o = mpirun(
+        np,
+        exe,
+        args,
+        Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_QUIET", "1")]),
+        dir,
+    );
+    (out, o)
+}
+
+/// A program's output lines, sorted (ranks print in any order).
+pub fn sorted_lines(b: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(b)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
 /// calls.csv as a list of column-name → value maps.
 pub fn read_calls(dir: &Path) -> Vec<HashMap<String, String>> {
     let mut r = csv::Reader::from_path(dir.join("calls.csv")).expect("calls.csv exists");
