@@ -71,7 +71,17 @@ fn hpcc_runs_under_the_layer_with_the_same_verdicts() {
     let (v0, v1) = (verdicts(&plain_dir), verdicts(&layer_dir));
     assert!(v0.len() >= 5, "too few verdicts in hpccoutf.txt: {v0:?}");
     assert!(v0.iter().all(|v| v.ends_with("PASSED")), "{v0:?}");
-    assert_eq!(v0, v1);
+    assert!(v1.iter().all(|v| v.ends_with("PASSED")), "{v1:?}");
+    // PTRANS prints a `CPU` row only when its CPU time is above the clock's resolution,
+    // which varies run to run (seen: one of five missing, with or without the layer):
+    // every other verdict must be the same, in the same order.
+    let no_cpu = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .filter(|x| !x.starts_with("CPU "))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(no_cpu(&v0), no_cpu(&v1));
 
     let rows = read_calls(&out);
     for call in [
