@@ -1,22 +1,12 @@
-//! pmpi-predict: a PMPI interposition layer that records MPI calls, and the pure
-//! models, graph and prediction engine that turn those records into predictions.
-//!
-//! Only `interpose` and `record` touch MPI; everything else is pure and tested
-//! without it.
+//! pmpi-predict's preload layer: the `MPI_*`/`PMPI_*` interposers generated from
+//! `wrappers/`, the per-thread recording rings and the spools. Loaded with `LD_PRELOAD`
+//! into unmodified MPI programs; at MPI_Finalize rank 0 makes one call into the core
+//! (`pmpi_core::report::write_report`). See docs/architecture.md.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod calibrate;
-pub mod cli;
-pub mod config;
-pub mod graph;
-pub mod interpose;
-pub mod model;
-pub mod predict;
-pub mod profile;
-pub mod record;
-pub mod replay;
-pub mod report;
-pub mod topo;
-pub mod trace;
-pub mod wrapspec;
+mod interpose;
+mod record;
+
+// The core modules the layer uses, under their own names.
+use pmpi_core::{config, report, topo, trace};

@@ -3,6 +3,8 @@
 //! Accuracy figures are printed, not asserted. Ignored by default: it needs network
 //! namespaces (root, `ip netns`), and fails, rather than passing, where they are missing.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -44,7 +46,7 @@ fn quick_accuracy_pipeline_produces_complete_output() {
     assert!(run.status.success(), "bench-accuracy --quick failed");
 
     // Calibration wrote a valid profile.
-    let profile = pmpi_predict::profile::Profile::load(out.join("profile.json"))
+    let profile = pmpi_core::profile::Profile::load(out.join("profile.json"))
         .expect("calibrate wrote profile.json");
     assert!(profile.hockney.inter.beta > 0.0);
     // Every workload ran to MPI_Finalize and has predictions for the calls it measures.
@@ -110,7 +112,7 @@ fn quick_accuracy_pipeline_produces_complete_output() {
             std::fs::copy(e.path(), copy.join(&name)).unwrap();
         }
     }
-    let a = Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    let a = Command::new(common::cli_path())
         .arg("analyze")
         .arg(&copy)
         .arg("--quiet")

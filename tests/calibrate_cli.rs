@@ -7,10 +7,10 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use pmpi_predict::profile::Profile;
+use pmpi_core::profile::Profile;
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_pmpi-predict"));
+    let mut c = Command::new(common::cli_path());
     // Not under a launcher, whatever the environment of the test run.
     for v in [
         "OMPI_COMM_WORLD_SIZE",
@@ -156,10 +156,10 @@ fn two_ranks_one_node_fit_intra_only() {
     );
     let dir = common::scratch("calibrate_mpi_intra");
     let p = dir.join("p.json");
-    let exe = Path::new(env!("CARGO_BIN_EXE_pmpi-predict"));
+    let exe = common::cli_path();
     let o = common::mpirun(
         2,
-        exe,
+        &exe,
         &["calibrate", "--quick", "-o", p.to_str().unwrap()],
         None,
         &dir,
@@ -191,12 +191,12 @@ fn four_ranks_posing_as_four_nodes() {
     .unwrap();
     Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
     let p = dir.join("p.json");
-    let exe = env!("CARGO_BIN_EXE_pmpi-predict");
+    let exe = common::cli_path();
     let o = common::mpirun(
         4,
         &wrap,
         &[
-            exe,
+            exe.to_str().unwrap(),
             "calibrate",
             "--quick",
             "--penalty-bytes",

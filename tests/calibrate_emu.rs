@@ -8,11 +8,13 @@
 //! emulated cluster can exist per machine and others may be using it: the test waits (polls
 //! every 10 s, up to 10 min) until none is up, and always takes down what it brought up.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pmpi_predict::profile::Profile;
+use pmpi_core::profile::Profile;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -79,7 +81,8 @@ fn up() -> Cluster {
 }
 
 fn calibrate(out: &Path, extra: &[&str]) -> (Profile, f64, String) {
-    let exe = env!("CARGO_BIN_EXE_pmpi-predict");
+    let exe = common::cli_path();
+    let exe = exe.to_str().unwrap();
     let mut args = vec![
         "run",
         "--",

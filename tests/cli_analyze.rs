@@ -1,12 +1,14 @@
 //! `pmpi-predict analyze` and `accuracy` on a synthetic run directory (no MPI): reports
 //! for complete and incomplete runs, and bad input answered with exit status 2.
 
-use pmpi_predict::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
+mod common;
+
+use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    Command::new(common::cli_path())
 }
 
 /// Two ranks on two nodes; rank 0 sends 1 MB to rank 1. `finalized` for rank 1 as given.

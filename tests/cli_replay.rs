@@ -1,8 +1,10 @@
 //! `pmpi-predict replay` on a synthetic recorded run (no MPI): every flag, the fields of
 //! replay.json, and bad input answered with exit status 2.
 
-use pmpi_predict::profile::Profile;
-use pmpi_predict::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
+mod common;
+
+use pmpi_core::profile::Profile;
+use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -73,7 +75,7 @@ fn make_run(name: &str) -> PathBuf {
 }
 
 fn replay(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    Command::new(common::cli_path())
         .arg("replay")
         .arg(dir)
         .args(args)

@@ -1,12 +1,14 @@
 //! `pmpi-predict model ...` run as a process: stdout values and exit codes.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    Command::new(common::cli_path())
         .args(args)
         .output()
         .expect("run pmpi-predict")
@@ -240,7 +242,7 @@ fn collective_all_strategies_ranked() {
 fn collective_alltoall_with_profile() {
     // Profile with the Gigabit Ethernet signature: γ = 4.3628, δ = 4.93 ms, M = 8 kB.
     let mut p: Value =
-        serde_json::from_str(&pmpi_predict::profile::Profile::builtin_default().to_json()).unwrap();
+        serde_json::from_str(&pmpi_core::profile::Profile::builtin_default().to_json()).unwrap();
     p["hockney"]["inter"] = serde_json::json!({"alpha": 50e-6, "beta": 8e-9});
     p["alltoall"] = serde_json::json!({"gamma": 4.3628, "delta": 4.93e-3, "threshold": 8192});
     let f = file("gige_profile.json", &p.to_string());

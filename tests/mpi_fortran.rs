@@ -7,7 +7,7 @@
 
 mod common;
 use common::*;
-use pmpi_predict::trace::{self, FLAG_IN_PLACE, call};
+use pmpi_core::trace::{self, FLAG_IN_PLACE, call};
 use std::collections::HashMap;
 
 /// Calls per rank of every census program (tests/programs/f_*.f90).

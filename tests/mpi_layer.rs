@@ -197,7 +197,7 @@ fn analyze_rebuilds_the_same_calls_csv() {
     assert!(with.status.success());
     let first = std::fs::read_to_string(out.join("calls.csv")).unwrap();
     std::fs::remove_file(out.join("calls.csv")).unwrap();
-    let a = std::process::Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    let a = std::process::Command::new(common::cli_path())
         .arg("analyze")
         .arg(&out)
         .output()
@@ -280,7 +280,7 @@ fn a_trace_above_the_report_limit_is_left_for_analyze() {
     );
     assert!(!out.join("calls.csv").exists());
     assert!(out.join("rank-00003.spool").exists());
-    let a = std::process::Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    let a = std::process::Command::new(common::cli_path())
         .arg("analyze")
         .arg(&out)
         .arg("--quiet")

@@ -63,7 +63,7 @@ fn thread_multiple_records_every_thread_exactly() {
         assert_eq!(tags.len(), 4);
     }
     // No corrupted record anywhere: valid call names, peers within the world.
-    let names: BTreeSet<&str> = pmpi_predict::trace::CALL_NAMES.iter().copied().collect();
+    let names: BTreeSet<&str> = pmpi_core::trace::CALL_NAMES.iter().copied().collect();
     for r in &rows {
         assert!(
             names.contains(r["call"].as_str()),
@@ -105,7 +105,7 @@ fn fork_and_system_children_write_nothing() {
             "trace.json"
         ]
     );
-    let run = pmpi_predict::trace::load_run(&p.out).unwrap();
+    let run = pmpi_core::trace::load_run(&p.out).unwrap();
     for rk in &run.ranks {
         // Exactly the parent's 3 Sendrecv + 1 Allreduce, and a clean spool.
         assert_eq!(rk.records.len(), 4, "rank {}", rk.meta.rank);
@@ -161,7 +161,7 @@ fn openmpi() -> bool {
 }
 
 fn meta_ended(out: &Path, rank: i32) -> (bool, Option<String>, usize) {
-    let run = pmpi_predict::trace::load_run(out).unwrap();
+    let run = pmpi_core::trace::load_run(out).unwrap();
     let rk = run.ranks.iter().find(|r| r.meta.rank == rank).unwrap();
     (
         rk.meta.finalized,
@@ -248,7 +248,7 @@ fn sigkill_loses_at_most_the_last_flush_interval() {
     assert_eq!(rc, 0);
     let res = job.join().unwrap();
     assert!(!res.status.success());
-    let run = pmpi_predict::trace::load_run(&out).unwrap();
+    let run = pmpi_core::trace::load_run(&out).unwrap();
     let r0 = run.ranks.iter().find(|r| r.meta.rank == 0).unwrap();
     let sends = r0.records.len() as u64;
     eprintln!(

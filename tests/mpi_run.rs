@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 fn run(out: &Path, np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
     common::layer(); // built beside the CLI, where `run` finds it
     let (l, prefix, _) = common::launch_prefix(np);
-    Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    Command::new(common::cli_path())
         .arg("run")
         .arg("--out")
         .arg(out)
@@ -74,17 +74,17 @@ fn run_passes_the_exit_status_through() {
 
 #[test]
 fn run_without_a_launcher_or_with_a_bad_layer_is_bad_input() {
-    let bin = env!("CARGO_BIN_EXE_pmpi-predict");
-    let o = Command::new(bin).arg("run").output().unwrap();
+    let bin = common::cli_path();
+    let o = Command::new(&bin).arg("run").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let o = Command::new(bin)
+    let o = Command::new(&bin)
         .args(["run", "--", "no-such-launcher-xyz", "-np", "2", "a.out"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not found"));
     let (l, _, _) = common::launch_prefix(1);
-    let o = Command::new(bin)
+    let o = Command::new(&bin)
         .args(["run", "--lib", "/no/such/layer.so", "--", &l, "true"])
         .output()
         .unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use pmpi_predict::report::live;
+use pmpi_core::report::live;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -47,7 +47,7 @@ fn watch_follows_a_running_job() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    let mut watch = Command::new(common::cli_path())
         .arg("watch")
         .arg(&out)
         .args(["--json", "--interval", "0.5"])
@@ -123,7 +123,7 @@ fn watch_follows_a_running_job() {
         }
     }
     // Every message of the finished run in exactly one interval.
-    let run = pmpi_predict::trace::load_run(&out).unwrap();
+    let run = pmpi_core::trace::load_run(&out).unwrap();
     let whole = live::snapshot(&run, 0.0, f64::INFINITY, None);
     let total: BTreeMap<(String, String), (u64, u64)> = whole
         .graph

@@ -6,7 +6,7 @@
 
 mod common;
 
-use pmpi_predict::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
+use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -296,7 +296,7 @@ fn make_run(name: &str, steps: u64) -> PathBuf {
 }
 
 fn analyze(dir: &Path) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    let out = Command::new(common::cli_path())
         .arg("analyze")
         .arg(dir)
         .arg("--quiet")

@@ -2,7 +2,9 @@
 //! runs: valid JSON, one track per rank, every flow with both ends bound to the right
 //! slices, slice args, bandwidth counters, and the size cap with its sampling note.
 
-use pmpi_predict::trace::{self, ClockSample, FLAG_NONBLOCKING, NO_RANK, RankMeta, Record, call};
+mod common;
+
+use pmpi_core::trace::{self, ClockSample, FLAG_NONBLOCKING, NO_RANK, RankMeta, Record, call};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -91,7 +93,7 @@ fn make_run(name: &str, steps: u64) -> PathBuf {
 }
 
 fn analyze(dir: &Path, env: &[(&str, &str)]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    let out = Command::new(common::cli_path())
         .arg("analyze")
         .arg(dir)
         .arg("--quiet")

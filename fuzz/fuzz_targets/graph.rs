@@ -12,8 +12,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use pmpi_predict::cli::model::{ModelCmd, PenaltiesArgs, run};
-use pmpi_predict::model::{CommGraph, penalty_model_by_name};
+use pmpi_predict_cli::cli::model::{ModelCmd, PenaltiesArgs, run};
+use pmpi_core::model::{CommGraph, penalty_model_by_name};
 
 const MODELS: [&str; 4] = ["gige", "infiniband", "maxmin", "myrinet"];
 const MAX_ARCS: usize = 64;

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pmpi_predict::trace::{ClockSample, RankMeta};
+use pmpi_core::trace::{ClockSample, RankMeta};
 
 fn u64_at(data: &[u8], i: usize) -> u64 {
     let mut b = [0u8; 8];

@@ -6,8 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pmpi_predict::model::{CommGraph, MAX_PROCS};
-use pmpi_predict::profile::Profile;
+use pmpi_core::model::{CommGraph, MAX_PROCS};
+use pmpi_core::profile::Profile;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pmpi_predict::trace::{RECORD_SIZE, SPOOL_HEADER, parse_spool};
+use pmpi_core::trace::{RECORD_SIZE, SPOOL_HEADER, parse_spool};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = parse_spool(data) else { return };
@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         let at = SPOOL_HEADER + i * RECORD_SIZE;
         assert_eq!(&r.as_bytes()[..], &data[at..at + RECORD_SIZE]);
         let _ = r.duration_s();
-        let _ = pmpi_predict::trace::call_name(r.call);
-        let _ = pmpi_predict::trace::call_kind(r.call);
+        let _ = pmpi_core::trace::call_name(r.call);
+        let _ = pmpi_core::trace::call_kind(r.call);
     }
 });

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pmpi_predict::wrapspec::{parse, rust_type};
+use pmpi_core::wrapspec::{parse, rust_type};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };

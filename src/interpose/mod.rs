@@ -55,9 +55,11 @@ pub fn fail_quietly() {
 }
 
 /// Makes the layer permanently inert in this process: calls pass through, MPI_Init
-/// starts nothing, and nothing is said at exit. For the `pmpi-predict` binary, which links
-/// this library (and so defines the interposers) but makes its own MPI calls.
-pub fn inert() {
+/// starts nothing, and nothing is said at exit. Called by the `pmpi-predict` tool when it
+/// finds the layer preloaded into itself (`LD_PRELOAD` exported for a whole job script):
+/// `calibrate` makes its own MPI calls, which must not be recorded.
+#[unsafe(no_mangle)]
+pub extern "C" fn pmpi_predict_inert() {
     special::INERT.store(true, Ordering::Relaxed);
     hook::STATE.store(hook::PASS, Ordering::Relaxed);
 }

@@ -96,6 +96,7 @@ impl Ring {
     }
 
     /// Moves every published record to `out` (as spool bytes).
+    #[cfg(test)]
     pub fn drain_into(&self, out: &mut Vec<u8>) -> usize {
         self.drain_to(out).0
     }
@@ -110,11 +111,6 @@ impl Ring {
         self.head
             .load(Ordering::Acquire)
             .wrapping_sub(self.tail.load(Ordering::Acquire))
-    }
-
-    /// True when no record waits.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Capacity in records.

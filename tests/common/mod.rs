@@ -5,31 +5,40 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The layer, built beside the CLI binary of this test run. `cargo test` builds the
-/// library only as an rlib, so the cdylib is built here once per test binary.
-pub fn layer() -> PathBuf {
-    static SO: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    SO.get_or_init(|| {
-        let bin = PathBuf::from(env!("CARGO_BIN_EXE_pmpi-predict"));
-        let dir = bin.parent().unwrap();
-        let so = dir.join("libpmpi_predict.so");
+/// The workspace's build products (the layer and the CLI) beside this test binary, built
+/// once per test binary: `cargo test` builds neither the cdylib nor another package's
+/// binary.
+fn built(file: &str) -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable path");
+        // target/<profile>/deps/<test>: the products are in target/<profile>.
+        let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
         let release = dir.file_name().is_some_and(|n| n == "release");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut c = Command::new(cargo);
-        c.args(["build", "--lib"])
+        c.args(["build", "-p", "pmpi-predict", "-p", "pmpi-predict-cli"])
             .current_dir(env!("CARGO_MANIFEST_DIR"));
         if release {
             c.arg("--release");
         }
         let st = c.status().expect("cargo runs");
-        assert!(
-            st.success() && so.exists(),
-            "building {} failed",
-            so.display()
-        );
-        so
-    })
-    .clone()
+        assert!(st.success(), "cargo build of the layer and the CLI failed");
+        dir
+    });
+    let p = dir.join(file);
+    assert!(p.exists(), "{} was not built", p.display());
+    p
+}
+
+/// The layer, `libpmpi_predict.so`.
+pub fn layer() -> PathBuf {
+    built("libpmpi_predict.so")
+}
+
+/// The `pmpi-predict` command-line tool.
+pub fn cli_path() -> PathBuf {
+    built("pmpi-predict")
 }
 
 /// A fresh scratch directory for one test.

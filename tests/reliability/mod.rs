@@ -75,7 +75,7 @@ pub fn cols(rows: &[&HashMap<String, String>], keys: &[&str]) -> Vec<Vec<String>
 
 /// Runs the CLI.
 pub fn cli(args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_pmpi-predict"))
+    std::process::Command::new(crate::common::cli_path())
         .args(args)
         .output()
         .expect("pmpi-predict runs")

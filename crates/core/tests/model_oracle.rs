@@ -1,7 +1,7 @@
 //! Fast penalty models against the slow reference implementations, on random graphs.
 
-use pmpi_predict::model::myrinet::MyrinetReport;
-use pmpi_predict::model::{
+use pmpi_core::model::myrinet::MyrinetReport;
+use pmpi_core::model::{
     CommGraph, GigabitEthernet, InfiniBand, MaxMinFair, Myrinet, PenaltyModel, reference,
 };
 

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use pmpi_predict::model::{CommGraph, PenaltyModel, penalty_model_by_name};
+use pmpi_core::model::{CommGraph, PenaltyModel, penalty_model_by_name};
 
 /// Random graph with `arcs` arcs on `arcs / 4` nodes (average degree 4 in and out), no
 /// self-loops; xorshift with a fixed seed so runs compare.

@@ -1,6 +1,6 @@
 //! InfiniBand penalty model: the paper gives measurements only (its Fig. 2); the model is
 //! Vienne's (thesis, 2010), the one SimGrid implements as its IB network model, read as in
-//! DESIGN.md. For a node s with k > 1 outgoing arcs, each outgoing arc's `p_out = k·βs·γr` if
+//! docs/design.md. For a node s with k > 1 outgoing arcs, each outgoing arc's `p_out = k·βs·γr` if
 //! its destination has more than 2 incoming arcs, else `k·βs`, and all arcs of s take the
 //! largest of those. For arc s→d with d receiving more than one arc,
 //! `p_in = (arcs from s to d)·βe·(distinct nodes sending to d)`. Otherwise each side is 1.

@@ -1,4 +1,4 @@
-// report.html's script: inlined by src/report/html.rs. Reads the JSON data block and
+// report.html's script: inlined by crates/core/src/report/html.rs. Reads the JSON data block and
 // draws every section as SVG or tables. It loads nothing (the page's CSP forbids it);
 // all data strings go through esc() because node and call names come from the run.
 (function () {

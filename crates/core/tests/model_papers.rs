@@ -1,10 +1,10 @@
 //! The papers' worked numbers, reproduced by the model library.
 
-use pmpi_predict::model::alltoall::{self, Signature};
-use pmpi_predict::model::bcast::{self, BcastStrategy};
-use pmpi_predict::model::grid::{self, TwoClusters};
-use pmpi_predict::model::scatter::{self, ScatterStrategy};
-use pmpi_predict::model::{
+use pmpi_core::model::alltoall::{self, Signature};
+use pmpi_core::model::bcast::{self, BcastStrategy};
+use pmpi_core::model::grid::{self, TwoClusters};
+use pmpi_core::model::scatter::{self, ScatterStrategy};
+use pmpi_core::model::{
     CommGraph, GigabitEthernet, Hockney, InfiniBand, Myrinet, PLogP, PenaltyModel, PiecewiseLinear,
     reference,
 };

@@ -340,7 +340,7 @@ mod tests {
 
     #[test]
     fn docs_example_loads() {
-        let md = include_str!("../docs/profile.md");
+        let md = include_str!("../../../docs/profile.md");
         let start = md.find("```json").unwrap() + "```json".len();
         let end = start + md[start..].find("```").unwrap();
         let p = Profile::from_json(&md[start..end]).unwrap();

@@ -5,7 +5,7 @@
 //! entering d (C_i), those whose source has the largest out-degree form C_i^m.
 //! `p_o = 1` if Δo = 1, else `Δo·β·(1 + γo·(Δo − |C_o^m|))` for c ∈ C_o^m and
 //! `Δo·β·(1 − γo/|C_o^m|)` otherwise; `p_i` likewise with Δi, γi and C_i^m (the paper prints
-//! |C_o^m| in p_i's last branch; like DESIGN.md we read it as |C_i^m|). `p = max(p_o, p_i)`.
+//! |C_o^m| in p_i's last branch; like docs/design.md we read it as |C_i^m|). `p = max(p_o, p_i)`.
 
 use super::{CommGraph, ModelError, PenaltyModel, non_negative, positive};
 

@@ -23,7 +23,7 @@ pub fn gige(m: &GigabitEthernet, g: &CommGraph) -> Vec<f64> {
         .collect()
 }
 
-/// InfiniBand, O(arcs²), straight from the rule in DESIGN.md.
+/// InfiniBand, O(arcs²), straight from the rule in docs/design.md.
 pub fn infiniband(m: &InfiniBand, g: &CommGraph) -> Vec<f64> {
     let e = &g.edges;
     let in_deg = |n: u32| e.iter().filter(|x| x.dst == n).count();

@@ -1,16 +1,14 @@
 //! The prediction engine on synthetic event streams with hand-computed expectations.
 
-use pmpi_predict::model::Hockney;
-use pmpi_predict::model::grid::TwoClusters;
-use pmpi_predict::predict::{
+use pmpi_core::model::Hockney;
+use pmpi_core::model::grid::TwoClusters;
+use pmpi_core::predict::{
     AlltoallAlgo, Assumptions, Conditions, Reason, WaitKind, predict_run, predict_run_under,
 };
-use pmpi_predict::profile::Profile;
-use pmpi_predict::replay::whatif;
-use pmpi_predict::topo::placement::Placement;
-use pmpi_predict::trace::{
-    self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call,
-};
+use pmpi_core::profile::Profile;
+use pmpi_core::replay::whatif;
+use pmpi_core::topo::placement::Placement;
+use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call};
 
 const S: u64 = 1_000_000_000;
 
@@ -338,7 +336,7 @@ fn late_senders_and_late_receivers_are_part_of_the_call() {
 
 #[test]
 fn collectives_on_sub_communicators_use_their_members() {
-    use pmpi_predict::trace::CommMembers;
+    use pmpi_core::trace::CommMembers;
     // Communicator {WORLD 2, WORLD 0} (local ranks 0, 1), id 7 on rank 2 and id 3 on rank 0:
     // a broadcast of 1e8 bytes from WORLD 2 while rank 2 also sends 1e8 bytes to rank 1.
     let bcast = |rank_root: bool| Record {
@@ -787,7 +785,7 @@ fn another_placement_moves_messages_between_paths() {
     let what =
         predict_run_under(&r, &prof, Some("gige"), &a, &conditions(&["x", "x", "z"])).unwrap();
     assert_eq!(what.inter.len(), 1);
-    let to = |p: &pmpi_predict::predict::RunPrediction, d: i32| {
+    let to = |p: &pmpi_core::predict::RunPrediction, d: i32| {
         let i = p.flows.flows.iter().position(|f| f.dst_rank == d).unwrap();
         (
             p.flows.flows[i].src_node == p.flows.flows[i].dst_node,
@@ -1024,7 +1022,7 @@ fn a_live_snapshot_names_who_waits_and_on_whom() {
             2,
         ),
     ]);
-    let s = pmpi_predict::report::live::snapshot(&r, 0.0, 2.0, None);
+    let s = pmpi_core::report::live::snapshot(&r, 0.0, 2.0, None);
     assert_eq!(s.graph.len(), 1);
     assert_eq!(
         (s.graph[0].src.as_str(), s.graph[0].dst.as_str()),

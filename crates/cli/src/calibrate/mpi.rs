@@ -1,18 +1,16 @@
 //! The few MPI operations calibration needs, as safe wrappers over the MPI library's
 //! `PMPI_*` functions.
 //!
-//! Calibration calls the MPI library's PMPI functions: this crate also exports
-//! interposers named `MPI_*` and `PMPI_*`, and calling those would record calibrate's own
-//! traffic (see DESIGN.md, pitfall 2). Wrapped calls therefore go through
-//! `interpose::real` (the library's own entry points, found with dlsym), the others
-//! through `mpi_sys`; the binary also makes the layer inert (`interpose::inert`). Every buffer is a Rust slice whose length is the MPI count (bytes as `MPI_UINT8_T`,
+//! Calibration calls the MPI library's `PMPI_*` functions: were the layer preloaded into
+//! this tool as well (`LD_PRELOAD` exported for the whole job), the `MPI_*` names would
+//! reach its interposers and record calibrate's own traffic (docs/design.md, section 3).
+//! Every buffer is a Rust slice whose length is the MPI count (bytes as `MPI_UINT8_T`,
 //! `f64` as `MPI_DOUBLE`), so no call can read or write out of bounds. Errors abort: MPI's
 //! default error handler (`MPI_ERRORS_ARE_FATAL`) stays in place.
 
 use std::ffi::{c_int, c_void};
 use std::mem::MaybeUninit;
 
-use crate::interpose::real;
 use mpi_sys as ffi;
 
 /// A communicator handle (WORLD or one made by [`Mpi::split`]).
@@ -50,7 +48,7 @@ impl Mpi {
     /// `PMPI_Init`, then rank and size in WORLD.
     pub fn init() -> Result<Mpi, String> {
         // SAFETY: PMPI_Init accepts null argc/argv; called once per process.
-        let rc = unsafe { real::PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) };
+        let rc = unsafe { ffi::PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) };
         if rc != 0 {
             return Err(format!("PMPI_Init failed (error {rc})"));
         }
@@ -106,7 +104,7 @@ impl Mpi {
         let mut flag: c_int = 0;
         // SAFETY: raw holds reqs.len() request handles; statuses ignored.
         unsafe {
-            real::PMPI_Testall(
+            ffi::PMPI_Testall(
                 count(raw.len()),
                 raw.as_mut_ptr(),
                 &mut flag,
@@ -121,14 +119,14 @@ impl Mpi {
 
     pub fn send(&self, buf: &[u8], dst: i32, tag: i32, c: Comm) {
         // SAFETY: buf is valid for buf.len() bytes for the whole (blocking) call.
-        unsafe { real::PMPI_Send(buf.as_ptr().cast(), count(buf.len()), byte(), dst, tag, c.0) };
+        unsafe { ffi::PMPI_Send(buf.as_ptr().cast(), count(buf.len()), byte(), dst, tag, c.0) };
     }
 
     pub fn recv(&self, buf: &mut [u8], src: i32, tag: i32, c: Comm) {
         // SAFETY: buf is writable for buf.len() bytes for the whole (blocking) call; the
         // status is ignored.
         unsafe {
-            real::PMPI_Recv(
+            ffi::PMPI_Recv(
                 buf.as_mut_ptr().cast(),
                 count(buf.len()),
                 byte(),
@@ -147,7 +145,7 @@ impl Mpi {
         // SAFETY: buf is valid for buf.len() bytes; callers complete the request before
         // releasing it (every use in bench.rs waits on all requests in the same scope).
         unsafe {
-            real::PMPI_Isend(
+            ffi::PMPI_Isend(
                 buf.as_ptr().cast(),
                 count(buf.len()),
                 byte(),
@@ -166,7 +164,7 @@ impl Mpi {
         // SAFETY: buf is writable for buf.len() bytes; callers complete the request before
         // releasing or reading it.
         unsafe {
-            real::PMPI_Irecv(
+            ffi::PMPI_Irecv(
                 buf.as_mut_ptr().cast(),
                 count(buf.len()),
                 byte(),
@@ -185,7 +183,7 @@ impl Mpi {
         let mut idx: c_int = -1;
         // SAFETY: raw holds reqs.len() request handles; status ignored.
         unsafe {
-            real::PMPI_Waitany(
+            ffi::PMPI_Waitany(
                 count(raw.len()),
                 raw.as_mut_ptr(),
                 &mut idx,
@@ -203,7 +201,7 @@ impl Mpi {
         let mut raw: Vec<ffi::MPI_Request> = reqs.iter().map(|r| r.0).collect();
         // SAFETY: raw holds reqs.len() handles; statuses ignored.
         unsafe {
-            real::PMPI_Waitall(
+            ffi::PMPI_Waitall(
                 count(raw.len()),
                 raw.as_mut_ptr(),
                 ffi::RSMPI_STATUSES_IGNORE,
@@ -219,7 +217,7 @@ impl Mpi {
         let src = v.to_vec();
         // SAFETY: both buffers hold v.len() doubles.
         unsafe {
-            real::PMPI_Allreduce(
+            ffi::PMPI_Allreduce(
                 src.as_ptr().cast(),
                 v.as_mut_ptr().cast(),
                 count(v.len()),
@@ -233,7 +231,7 @@ impl Mpi {
     /// Broadcasts `v` from `root` of `c`.
     pub fn bcast_f64(&self, v: &mut [f64], root: i32, c: Comm) {
         // SAFETY: v holds v.len() doubles on every rank.
-        unsafe { real::PMPI_Bcast(v.as_mut_ptr().cast(), count(v.len()), double(), root, c.0) };
+        unsafe { ffi::PMPI_Bcast(v.as_mut_ptr().cast(), count(v.len()), double(), root, c.0) };
     }
 
     /// Gathers `mine` (same length on every rank) from all ranks, in rank order.
@@ -241,7 +239,7 @@ impl Mpi {
         let mut out = vec![0u8; mine.len() * size];
         // SAFETY: out holds size × mine.len() bytes, the receive count per rank.
         unsafe {
-            real::PMPI_Allgather(
+            ffi::PMPI_Allgather(
                 mine.as_ptr().cast(),
                 count(mine.len()),
                 byte(),
@@ -259,7 +257,7 @@ impl Mpi {
         assert!(send.len() >= per * self.comm_size(c) && recv.len() >= send.len());
         // SAFETY: both buffers hold at least per × (size of c) bytes (asserted above).
         unsafe {
-            real::PMPI_Alltoall(
+            ffi::PMPI_Alltoall(
                 send.as_ptr().cast(),
                 count(per),
                 byte(),
@@ -277,7 +275,7 @@ impl Mpi {
         assert!(recv.len() >= per && send.len() >= per * self.comm_size(c));
         // SAFETY: sizes asserted above.
         unsafe {
-            real::PMPI_Scatter(
+            ffi::PMPI_Scatter(
                 send.as_ptr().cast(),
                 count(per),
                 byte(),
@@ -295,7 +293,7 @@ impl Mpi {
         assert!(send.len() >= per && recv.len() >= per * self.comm_size(c));
         // SAFETY: sizes asserted above.
         unsafe {
-            real::PMPI_Gather(
+            ffi::PMPI_Gather(
                 send.as_ptr().cast(),
                 count(per),
                 byte(),
@@ -314,7 +312,7 @@ impl Mpi {
         // SAFETY: a collective on a valid communicator writing one handle.
         let comm = unsafe {
             let col = color.unwrap_or(ffi::RSMPI_UNDEFINED);
-            real::PMPI_Comm_split(c.0, col, key, out.as_mut_ptr());
+            ffi::PMPI_Comm_split(c.0, col, key, out.as_mut_ptr());
             out.assume_init()
         };
         color.map(|_| Comm(comm))
@@ -340,7 +338,7 @@ impl Mpi {
 impl Drop for Mpi {
     fn drop(&mut self) {
         // SAFETY: called once, after every request of this process has completed.
-        unsafe { real::PMPI_Finalize() };
+        unsafe { ffi::PMPI_Finalize() };
     }
 }
 

@@ -47,9 +47,7 @@ enum Cmd {
 /// Runs the CLI and returns the process exit status: 0 on success, 2 on bad input,
 /// 1 on other failures.
 pub fn main() -> i32 {
-    // This binary links the layer (and so defines its MPI_*/PMPI_* interposers) but makes
-    // its own MPI calls (calibrate): nothing of the layer may start here.
-    crate::interpose::inert();
+    silence_preloaded_layer();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -138,5 +136,19 @@ pub fn exit_status(r: Result<(), CliError>) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => e.report(),
+    }
+}
+
+/// If the layer is preloaded into this tool (an `LD_PRELOAD` exported for a whole job
+/// script), makes it inert: `calibrate`'s own MPI calls must not be recorded.
+fn silence_preloaded_layer() {
+    // SAFETY: dlsym with a NUL-terminated name; the symbol, when present, is the layer's
+    // `extern "C" fn()` of that name, which takes nothing and only stores two flags.
+    unsafe {
+        let f = libc::dlsym(libc::RTLD_DEFAULT, c"pmpi_predict_inert".as_ptr());
+        if !f.is_null() {
+            let f: extern "C" fn() = std::mem::transmute(f);
+            f();
+        }
     }
 }

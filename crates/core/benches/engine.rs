@@ -4,11 +4,9 @@
 //! MPI_Alltoall every 1,000 steps). Prints the figures; run with
 //! `cargo bench --bench engine` (pass a record count to change the size).
 
-use pmpi_predict::predict::predict_run;
-use pmpi_predict::profile::Profile;
-use pmpi_predict::trace::{
-    self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call,
-};
+use pmpi_core::predict::predict_run;
+use pmpi_core::profile::Profile;
+use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call};
 use std::time::Instant;
 
 fn main() {

@@ -1,0 +1,18 @@
+//! pmpi-core: the pure part of pmpi-predict — the trace format, the interconnect and
+//! collective models, the graph of concurrent communications, the causal replay engine
+//! and the reports. No MPI and no preload state: the layer (the `pmpi-predict` cdylib)
+//! calls into it once at MPI_Finalize, the CLI for `analyze`, `replay` and `watch`.
+//! See docs/architecture.md.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod config;
+pub mod graph;
+pub mod model;
+pub mod predict;
+pub mod profile;
+pub mod replay;
+pub mod report;
+pub mod topo;
+pub mod trace;
+pub mod wrapspec;
