@@ -60,6 +60,7 @@ nothing_left() {  # assert no namespace / state / /etc/netns entry of ours remai
     done
     [[ ! -e ${EMU_STATE_DIR:-/run/emucluster} ]] || fail "$1: state dir left behind"
     if grep -q "${EMU_STATE_DIR:-/run/emucluster}" /proc/mounts; then fail "$1: mounts left behind"; fi
+    if pgrep -f "scripts/wan-delay" >/dev/null; then fail "$1: the wan-delay forwarder is still running"; fi
 }
 
 # ---- a failing `up` cleans up after itself
@@ -168,9 +169,10 @@ ok "down left nothing behind"
 
 # ---- two clusters joined by a slower backbone
 brought_up=1
-"$EMU" up 4 --rate 100mbit --clusters 2 --wan-rate 20mbit >/dev/null || fail "up 4 --clusters 2 failed"
+"$EMU" up 4 --rate 100mbit --clusters 2 --wan-rate 20mbit --wan-latency 2ms >/dev/null \
+    || fail "up 4 --clusters 2 --wan-latency 2ms failed"
 st=$("$EMU" status)
-[[ $st == *"clusters: h0..h1 | h2..h3   backbone: 20mbit"* ]] || fail "status does not show the clusters: $st"
+[[ $st == *"clusters: h0..h1 | h2..h3   backbone: 20mbit, one-way latency 2ms"* ]] || fail "status does not show the clusters: $st"
 # rank 0 on h0, rank 1 on h2: the lone send crosses the backbone
 (cd "$TMP" && timeout 300 "$EMU" run -- -np 4 --host h0,h2,h1,h3 ./emu_pingpong all 1048576 2) >"$TMP/pp2" \
     || fail "emu_pingpong across clusters failed: $(cat "$TMP/pp2")"
@@ -178,8 +180,15 @@ wan=$(awk '$1 == "single_mbps" { print $2 }' "$TMP/pp2")
 # Physics only: the backbone caps a crossing message at its 20 Mbit/s.
 in_range "$wan" 1 22 || fail "send across the backbone: $wan Mbit/s, expected at most the 20mbit shaping (1..22)"
 ok "two clusters: a send h0->h2 across the backbone: $wan Mbit/s"
+# An 8-byte message and its 1-byte acknowledgement cross the 2 ms delay line twice: no
+# such exchange can take less than 4 ms (a lower bound of physics, not a measured figure).
+(cd "$TMP" && timeout 120 "$EMU" run -- -np 2 --host h0,h2 ./emu_pingpong single 8 5) >"$TMP/pp3" \
+    || fail "emu_pingpong single 8 across clusters failed: $(cat "$TMP/pp3")"
+rtt=$(awk '$1 == "single_seconds" { print $2 }' "$TMP/pp3")
+in_range "$rtt" 0.0039 1000 || fail "an 8-byte round trip across the 2 ms backbone took $rtt s, expected at least 0.004 s"
+ok "two clusters: the backbone delays each way by 2 ms (round trip $rtt s)"
 "$EMU" down >/dev/null || fail "down after two clusters failed"
 brought_up=0
 nothing_left "after two clusters"
 
-echo "PASS tests/emucluster.sh: single ${mbps} Mbit/s, incoming ratio ${inc}, outgoing ratio ${out}, across clusters ${wan} Mbit/s"
+echo "PASS tests/emucluster.sh: single ${mbps} Mbit/s, incoming ratio ${inc}, outgoing ratio ${out}, across clusters ${wan} Mbit/s, round trip ${rtt} s"
