@@ -342,18 +342,25 @@ pub fn predict_run_under(
         wan: cond.clusters.clone(),
     };
     // Without a penalty model ("none") nothing is contended, collectives included.
-    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some());
-    let free = replay::replay(&plan, &p2p, None, &costs, false);
-    let measured_waits = replay::measured_waits(&plan);
-    let pred_waits = replay::waits(
-        &plan,
-        &Times {
-            start: &pred.start,
-            end: &pred.end,
-            send_post: &pred.send_post,
-            recv_post: &pred.recv_post,
-        },
-    );
+    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
+    // Without a model the prediction is the contention-free replay itself.
+    let free_own = model
+        .is_some()
+        .then(|| replay::replay(&plan, &p2p, None, &costs, false, false));
+    let free = free_own.as_ref().unwrap_or(&pred);
+    let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
+    let measured_times = Times {
+        start: &plan.m_start,
+        end: &plan.m_end,
+        send_post: &m_send_post,
+        recv_post: &m_recv_post,
+    };
+    let pred_times = Times {
+        start: &pred.start,
+        end: &pred.end,
+        send_post: &pred.send_post,
+        recv_post: &pred.recv_post,
+    };
     let mut calls: Vec<Vec<CallPrediction>> = run
         .ranks
         .iter()
@@ -362,8 +369,8 @@ pub fn predict_run_under(
     for g in 0..plan.ops.len() {
         let r = plan.refs[g];
         let predicted = duration(&plan, &pred, g);
-        let free_d = duration(&plan, &free, g);
-        let wait = pred_waits[g];
+        let free_d = duration(&plan, free, g);
+        let wait = replay::wait_of(&plan, &pred_times, g);
         let contention = contention(&plan, &pred, g)
             .min((predicted - wait.seconds).max(0.0))
             .max(0.0);
@@ -376,7 +383,7 @@ pub fn predict_run_under(
                 1.0
             }),
             wait,
-            measured_wait: measured_waits[g],
+            measured_wait: replay::wait_of(&plan, &measured_times, g),
             contention,
             reason: pred.reason[g],
         };

@@ -776,14 +776,28 @@ struct Engine<'a> {
 
 /// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
 /// `costs` gives each collective instance's time; with `contention` false collectives take
-/// their contention-free time.
+/// their contention-free time. With `log` false the timing's `inter` and `log` stay empty
+/// (a baseline whose network nobody inspects).
 pub fn replay(
     plan: &Plan,
     p2p: &P2p,
     model: Option<&dyn PenaltyModel>,
     costs: &[CollCost],
     contention: bool,
+    log: bool,
 ) -> Timing {
+    let net = match (&p2p.wan, model) {
+        (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
+            c.cluster_of_node.clone(),
+            if c.backbone_beta > 0.0 {
+                c.wan.beta / c.backbone_beta
+            } else {
+                f64::INFINITY
+            },
+        ),
+        _ => Net::new(model),
+    };
+    let net = if log { net } else { net.without_log() };
     let n = plan.ops.len();
     let nm = plan.msgs.len();
     let mut e = Engine {
@@ -791,17 +805,7 @@ pub fn replay(
         p2p,
         costs,
         contention,
-        net: match (&p2p.wan, model) {
-            (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
-                c.cluster_of_node.clone(),
-                if c.backbone_beta > 0.0 {
-                    c.wan.beta / c.backbone_beta
-                } else {
-                    f64::INFINITY
-                },
-            ),
-            _ => Net::new(model),
-        },
+        net,
         t: Timing {
             start: vec![f64::NAN; n],
             end: vec![f64::NAN; n],
@@ -1318,8 +1322,9 @@ pub fn measured_waits(plan: &Plan) -> Vec<Wait> {
     )
 }
 
-/// Measured posts of every message (the clock-corrected entries of its send and receive).
-fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
+/// Measured posts of every message (the clock-corrected entries of its send and receive),
+/// for the [`Times`] of the recorded run.
+pub fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
     let at = |g: u32| {
         if g == NONE {
             f64::NAN
@@ -1336,6 +1341,11 @@ fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
 /// The wait of every record under a timing (the rules of `docs/engine.md`). A nonblocking
 /// operation's wait is charged to the completion call that waited for it.
 pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
+    (0..plan.ops.len()).map(|g| wait_of(plan, t, g)).collect()
+}
+
+/// The wait of record `g` under a timing (see [`waits`]).
+pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
     // Call `g` waiting, as `kind`, for message `m`'s post in `posts` by `partner`.
     let on = |kind: WaitKind, g: usize, m: u32, posts: &[f64], partner: i32| {
         Wait::of(
@@ -1371,28 +1381,26 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
             Wait::default()
         }
     };
-    (0..plan.ops.len())
-        .map(|g| match plan.ops[g] {
-            Op::Send { .. } => late_receiver(g, plan.msg_out[g]),
-            Op::Recv => late_sender(g, plan.msg_in[g]),
-            Op::SendRecv => late_sender(g, plan.msg_in[g]).max(late_receiver(g, plan.msg_out[g])),
-            Op::Probe => late_sender(g, plan.probe_msg[g]),
-            Op::Complete => plan
-                .completed_by(g as u32)
-                .iter()
-                .map(|&nb| match plan.ops[nb as usize] {
-                    Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
-                    Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
-                    Op::ICol => coll_wait(plan, t, g, nb as usize),
-                    _ => Wait::default(),
-                })
-                .fold(Wait::default(), Wait::max),
-            Op::Coll => coll_wait(plan, t, g, g),
-            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
-                Wait::default()
-            }
-        })
-        .collect()
+    match plan.ops[g] {
+        Op::Send { .. } => late_receiver(g, plan.msg_out[g]),
+        Op::Recv => late_sender(g, plan.msg_in[g]),
+        Op::SendRecv => late_sender(g, plan.msg_in[g]).max(late_receiver(g, plan.msg_out[g])),
+        Op::Probe => late_sender(g, plan.probe_msg[g]),
+        Op::Complete => plan
+            .completed_by(g as u32)
+            .iter()
+            .map(|&nb| match plan.ops[nb as usize] {
+                Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
+                Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
+                Op::ICol => coll_wait(plan, t, g, nb as usize),
+                _ => Wait::default(),
+            })
+            .fold(Wait::default(), Wait::max),
+        Op::Coll => coll_wait(plan, t, g, g),
+        Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
+            Wait::default()
+        }
+    }
 }
 
 /// The wait of call `g` at the collective of member record `me`: `g` itself for a
