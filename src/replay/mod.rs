@@ -24,6 +24,7 @@ use crate::trace::{FLAG_NONBLOCKING, Record, RunTrace};
 use net::Net;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use wait::{Wait, WaitKind};
 
 /// "None" in the u32 index arrays.
@@ -243,8 +244,21 @@ impl Plan {
         let mut peer = Vec::with_capacity(n);
         let mut peer2 = Vec::with_capacity(n);
         let mut rma_bytes = HashMap::new();
+        // Each rank's records in call order (by entry): matching and collective instances
+        // follow it.
+        let mut order: Vec<Vec<u32>> = Vec::with_capacity(run.ranks.len());
         for (ri, rk) in run.ranks.iter().enumerate() {
             let table = graph::kind_table(&rk.meta.calls);
+            // The kind and op of each call number of the rank, looked up once.
+            let ops_of: Vec<Op> = table
+                .iter()
+                .enumerate()
+                .map(|(c, &kind)| {
+                    let name = rk.meta.calls.get(c).map(String::as_str).unwrap_or("");
+                    op_of(kind, name)
+                })
+                .collect();
+            let unknown = op_of("?", "");
             for (i, r) in rk.records.iter().enumerate() {
                 refs.push(CallRef {
                     rank: ri as u32,
@@ -252,13 +266,7 @@ impl Plan {
                 });
                 let kind = graph::kind_in(&table, r.call);
                 kinds.push(kind);
-                let name = rk
-                    .meta
-                    .calls
-                    .get(r.call as usize)
-                    .map(String::as_str)
-                    .unwrap_or("");
-                let op = op_of(kind, name);
+                let op = ops_of.get(r.call as usize).copied().unwrap_or(unknown);
                 if op == Op::RmaSync {
                     rma_bytes.insert(refs.len() as u32 - 1, r.bytes_send + r.bytes_recv);
                 }
@@ -274,28 +282,24 @@ impl Plan {
                 peer.push(r.peer);
                 peer2.push(r.peer2);
             }
+            order.push(call_order(&rk.records, base[ri]));
         }
         // Streams: each thread's records in call order, and the gaps between them.
         let mut streams: Vec<Vec<u32>> = Vec::new();
         let mut gap = vec![0.0; n];
         for (ri, rk) in run.ranks.iter().enumerate() {
-            let mut by_thread: HashMap<u16, Vec<u32>> = HashMap::new();
-            for (i, r) in rk.records.iter().enumerate() {
-                by_thread
-                    .entry(r.thread)
-                    .or_default()
-                    .push(base[ri] + i as u32);
+            let mut ids = order[ri].clone();
+            // Threads in number order, each in call order (the sort is stable).
+            if rk.records.windows(2).any(|w| w[0].thread != w[1].thread) {
+                ids.sort_by_key(|&g| rk.records[(g - base[ri]) as usize].thread);
             }
-            let mut threads: Vec<(u16, Vec<u32>)> = by_thread.into_iter().collect();
-            threads.sort_by_key(|t| t.0);
-            for (_, mut ids) in threads {
-                let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
-                ids.sort_by_key(|&g| (rec(g).t_start, g));
-                for w in ids.windows(2) {
+            let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
+            for one in ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread) {
+                for w in one.windows(2) {
                     let (a, b) = (rec(w[0]), rec(w[1]));
                     gap[w[1] as usize] = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
                 }
-                streams.push(ids);
+                streams.push(one.to_vec());
             }
         }
         // Completions: a nonblocking record ends when the completion call on its thread
@@ -303,7 +307,10 @@ impl Plan {
         let mut done_by = vec![NONE; n];
         let mut pairs: Vec<(u32, u32)> = Vec::new();
         for (ri, rk) in run.ranks.iter().enumerate() {
-            let mut ends: HashMap<(u16, u64), u32> = HashMap::new();
+            if rk.records.iter().all(|r| r.flags & FLAG_NONBLOCKING == 0) {
+                continue;
+            }
+            let mut ends: FxMap<(u16, u64), u32> = FxMap::default();
             for (i, r) in rk.records.iter().enumerate() {
                 if ops[(base[ri] + i as u32) as usize] == Op::Complete {
                     ends.insert((r.thread, r.t_end), base[ri] + i as u32);
@@ -336,13 +343,11 @@ impl Plan {
         let mut msgs: Vec<Msg> = Vec::new();
         let mut msg_out = vec![NONE; n];
         let mut msg_in = vec![NONE; n];
-        let mut queue: HashMap<(i32, i32, i32), VecDeque<u32>> = HashMap::new();
-        let mut conn_ids: HashMap<(i32, i32), u32> = HashMap::new();
+        let mut queue: FxMap<(i32, i32, i32), VecDeque<u32>> = FxMap::default();
+        let mut conn_ids: FxMap<(i32, i32), u32> = FxMap::default();
         for (ri, rk) in run.ranks.iter().enumerate() {
             let me = rk.meta.rank;
-            let mut ids: Vec<u32> = (0..rk.records.len() as u32).map(|i| base[ri] + i).collect();
-            ids.sort_by_key(|&g| (rk.records[(g - base[ri]) as usize].t_start, g));
-            for g in ids {
+            for &g in &order[ri] {
                 let r = &rk.records[(g - base[ri]) as usize];
                 let (sync, buffered) = match ops[g as usize] {
                     Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
@@ -426,7 +431,8 @@ impl Plan {
                     .map_or(NONE, |&h| msg_in[h as usize]);
             }
         }
-        let (inst_of, instances) = collective_instances(run, &base, &refs, &kinds, &placement);
+        let (inst_of, instances) =
+            collective_instances(run, &base, &order, &refs, &kinds, &placement);
         Plan {
             base,
             refs,
@@ -454,6 +460,58 @@ impl Plan {
             connections: conn_ids.len(),
             rma_bytes,
         }
+    }
+}
+
+/// Global ids of a rank's records (the first is `base`) in call order: by entry, then by
+/// record number.
+fn call_order(records: &[Record], base: u32) -> Vec<u32> {
+    let mut ids: Vec<u32> = (0..records.len() as u32).map(|i| base + i).collect();
+    if records.windows(2).any(|w| w[1].t_start < w[0].t_start) {
+        ids.sort_by_key(|&g| (records[(g - base) as usize].t_start, g));
+    }
+    ids
+}
+
+/// A hash map with a cheap hasher (FxHash, as rustc's): the plan's keys are a few
+/// integers, not attacker-controlled, and SipHash dominated building it.
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+#[derive(Default)]
+struct FxHasher {
+    hash: u64,
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(b as u64);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.add(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, x: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
@@ -496,6 +554,7 @@ fn op_of(kind: &str, name: &str) -> Op {
 fn collective_instances(
     run: &RunTrace,
     base: &[u32],
+    order: &[Vec<u32>],
     refs: &[CallRef],
     kinds: &[&'static str],
     placement: &Placement,
@@ -503,11 +562,19 @@ fn collective_instances(
     let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
     let mut inst_of = vec![NONE; n];
     let mut groups: Vec<Vec<u32>> = Vec::new();
-    let mut index: HashMap<(Vec<i32>, usize, usize), u32> = HashMap::new();
+    // Member lists, numbered once: instances are keyed by (member list, rank among
+    // same-member communicators, collective number on it).
+    let mut lists: FxMap<&[i32], u32> = FxMap::default();
+    let mut index: FxMap<(u32, usize, usize), u32> = FxMap::default();
     let world: Vec<i32> = (0..run.world_size.max(0)).collect();
     for (ri, rk) in run.ranks.iter().enumerate() {
-        let mut ident: HashMap<u32, (&[i32], usize)> = HashMap::new();
-        let mut seen: HashMap<&[i32], usize> = HashMap::new();
+        // Which call numbers of the rank are collectives (as `kinds` says).
+        let is_coll: Vec<bool> = graph::kind_table(&rk.meta.calls)
+            .into_iter()
+            .map(|k| graph::class_of(k) == CallClass::Collective)
+            .collect();
+        let mut ident: FxMap<u32, (&[i32], usize)> = FxMap::default();
+        let mut seen: FxMap<&[i32], usize> = FxMap::default();
         ident.insert(0, (&world, 0));
         seen.insert(&world, 1);
         for c in &rk.meta.comms {
@@ -515,15 +582,16 @@ fn collective_instances(
             ident.insert(c.id, (&c.world, *k));
             *k += 1;
         }
-        let mut counters: HashMap<u32, usize> = HashMap::new();
+        let mut counters: FxMap<u32, usize> = FxMap::default();
         // Collectives match in the order they were called; a nonblocking one is recorded at
         // its completion, so order by entry.
-        let mut order: Vec<usize> = (0..rk.records.len()).collect();
-        order.sort_by_key(|&i| (rk.records[i].t_start, i));
-        for i in order {
-            let r = &rk.records[i];
-            let g = base[ri] + i as u32;
-            if graph::class_of(kinds[g as usize]) != CallClass::Collective {
+        for &g in &order[ri] {
+            let r = &rk.records[(g - base[ri]) as usize];
+            debug_assert_eq!(
+                is_coll.get(r.call as usize).copied().unwrap_or(false),
+                graph::class_of(kinds[g as usize]) == CallClass::Collective
+            );
+            if !is_coll.get(r.call as usize).copied().unwrap_or(false) {
                 continue;
             }
             let Some(&(members, ord)) = ident
@@ -532,9 +600,13 @@ fn collective_instances(
             else {
                 continue;
             };
+            let list = {
+                let next = lists.len() as u32;
+                *lists.entry(members).or_insert(next)
+            };
             let k = counters.entry(r.comm).or_insert(0);
             let next = groups.len() as u32;
-            let idx = *index.entry((members.to_vec(), ord, *k)).or_insert(next);
+            let idx = *index.entry((list, ord, *k)).or_insert(next);
             if idx == next {
                 groups.push(Vec::new());
             }
