@@ -816,6 +816,21 @@ struct Cursor {
     started: bool,
     t_op: f64,
     done: bool,
+    /// The current call waits on something the trace never provides: it keeps its
+    /// measured time.
+    forced: bool,
+}
+
+/// What the replay reads of a record at each step, in one place (one cache line holds
+/// two records; the plan's per-field vectors cost a miss per field).
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    gap: f64,
+    op_dur: f64,
+    msg_out: u32,
+    msg_in: u32,
+    inst_of: u32,
+    op: Op,
 }
 
 /// A time key for the heap: times are ≥ 0, so their bit patterns order like the values.
@@ -843,7 +858,7 @@ struct Engine<'a> {
     /// Per instance: members entered so far, latest entry.
     inst_entered: Vec<u32>,
     inst_last: Vec<f64>,
-    forced: Vec<bool>,
+    hot: Vec<Hot>,
 }
 
 /// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
@@ -905,7 +920,16 @@ pub fn replay(
         inst_waiters: HashMap::new(),
         inst_entered: vec![0; plan.instances.len()],
         inst_last: vec![f64::NEG_INFINITY; plan.instances.len()],
-        forced: vec![false; n],
+        hot: (0..n)
+            .map(|g| Hot {
+                gap: plan.gap[g],
+                op_dur: plan.op_dur[g],
+                msg_out: plan.msg_out[g],
+                msg_in: plan.msg_in[g],
+                inst_of: plan.inst_of[g],
+                op: plan.ops[g],
+            })
+            .collect(),
     };
     for (s, ids) in plan.streams.iter().enumerate() {
         match ids.first() {
@@ -925,8 +949,7 @@ pub fn replay(
             .filter(|&s| !e.cur[s].done)
             .min_by(|&a, &b| e.cur[a].t_op.total_cmp(&e.cur[b].t_op));
         let Some(s) = stuck else { break };
-        let g = plan.streams[s][e.cur[s].pos];
-        e.forced[g as usize] = true;
+        e.cur[s].forced = true;
         let t = e.cur[s].t_op.max(e.net.now());
         e.push(t, s as u32);
     }
@@ -1066,9 +1089,9 @@ impl Engine<'_> {
             self.cur[s as usize].started = true;
             self.begin(g, c.t_op);
         }
-        let end = if self.forced[g as usize] {
+        let end = if c.forced {
             self.t.reason[g as usize] = Reason::Unresolved;
-            Some(c.t_op + self.plan.op_dur[g as usize])
+            Some(c.t_op + self.hot[g as usize].op_dur)
         } else {
             match self.finish_time(g, c.t_op) {
                 Ok(e) => Some(e),
@@ -1097,12 +1120,13 @@ impl Engine<'_> {
         let cur = &mut self.cur[s as usize];
         cur.pos += 1;
         cur.started = false;
+        cur.forced = false;
         if cur.pos >= stream.len() {
             cur.done = true;
             return;
         }
         let next = stream[cur.pos];
-        cur.t_op = end + self.plan.gap[next as usize];
+        cur.t_op = end + self.hot[next as usize].gap;
         let t = cur.t_op.max(now);
         self.push(t, s);
     }
@@ -1111,7 +1135,8 @@ impl Engine<'_> {
     fn begin(&mut self, g: u32, t: f64) {
         let gi = g as usize;
         self.t.start[gi] = t;
-        let (out, inn) = (self.plan.msg_out[gi], self.plan.msg_in[gi]);
+        let h = self.hot[gi];
+        let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
             self.t.send_post[out as usize] = t;
             self.maybe_start(out);
@@ -1121,7 +1146,7 @@ impl Engine<'_> {
             self.t.recv_post[inn as usize] = t;
             self.maybe_start(inn);
         }
-        let i = self.plan.inst_of[gi];
+        let i = h.inst_of;
         if i != NONE {
             let iu = i as usize;
             self.inst_entered[iu] += 1;
@@ -1148,9 +1173,10 @@ impl Engine<'_> {
                 Ok(a)
             }
         };
-        match plan.ops[gi] {
+        let h = self.hot[gi];
+        match h.op {
             Op::Send { .. } => {
-                let m = plan.msg_out[gi];
+                let m = h.msg_out;
                 if m == NONE {
                     return Ok(t0);
                 }
@@ -1161,7 +1187,7 @@ impl Engine<'_> {
                     Ok(t0 + self.send_overhead(m))
                 }
             }
-            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + plan.op_dur[gi]),
+            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + h.op_dur),
             Op::RmaSync => {
                 let bytes = plan.rma_bytes.get(&g).copied().unwrap_or(0);
                 let (me, peer) = (plan.rank[gi], plan.peer[gi]);
@@ -1173,11 +1199,11 @@ impl Engine<'_> {
                 Ok(t0 + self.p2p.hockney(a, b).time_bytes(bytes as f64))
             }
             Op::Recv => {
-                let m = plan.msg_in[gi];
+                let m = h.msg_in;
                 if m == NONE {
                     if plan.peer[gi] >= 0 {
                         self.t.reason[gi] = Reason::Unmatched;
-                        return Ok(t0 + plan.op_dur[gi]);
+                        return Ok(t0 + h.op_dur);
                     }
                     return Ok(t0);
                 }
@@ -1186,16 +1212,16 @@ impl Engine<'_> {
             }
             Op::SendRecv => {
                 let mut end = t0;
-                let out = plan.msg_out[gi];
+                let out = h.msg_out;
                 if out != NONE && plan.msgs[out as usize].rendezvous {
                     end = end.max(arrived(out)?);
                 }
-                let inn = plan.msg_in[gi];
+                let inn = h.msg_in;
                 if inn != NONE {
                     end = end.max(arrived(inn)?.max(t0 + self.recv_overhead(inn)));
                 } else if plan.peer2[gi] >= 0 {
                     self.t.reason[gi] = Reason::Unmatched;
-                    end = end.max(t0 + plan.op_dur[gi]);
+                    end = end.max(t0 + h.op_dur);
                 }
                 Ok(end)
             }
@@ -1210,7 +1236,7 @@ impl Engine<'_> {
                 let m = plan.probe_msg[gi];
                 if m == NONE {
                     self.t.reason[gi] = Reason::Unmatched;
-                    return Ok(t0 + plan.op_dur[gi]);
+                    return Ok(t0 + h.op_dur);
                 }
                 let msg = plan.msgs[m as usize];
                 if msg.rendezvous {
@@ -1226,17 +1252,17 @@ impl Engine<'_> {
                 }
             }
             Op::Coll => {
-                let i = plan.inst_of[gi];
+                let i = h.inst_of;
                 if i == NONE {
                     // Members unknown: the operation's time alone, no dependency.
                     self.t.reason[gi] = Reason::Unmatched;
-                    return Ok(t0 + plan.op_dur[gi]);
+                    return Ok(t0 + h.op_dur);
                 }
                 self.coll_end(i, g, t0)
             }
             Op::Other => {
                 self.t.reason[gi] = Reason::NoModel;
-                Ok(t0 + plan.op_dur[gi])
+                Ok(t0 + h.op_dur)
             }
         }
     }
@@ -1278,10 +1304,11 @@ impl Engine<'_> {
     fn request_done(&mut self, nb: u32) -> Result<f64, Block> {
         let i = nb as usize;
         let start = self.t.start[i];
-        let posted = start + self.plan.op_dur[i];
-        match self.plan.ops[i] {
+        let h = self.hot[i];
+        let posted = start + h.op_dur;
+        match h.op {
             Op::Isend { .. } => {
-                let m = self.plan.msg_out[i];
+                let m = h.msg_out;
                 if m == NONE {
                     return Ok(posted);
                 }
@@ -1298,7 +1325,7 @@ impl Engine<'_> {
                 }
             }
             Op::Irecv => {
-                let m = self.plan.msg_in[i];
+                let m = h.msg_in;
                 if m == NONE {
                     return Ok(posted);
                 }
@@ -1310,7 +1337,7 @@ impl Engine<'_> {
                 }
             }
             // The collective entered at its post, done when the blocking one would be.
-            Op::ICol => match self.plan.inst_of[i] {
+            Op::ICol => match h.inst_of {
                 NONE => {
                     self.t.reason[i] = Reason::Unmatched;
                     Ok(posted)
