@@ -67,6 +67,8 @@ pub struct Net<'m> {
     graph: CommGraph,
     /// Scratch: the slots of the inter-node flows of the current graph.
     graph_slots: Vec<u32>,
+    /// Scratch: the model's penalties of the current graph.
+    pens: Vec<f64>,
     /// Log the intervals (off for a replay whose network nobody reads).
     logging: bool,
     /// Cluster of each node where clusters share a wide-area link, and how many messages
@@ -94,6 +96,7 @@ impl<'m> Net<'m> {
             dirty: false,
             graph: CommGraph::default(),
             graph_slots: Vec::new(),
+            pens: Vec::new(),
             logging: true,
             backbone: None,
             inter: Vec::new(),
@@ -186,7 +189,8 @@ impl<'m> Net<'m> {
                 bytes: f.bytes,
             }
         }));
-        for (&i, p) in ids.iter().zip(m.penalties(&self.graph)) {
+        m.penalties_into(&self.graph, &mut self.pens);
+        for (&i, &p) in ids.iter().zip(&self.pens) {
             self.flows[i as usize].pen = if p.is_finite() && p > 0.0 { p } else { 1.0 };
         }
         if let Some((cl, lanes)) = &self.backbone {
