@@ -2,7 +2,8 @@
 //! records (16 ranks on 16 nodes: a ring of 1 KiB blocking sends and receives at 2/3 of the
 //! link capacity of the default profile, with an
 //! MPI_Alltoall every 1,000 steps). Prints the figures; run with
-//! `cargo bench --bench engine` (pass a record count to change the size).
+//! `cargo bench --bench engine` (pass a record count to change the size; with
+//! `--write=DIR` it writes the trace as a run directory for `pmpi-predict analyze`).
 
 use pmpi_predict::predict::{RunPrediction, predict_run};
 use pmpi_predict::profile::Profile;
@@ -87,6 +88,17 @@ fn main() {
         });
     }
     let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
+    // `--write=DIR`: the trace as a run directory instead (for `pmpi-predict analyze`).
+    if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--write=").map(String::from)) {
+        let dir = std::path::Path::new(&dir);
+        std::fs::create_dir_all(dir).expect("output directory");
+        for rk in &run.ranks {
+            trace::write_spool(dir, rk.meta.rank, &rk.records).expect("spool written");
+            trace::write_meta(dir, &rk.meta).expect("metadata written");
+        }
+        println!("wrote {n} records of {ranks} ranks to {}", dir.display());
+        return;
+    }
     println!(
         "synthetic trace: {n} records, {ranks} ranks on {ranks} nodes (built in {:.2} s)",
         t0.elapsed().as_secs_f64()
