@@ -342,12 +342,23 @@ pub fn predict_run_under(
         wan: cond.clusters.clone(),
     };
     // Without a penalty model ("none") nothing is contended, collectives included.
+    let last = |v: &[f64]| {
+        v.iter()
+            .copied()
+            .filter(|x| x.is_finite())
+            .fold(0.0, f64::max)
+    };
+    // The contention-free replay first, kept only as each call's duration and the
+    // makespan, so that both replays are never in memory together. Without a model the
+    // prediction is that replay itself.
+    let free = model.is_some().then(|| {
+        let f = replay::replay(&plan, &p2p, None, &costs, false, false);
+        let d: Vec<f64> = (0..plan.ops.len())
+            .map(|g| duration(&plan, &f, g))
+            .collect();
+        (d, last(&f.end))
+    });
     let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
-    // Without a model the prediction is the contention-free replay itself.
-    let free_own = model
-        .is_some()
-        .then(|| replay::replay(&plan, &p2p, None, &costs, false, false));
-    let free = free_own.as_ref().unwrap_or(&pred);
     let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
     let measured_times = Times {
         start: &plan.m_start,
@@ -369,7 +380,10 @@ pub fn predict_run_under(
     for g in 0..plan.ops.len() {
         let r = plan.refs[g];
         let predicted = duration(&plan, &pred, g);
-        let free_d = duration(&plan, free, g);
+        let free_d = match &free {
+            Some((d, _)) => d[g],
+            None => predicted,
+        };
         let wait = replay::wait_of(&plan, &pred_times, g);
         let contention = contention(&plan, &pred, g)
             .min((predicted - wait.seconds).max(0.0))
@@ -388,12 +402,8 @@ pub fn predict_run_under(
             reason: pred.reason[g],
         };
     }
-    let last = |v: &[f64]| {
-        v.iter()
-            .copied()
-            .filter(|x| x.is_finite())
-            .fold(0.0, f64::max)
-    };
+    let makespan = last(&pred.end);
+    let makespan_free = free.map_or(makespan, |(_, m)| m);
     let flows = Flows {
         flows: pred
             .flow_msg
@@ -430,8 +440,8 @@ pub fn predict_run_under(
         flows,
         inter: pred.inter.iter().map(|&f| f as usize).collect(),
         sim,
-        makespan: last(&pred.end),
-        makespan_free: last(&free.end),
+        makespan,
+        makespan_free,
         makespan_measured: last(&plan.m_end),
         model: model_name,
         tref,
