@@ -2,9 +2,10 @@
 //! records (16 ranks on 16 nodes: a ring of 1 KiB blocking sends and receives at 2/3 of the
 //! link capacity of the default profile, with an
 //! MPI_Alltoall every 1,000 steps). Prints the figures; run with
-//! `cargo bench --bench engine` (pass a record count to change the size).
+//! `cargo bench --bench engine` (pass a record count to change the size; with
+//! `--write=DIR` it writes the trace as a run directory for `pmpi-predict analyze`).
 
-use pmpi_core::predict::predict_run;
+use pmpi_core::predict::{RunPrediction, predict_run};
 use pmpi_core::profile::Profile;
 use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call};
 use std::time::Instant;
@@ -85,6 +86,17 @@ fn main() {
         });
     }
     let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
+    // `--write=DIR`: the trace as a run directory instead (for `pmpi-predict analyze`).
+    if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--write=").map(String::from)) {
+        let dir = std::path::Path::new(&dir);
+        std::fs::create_dir_all(dir).expect("output directory");
+        for rk in &run.ranks {
+            trace::write_spool(dir, rk.meta.rank, &rk.records).expect("spool written");
+            trace::write_meta(dir, &rk.meta).expect("metadata written");
+        }
+        println!("wrote {n} records of {ranks} ranks to {}", dir.display());
+        return;
+    }
     println!(
         "synthetic trace: {n} records, {ranks} ranks on {ranks} nodes (built in {:.2} s)",
         t0.elapsed().as_secs_f64()
@@ -95,11 +107,57 @@ fn main() {
         let p = predict_run(&run, &profile, Some(model)).expect("engine runs");
         let dt = t.elapsed().as_secs_f64();
         println!(
-            "model {model:<5} {:>8.2} s  {:>12.0} records/s (one core)  {} flows  {} intervals",
+            "model {model:<5} {:>8.2} s  {:>12.0} records/s (one core)  {} flows  {} intervals  digest {:016x}",
             dt,
             n as f64 / dt,
             p.flows.flows.len(),
-            p.sim.intervals.len()
+            p.sim.intervals.len(),
+            digest(&p)
         );
     }
+}
+
+/// FNV-1a over every figure the engine produced: two builds that print the same digest
+/// predicted the same thing, to the bit.
+fn digest(p: &RunPrediction) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |x: u64| {
+        for b in x.to_le_bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    let opt = |x: Option<f64>| x.map_or(u64::MAX, f64::to_bits);
+    for c in p.calls.iter().flatten() {
+        for x in [c.predicted, c.free, c.penalty] {
+            eat(opt(x));
+        }
+        for w in [c.wait, c.measured_wait] {
+            eat(w.kind as u64);
+            eat(w.seconds.to_bits());
+            eat(w.on as u64);
+        }
+        eat(c.contention.to_bits());
+        eat(c.reason as u64);
+    }
+    for f in &p.flows.flows {
+        eat(f.start.to_bits());
+        eat(((f.src_node as u64) << 32) | f.dst_node as u64);
+        eat(((f.owner.rank as u64) << 32) | f.owner.rec as u64);
+    }
+    for x in p.tref.iter().chain(&p.flow_end).chain(&p.sim.end) {
+        eat(x.to_bits());
+    }
+    for i in &p.sim.intervals {
+        eat(i.start.to_bits());
+        eat(i.end.to_bits());
+        for &(k, pen) in p.sim.arcs_of(i) {
+            eat(k as u64);
+            eat(pen.to_bits());
+        }
+    }
+    eat(p.inter.len() as u64);
+    for x in [p.makespan, p.makespan_free, p.makespan_measured] {
+        eat(x.to_bits());
+    }
+    h
 }

@@ -17,6 +17,13 @@ pub trait PenaltyModel: Send + Sync {
     fn name(&self) -> &str;
     /// One penalty per arc, in the order of `g.edges`.
     fn penalties(&self, g: &CommGraph) -> Vec<f64>;
+
+    /// The same values into `out` (cleared first): the replay asks once per interval, and
+    /// a model may answer small graphs without allocating.
+    fn penalties_into(&self, g: &CommGraph, out: &mut Vec<f64>) {
+        out.clear();
+        out.extend(self.penalties(g));
+    }
 }
 
 /// Names accepted by [`penalty_model_by_name`].

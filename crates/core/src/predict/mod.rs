@@ -342,18 +342,36 @@ pub fn predict_run_under(
         wan: cond.clusters.clone(),
     };
     // Without a penalty model ("none") nothing is contended, collectives included.
-    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some());
-    let free = replay::replay(&plan, &p2p, None, &costs, false);
-    let measured_waits = replay::measured_waits(&plan);
-    let pred_waits = replay::waits(
-        &plan,
-        &Times {
-            start: &pred.start,
-            end: &pred.end,
-            send_post: &pred.send_post,
-            recv_post: &pred.recv_post,
-        },
-    );
+    let last = |v: &[f64]| {
+        v.iter()
+            .copied()
+            .filter(|x| x.is_finite())
+            .fold(0.0, f64::max)
+    };
+    // The contention-free replay first, kept only as each call's duration and the
+    // makespan, so that both replays are never in memory together. Without a model the
+    // prediction is that replay itself.
+    let free = model.is_some().then(|| {
+        let f = replay::replay(&plan, &p2p, None, &costs, false, false);
+        let d: Vec<f64> = (0..plan.ops.len())
+            .map(|g| duration(&plan, &f, g))
+            .collect();
+        (d, last(&f.end))
+    });
+    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
+    let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
+    let measured_times = Times {
+        start: &plan.m_start,
+        end: &plan.m_end,
+        send_post: &m_send_post,
+        recv_post: &m_recv_post,
+    };
+    let pred_times = Times {
+        start: &pred.start,
+        end: &pred.end,
+        send_post: &pred.send_post,
+        recv_post: &pred.recv_post,
+    };
     let mut calls: Vec<Vec<CallPrediction>> = run
         .ranks
         .iter()
@@ -362,8 +380,11 @@ pub fn predict_run_under(
     for g in 0..plan.ops.len() {
         let r = plan.refs[g];
         let predicted = duration(&plan, &pred, g);
-        let free_d = duration(&plan, &free, g);
-        let wait = pred_waits[g];
+        let free_d = match &free {
+            Some((d, _)) => d[g],
+            None => predicted,
+        };
+        let wait = replay::wait_of(&plan, &pred_times, g);
         let contention = contention(&plan, &pred, g)
             .min((predicted - wait.seconds).max(0.0))
             .max(0.0);
@@ -376,17 +397,13 @@ pub fn predict_run_under(
                 1.0
             }),
             wait,
-            measured_wait: measured_waits[g],
+            measured_wait: replay::wait_of(&plan, &measured_times, g),
             contention,
             reason: pred.reason[g],
         };
     }
-    let last = |v: &[f64]| {
-        v.iter()
-            .copied()
-            .filter(|x| x.is_finite())
-            .fold(0.0, f64::max)
-    };
+    let makespan = last(&pred.end);
+    let makespan_free = free.map_or(makespan, |(_, m)| m);
     let flows = Flows {
         flows: pred
             .flow_msg
@@ -423,8 +440,8 @@ pub fn predict_run_under(
         flows,
         inter: pred.inter.iter().map(|&f| f as usize).collect(),
         sim,
-        makespan: last(&pred.end),
-        makespan_free: last(&free.end),
+        makespan,
+        makespan_free,
         makespan_measured: last(&plan.m_end),
         model: model_name,
         tref,

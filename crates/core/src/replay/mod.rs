@@ -24,6 +24,7 @@ use crate::trace::{FLAG_NONBLOCKING, Record, RunTrace};
 use net::Net;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use wait::{Wait, WaitKind};
 
 /// "None" in the u32 index arrays.
@@ -243,8 +244,21 @@ impl Plan {
         let mut peer = Vec::with_capacity(n);
         let mut peer2 = Vec::with_capacity(n);
         let mut rma_bytes = HashMap::new();
+        // Each rank's records in call order (by entry): matching and collective instances
+        // follow it.
+        let mut order: Vec<Vec<u32>> = Vec::with_capacity(run.ranks.len());
         for (ri, rk) in run.ranks.iter().enumerate() {
             let table = graph::kind_table(&rk.meta.calls);
+            // The kind and op of each call number of the rank, looked up once.
+            let ops_of: Vec<Op> = table
+                .iter()
+                .enumerate()
+                .map(|(c, &kind)| {
+                    let name = rk.meta.calls.get(c).map(String::as_str).unwrap_or("");
+                    op_of(kind, name)
+                })
+                .collect();
+            let unknown = op_of("?", "");
             for (i, r) in rk.records.iter().enumerate() {
                 refs.push(CallRef {
                     rank: ri as u32,
@@ -252,13 +266,7 @@ impl Plan {
                 });
                 let kind = graph::kind_in(&table, r.call);
                 kinds.push(kind);
-                let name = rk
-                    .meta
-                    .calls
-                    .get(r.call as usize)
-                    .map(String::as_str)
-                    .unwrap_or("");
-                let op = op_of(kind, name);
+                let op = ops_of.get(r.call as usize).copied().unwrap_or(unknown);
                 if op == Op::RmaSync {
                     rma_bytes.insert(refs.len() as u32 - 1, r.bytes_send + r.bytes_recv);
                 }
@@ -274,28 +282,24 @@ impl Plan {
                 peer.push(r.peer);
                 peer2.push(r.peer2);
             }
+            order.push(call_order(&rk.records, base[ri]));
         }
         // Streams: each thread's records in call order, and the gaps between them.
         let mut streams: Vec<Vec<u32>> = Vec::new();
         let mut gap = vec![0.0; n];
         for (ri, rk) in run.ranks.iter().enumerate() {
-            let mut by_thread: HashMap<u16, Vec<u32>> = HashMap::new();
-            for (i, r) in rk.records.iter().enumerate() {
-                by_thread
-                    .entry(r.thread)
-                    .or_default()
-                    .push(base[ri] + i as u32);
+            let mut ids = order[ri].clone();
+            // Threads in number order, each in call order (the sort is stable).
+            if rk.records.windows(2).any(|w| w[0].thread != w[1].thread) {
+                ids.sort_by_key(|&g| rk.records[(g - base[ri]) as usize].thread);
             }
-            let mut threads: Vec<(u16, Vec<u32>)> = by_thread.into_iter().collect();
-            threads.sort_by_key(|t| t.0);
-            for (_, mut ids) in threads {
-                let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
-                ids.sort_by_key(|&g| (rec(g).t_start, g));
-                for w in ids.windows(2) {
+            let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
+            for one in ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread) {
+                for w in one.windows(2) {
                     let (a, b) = (rec(w[0]), rec(w[1]));
                     gap[w[1] as usize] = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
                 }
-                streams.push(ids);
+                streams.push(one.to_vec());
             }
         }
         // Completions: a nonblocking record ends when the completion call on its thread
@@ -303,7 +307,10 @@ impl Plan {
         let mut done_by = vec![NONE; n];
         let mut pairs: Vec<(u32, u32)> = Vec::new();
         for (ri, rk) in run.ranks.iter().enumerate() {
-            let mut ends: HashMap<(u16, u64), u32> = HashMap::new();
+            if rk.records.iter().all(|r| r.flags & FLAG_NONBLOCKING == 0) {
+                continue;
+            }
+            let mut ends: FxMap<(u16, u64), u32> = FxMap::default();
             for (i, r) in rk.records.iter().enumerate() {
                 if ops[(base[ri] + i as u32) as usize] == Op::Complete {
                     ends.insert((r.thread, r.t_end), base[ri] + i as u32);
@@ -336,13 +343,11 @@ impl Plan {
         let mut msgs: Vec<Msg> = Vec::new();
         let mut msg_out = vec![NONE; n];
         let mut msg_in = vec![NONE; n];
-        let mut queue: HashMap<(i32, i32, i32), VecDeque<u32>> = HashMap::new();
-        let mut conn_ids: HashMap<(i32, i32), u32> = HashMap::new();
+        let mut queue: FxMap<(i32, i32, i32), VecDeque<u32>> = FxMap::default();
+        let mut conn_ids: FxMap<(i32, i32), u32> = FxMap::default();
         for (ri, rk) in run.ranks.iter().enumerate() {
             let me = rk.meta.rank;
-            let mut ids: Vec<u32> = (0..rk.records.len() as u32).map(|i| base[ri] + i).collect();
-            ids.sort_by_key(|&g| (rk.records[(g - base[ri]) as usize].t_start, g));
-            for g in ids {
+            for &g in &order[ri] {
                 let r = &rk.records[(g - base[ri]) as usize];
                 let (sync, buffered) = match ops[g as usize] {
                     Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
@@ -426,7 +431,8 @@ impl Plan {
                     .map_or(NONE, |&h| msg_in[h as usize]);
             }
         }
-        let (inst_of, instances) = collective_instances(run, &base, &refs, &kinds, &placement);
+        let (inst_of, instances) =
+            collective_instances(run, &base, &order, &refs, &kinds, &placement);
         Plan {
             base,
             refs,
@@ -454,6 +460,58 @@ impl Plan {
             connections: conn_ids.len(),
             rma_bytes,
         }
+    }
+}
+
+/// Global ids of a rank's records (the first is `base`) in call order: by entry, then by
+/// record number.
+fn call_order(records: &[Record], base: u32) -> Vec<u32> {
+    let mut ids: Vec<u32> = (0..records.len() as u32).map(|i| base + i).collect();
+    if records.windows(2).any(|w| w[1].t_start < w[0].t_start) {
+        ids.sort_by_key(|&g| (records[(g - base) as usize].t_start, g));
+    }
+    ids
+}
+
+/// A hash map with a cheap hasher (FxHash, as rustc's): the plan's keys are a few
+/// integers, not attacker-controlled, and SipHash dominated building it.
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+#[derive(Default)]
+struct FxHasher {
+    hash: u64,
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(b as u64);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.add(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, x: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
@@ -496,6 +554,7 @@ fn op_of(kind: &str, name: &str) -> Op {
 fn collective_instances(
     run: &RunTrace,
     base: &[u32],
+    order: &[Vec<u32>],
     refs: &[CallRef],
     kinds: &[&'static str],
     placement: &Placement,
@@ -503,11 +562,19 @@ fn collective_instances(
     let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
     let mut inst_of = vec![NONE; n];
     let mut groups: Vec<Vec<u32>> = Vec::new();
-    let mut index: HashMap<(Vec<i32>, usize, usize), u32> = HashMap::new();
+    // Member lists, numbered once: instances are keyed by (member list, rank among
+    // same-member communicators, collective number on it).
+    let mut lists: FxMap<&[i32], u32> = FxMap::default();
+    let mut index: FxMap<(u32, usize, usize), u32> = FxMap::default();
     let world: Vec<i32> = (0..run.world_size.max(0)).collect();
     for (ri, rk) in run.ranks.iter().enumerate() {
-        let mut ident: HashMap<u32, (&[i32], usize)> = HashMap::new();
-        let mut seen: HashMap<&[i32], usize> = HashMap::new();
+        // Which call numbers of the rank are collectives (as `kinds` says).
+        let is_coll: Vec<bool> = graph::kind_table(&rk.meta.calls)
+            .into_iter()
+            .map(|k| graph::class_of(k) == CallClass::Collective)
+            .collect();
+        let mut ident: FxMap<u32, (&[i32], usize)> = FxMap::default();
+        let mut seen: FxMap<&[i32], usize> = FxMap::default();
         ident.insert(0, (&world, 0));
         seen.insert(&world, 1);
         for c in &rk.meta.comms {
@@ -515,15 +582,16 @@ fn collective_instances(
             ident.insert(c.id, (&c.world, *k));
             *k += 1;
         }
-        let mut counters: HashMap<u32, usize> = HashMap::new();
+        let mut counters: FxMap<u32, usize> = FxMap::default();
         // Collectives match in the order they were called; a nonblocking one is recorded at
         // its completion, so order by entry.
-        let mut order: Vec<usize> = (0..rk.records.len()).collect();
-        order.sort_by_key(|&i| (rk.records[i].t_start, i));
-        for i in order {
-            let r = &rk.records[i];
-            let g = base[ri] + i as u32;
-            if graph::class_of(kinds[g as usize]) != CallClass::Collective {
+        for &g in &order[ri] {
+            let r = &rk.records[(g - base[ri]) as usize];
+            debug_assert_eq!(
+                is_coll.get(r.call as usize).copied().unwrap_or(false),
+                graph::class_of(kinds[g as usize]) == CallClass::Collective
+            );
+            if !is_coll.get(r.call as usize).copied().unwrap_or(false) {
                 continue;
             }
             let Some(&(members, ord)) = ident
@@ -532,9 +600,13 @@ fn collective_instances(
             else {
                 continue;
             };
+            let list = {
+                let next = lists.len() as u32;
+                *lists.entry(members).or_insert(next)
+            };
             let k = counters.entry(r.comm).or_insert(0);
             let next = groups.len() as u32;
-            let idx = *index.entry((members.to_vec(), ord, *k)).or_insert(next);
+            let idx = *index.entry((list, ord, *k)).or_insert(next);
             if idx == next {
                 groups.push(Vec::new());
             }
@@ -744,6 +816,21 @@ struct Cursor {
     started: bool,
     t_op: f64,
     done: bool,
+    /// The current call waits on something the trace never provides: it keeps its
+    /// measured time.
+    forced: bool,
+}
+
+/// What the replay reads of a record at each step, in one place (one cache line holds
+/// two records; the plan's per-field vectors cost a miss per field).
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    gap: f64,
+    op_dur: f64,
+    msg_out: u32,
+    msg_in: u32,
+    inst_of: u32,
+    op: Op,
 }
 
 /// A time key for the heap: times are ≥ 0, so their bit patterns order like the values.
@@ -771,19 +858,33 @@ struct Engine<'a> {
     /// Per instance: members entered so far, latest entry.
     inst_entered: Vec<u32>,
     inst_last: Vec<f64>,
-    forced: Vec<bool>,
+    hot: Vec<Hot>,
 }
 
 /// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
 /// `costs` gives each collective instance's time; with `contention` false collectives take
-/// their contention-free time.
+/// their contention-free time. With `log` false the timing's `inter` and `log` stay empty
+/// (a baseline whose network nobody inspects).
 pub fn replay(
     plan: &Plan,
     p2p: &P2p,
     model: Option<&dyn PenaltyModel>,
     costs: &[CollCost],
     contention: bool,
+    log: bool,
 ) -> Timing {
+    let net = match (&p2p.wan, model) {
+        (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
+            c.cluster_of_node.clone(),
+            if c.backbone_beta > 0.0 {
+                c.wan.beta / c.backbone_beta
+            } else {
+                f64::INFINITY
+            },
+        ),
+        _ => Net::new(model),
+    };
+    let net = if log { net } else { net.without_log() };
     let n = plan.ops.len();
     let nm = plan.msgs.len();
     let mut e = Engine {
@@ -791,17 +892,7 @@ pub fn replay(
         p2p,
         costs,
         contention,
-        net: match (&p2p.wan, model) {
-            (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
-                c.cluster_of_node.clone(),
-                if c.backbone_beta > 0.0 {
-                    c.wan.beta / c.backbone_beta
-                } else {
-                    f64::INFINITY
-                },
-            ),
-            _ => Net::new(model),
-        },
+        net,
         t: Timing {
             start: vec![f64::NAN; n],
             end: vec![f64::NAN; n],
@@ -829,7 +920,16 @@ pub fn replay(
         inst_waiters: HashMap::new(),
         inst_entered: vec![0; plan.instances.len()],
         inst_last: vec![f64::NEG_INFINITY; plan.instances.len()],
-        forced: vec![false; n],
+        hot: (0..n)
+            .map(|g| Hot {
+                gap: plan.gap[g],
+                op_dur: plan.op_dur[g],
+                msg_out: plan.msg_out[g],
+                msg_in: plan.msg_in[g],
+                inst_of: plan.inst_of[g],
+                op: plan.ops[g],
+            })
+            .collect(),
     };
     for (s, ids) in plan.streams.iter().enumerate() {
         match ids.first() {
@@ -849,8 +949,7 @@ pub fn replay(
             .filter(|&s| !e.cur[s].done)
             .min_by(|&a, &b| e.cur[a].t_op.total_cmp(&e.cur[b].t_op));
         let Some(s) = stuck else { break };
-        let g = plan.streams[s][e.cur[s].pos];
-        e.forced[g as usize] = true;
+        e.cur[s].forced = true;
         let t = e.cur[s].t_op.max(e.net.now());
         e.push(t, s as u32);
     }
@@ -990,9 +1089,9 @@ impl Engine<'_> {
             self.cur[s as usize].started = true;
             self.begin(g, c.t_op);
         }
-        let end = if self.forced[g as usize] {
+        let end = if c.forced {
             self.t.reason[g as usize] = Reason::Unresolved;
-            Some(c.t_op + self.plan.op_dur[g as usize])
+            Some(c.t_op + self.hot[g as usize].op_dur)
         } else {
             match self.finish_time(g, c.t_op) {
                 Ok(e) => Some(e),
@@ -1021,12 +1120,13 @@ impl Engine<'_> {
         let cur = &mut self.cur[s as usize];
         cur.pos += 1;
         cur.started = false;
+        cur.forced = false;
         if cur.pos >= stream.len() {
             cur.done = true;
             return;
         }
         let next = stream[cur.pos];
-        cur.t_op = end + self.plan.gap[next as usize];
+        cur.t_op = end + self.hot[next as usize].gap;
         let t = cur.t_op.max(now);
         self.push(t, s);
     }
@@ -1035,7 +1135,8 @@ impl Engine<'_> {
     fn begin(&mut self, g: u32, t: f64) {
         let gi = g as usize;
         self.t.start[gi] = t;
-        let (out, inn) = (self.plan.msg_out[gi], self.plan.msg_in[gi]);
+        let h = self.hot[gi];
+        let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
             self.t.send_post[out as usize] = t;
             self.maybe_start(out);
@@ -1045,7 +1146,7 @@ impl Engine<'_> {
             self.t.recv_post[inn as usize] = t;
             self.maybe_start(inn);
         }
-        let i = self.plan.inst_of[gi];
+        let i = h.inst_of;
         if i != NONE {
             let iu = i as usize;
             self.inst_entered[iu] += 1;
@@ -1072,9 +1173,10 @@ impl Engine<'_> {
                 Ok(a)
             }
         };
-        match plan.ops[gi] {
+        let h = self.hot[gi];
+        match h.op {
             Op::Send { .. } => {
-                let m = plan.msg_out[gi];
+                let m = h.msg_out;
                 if m == NONE {
                     return Ok(t0);
                 }
@@ -1085,7 +1187,7 @@ impl Engine<'_> {
                     Ok(t0 + self.send_overhead(m))
                 }
             }
-            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + plan.op_dur[gi]),
+            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + h.op_dur),
             Op::RmaSync => {
                 let bytes = plan.rma_bytes.get(&g).copied().unwrap_or(0);
                 let (me, peer) = (plan.rank[gi], plan.peer[gi]);
@@ -1097,11 +1199,11 @@ impl Engine<'_> {
                 Ok(t0 + self.p2p.hockney(a, b).time_bytes(bytes as f64))
             }
             Op::Recv => {
-                let m = plan.msg_in[gi];
+                let m = h.msg_in;
                 if m == NONE {
                     if plan.peer[gi] >= 0 {
                         self.t.reason[gi] = Reason::Unmatched;
-                        return Ok(t0 + plan.op_dur[gi]);
+                        return Ok(t0 + h.op_dur);
                     }
                     return Ok(t0);
                 }
@@ -1110,16 +1212,16 @@ impl Engine<'_> {
             }
             Op::SendRecv => {
                 let mut end = t0;
-                let out = plan.msg_out[gi];
+                let out = h.msg_out;
                 if out != NONE && plan.msgs[out as usize].rendezvous {
                     end = end.max(arrived(out)?);
                 }
-                let inn = plan.msg_in[gi];
+                let inn = h.msg_in;
                 if inn != NONE {
                     end = end.max(arrived(inn)?.max(t0 + self.recv_overhead(inn)));
                 } else if plan.peer2[gi] >= 0 {
                     self.t.reason[gi] = Reason::Unmatched;
-                    end = end.max(t0 + plan.op_dur[gi]);
+                    end = end.max(t0 + h.op_dur);
                 }
                 Ok(end)
             }
@@ -1134,7 +1236,7 @@ impl Engine<'_> {
                 let m = plan.probe_msg[gi];
                 if m == NONE {
                     self.t.reason[gi] = Reason::Unmatched;
-                    return Ok(t0 + plan.op_dur[gi]);
+                    return Ok(t0 + h.op_dur);
                 }
                 let msg = plan.msgs[m as usize];
                 if msg.rendezvous {
@@ -1150,17 +1252,17 @@ impl Engine<'_> {
                 }
             }
             Op::Coll => {
-                let i = plan.inst_of[gi];
+                let i = h.inst_of;
                 if i == NONE {
                     // Members unknown: the operation's time alone, no dependency.
                     self.t.reason[gi] = Reason::Unmatched;
-                    return Ok(t0 + plan.op_dur[gi]);
+                    return Ok(t0 + h.op_dur);
                 }
                 self.coll_end(i, g, t0)
             }
             Op::Other => {
                 self.t.reason[gi] = Reason::NoModel;
-                Ok(t0 + plan.op_dur[gi])
+                Ok(t0 + h.op_dur)
             }
         }
     }
@@ -1202,10 +1304,11 @@ impl Engine<'_> {
     fn request_done(&mut self, nb: u32) -> Result<f64, Block> {
         let i = nb as usize;
         let start = self.t.start[i];
-        let posted = start + self.plan.op_dur[i];
-        match self.plan.ops[i] {
+        let h = self.hot[i];
+        let posted = start + h.op_dur;
+        match h.op {
             Op::Isend { .. } => {
-                let m = self.plan.msg_out[i];
+                let m = h.msg_out;
                 if m == NONE {
                     return Ok(posted);
                 }
@@ -1222,7 +1325,7 @@ impl Engine<'_> {
                 }
             }
             Op::Irecv => {
-                let m = self.plan.msg_in[i];
+                let m = h.msg_in;
                 if m == NONE {
                     return Ok(posted);
                 }
@@ -1234,7 +1337,7 @@ impl Engine<'_> {
                 }
             }
             // The collective entered at its post, done when the blocking one would be.
-            Op::ICol => match self.plan.inst_of[i] {
+            Op::ICol => match h.inst_of {
                 NONE => {
                     self.t.reason[i] = Reason::Unmatched;
                     Ok(posted)
@@ -1318,8 +1421,9 @@ pub fn measured_waits(plan: &Plan) -> Vec<Wait> {
     )
 }
 
-/// Measured posts of every message (the clock-corrected entries of its send and receive).
-fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
+/// Measured posts of every message (the clock-corrected entries of its send and receive),
+/// for the [`Times`] of the recorded run.
+pub fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
     let at = |g: u32| {
         if g == NONE {
             f64::NAN
@@ -1336,6 +1440,11 @@ fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
 /// The wait of every record under a timing (the rules of `docs/engine.md`). A nonblocking
 /// operation's wait is charged to the completion call that waited for it.
 pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
+    (0..plan.ops.len()).map(|g| wait_of(plan, t, g)).collect()
+}
+
+/// The wait of record `g` under a timing (see [`waits`]).
+pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
     // Call `g` waiting, as `kind`, for message `m`'s post in `posts` by `partner`.
     let on = |kind: WaitKind, g: usize, m: u32, posts: &[f64], partner: i32| {
         Wait::of(
@@ -1371,28 +1480,26 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
             Wait::default()
         }
     };
-    (0..plan.ops.len())
-        .map(|g| match plan.ops[g] {
-            Op::Send { .. } => late_receiver(g, plan.msg_out[g]),
-            Op::Recv => late_sender(g, plan.msg_in[g]),
-            Op::SendRecv => late_sender(g, plan.msg_in[g]).max(late_receiver(g, plan.msg_out[g])),
-            Op::Probe => late_sender(g, plan.probe_msg[g]),
-            Op::Complete => plan
-                .completed_by(g as u32)
-                .iter()
-                .map(|&nb| match plan.ops[nb as usize] {
-                    Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
-                    Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
-                    Op::ICol => coll_wait(plan, t, g, nb as usize),
-                    _ => Wait::default(),
-                })
-                .fold(Wait::default(), Wait::max),
-            Op::Coll => coll_wait(plan, t, g, g),
-            Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
-                Wait::default()
-            }
-        })
-        .collect()
+    match plan.ops[g] {
+        Op::Send { .. } => late_receiver(g, plan.msg_out[g]),
+        Op::Recv => late_sender(g, plan.msg_in[g]),
+        Op::SendRecv => late_sender(g, plan.msg_in[g]).max(late_receiver(g, plan.msg_out[g])),
+        Op::Probe => late_sender(g, plan.probe_msg[g]),
+        Op::Complete => plan
+            .completed_by(g as u32)
+            .iter()
+            .map(|&nb| match plan.ops[nb as usize] {
+                Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
+                Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
+                Op::ICol => coll_wait(plan, t, g, nb as usize),
+                _ => Wait::default(),
+            })
+            .fold(Wait::default(), Wait::max),
+        Op::Coll => coll_wait(plan, t, g, g),
+        Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
+            Wait::default()
+        }
+    }
 }
 
 /// The wait of call `g` at the collective of member record `me`: `g` itself for a

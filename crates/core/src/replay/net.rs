@@ -38,6 +38,8 @@ impl Sim {
 
 #[derive(Debug, Clone, Copy)]
 struct NetFlow {
+    /// The id [`Net::add`] returned.
+    id: u32,
     src: u32,
     dst: u32,
     bytes: u64,
@@ -54,10 +56,21 @@ struct NetFlow {
 pub struct Net<'m> {
     model: Option<&'m dyn PenaltyModel>,
     now: f64,
+    /// Slots of the flows in flight (a finished flow's slot is reused): memory follows
+    /// the messages in flight, not the length of the run.
     flows: Vec<NetFlow>,
+    free_slots: Vec<u32>,
+    next_id: u32,
+    /// Slots of the flows in flight, in the order they were added (swap-removed).
     active: Vec<u32>,
     dirty: bool,
     graph: CommGraph,
+    /// Scratch: the slots of the inter-node flows of the current graph.
+    graph_slots: Vec<u32>,
+    /// Scratch: the model's penalties of the current graph.
+    pens: Vec<f64>,
+    /// Log the intervals (off for a replay whose network nobody reads).
+    logging: bool,
     /// Cluster of each node where clusters share a wide-area link, and how many messages
     /// it carries at full speed (its bandwidth over one message's).
     backbone: Option<(Vec<u32>, f64)>,
@@ -77,9 +90,14 @@ impl<'m> Net<'m> {
             model,
             now: 0.0,
             flows: Vec::new(),
+            free_slots: Vec::new(),
+            next_id: 0,
             active: Vec::new(),
             dirty: false,
             graph: CommGraph::default(),
+            graph_slots: Vec::new(),
+            pens: Vec::new(),
+            logging: true,
             backbone: None,
             inter: Vec::new(),
             log: Sim::default(),
@@ -95,6 +113,13 @@ impl<'m> Net<'m> {
         self
     }
 
+    /// Keeps no interval log and no list of inter-node flows (`log` and `inter` stay
+    /// empty): for a replay that only needs the flows' ends.
+    pub fn without_log(mut self) -> Self {
+        self.logging = false;
+        self
+    }
+
     /// Current time of the network.
     pub fn now(&self) -> f64 {
         self.now
@@ -102,15 +127,17 @@ impl<'m> Net<'m> {
 
     /// Adds a flow at the current time; returns its id (ids count up from 0).
     pub fn add(&mut self, src: u32, dst: u32, bytes: u64, tref: f64) -> u32 {
-        let id = self.flows.len() as u32;
+        let id = self.next_id;
+        self.next_id += 1;
         let intra = src == dst;
-        let inter_pos = if intra {
+        let inter_pos = if intra || !self.logging {
             u32::MAX
         } else {
             self.inter.push(id);
             (self.inter.len() - 1) as u32
         };
-        self.flows.push(NetFlow {
+        let flow = NetFlow {
+            id,
             src,
             dst,
             bytes,
@@ -119,8 +146,18 @@ impl<'m> Net<'m> {
             pen: 1.0,
             intra,
             inter_pos,
-        });
-        self.active.push(id);
+        };
+        let slot = match self.free_slots.pop() {
+            Some(k) => {
+                self.flows[k as usize] = flow;
+                k
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        self.active.push(slot);
         if !intra {
             self.dirty = true;
         }
@@ -136,12 +173,14 @@ impl<'m> Net<'m> {
             return;
         };
         self.graph.edges.clear();
-        let ids: Vec<u32> = self
-            .active
-            .iter()
-            .copied()
-            .filter(|&i| !self.flows[i as usize].intra)
-            .collect();
+        let mut ids = std::mem::take(&mut self.graph_slots);
+        ids.clear();
+        ids.extend(
+            self.active
+                .iter()
+                .copied()
+                .filter(|&i| !self.flows[i as usize].intra),
+        );
         self.graph.edges.extend(ids.iter().map(|&i| {
             let f = &self.flows[i as usize];
             Edge {
@@ -150,7 +189,8 @@ impl<'m> Net<'m> {
                 bytes: f.bytes,
             }
         }));
-        for (&i, p) in ids.iter().zip(m.penalties(&self.graph)) {
+        m.penalties_into(&self.graph, &mut self.pens);
+        for (&i, &p) in ids.iter().zip(&self.pens) {
             self.flows[i as usize].pen = if p.is_finite() && p > 0.0 { p } else { 1.0 };
         }
         if let Some((cl, lanes)) = &self.backbone {
@@ -169,6 +209,7 @@ impl<'m> Net<'m> {
                 }
             }
         }
+        self.graph_slots = ids;
     }
 
     fn time_left(&self, i: u32) -> f64 {
@@ -193,7 +234,7 @@ impl<'m> Net<'m> {
         self.refresh();
         done.clear();
         let dt = (t - self.now).max(0.0);
-        if dt > 0.0 {
+        if dt > 0.0 && self.logging {
             let first = self.log.arcs.len() as u32;
             self.log.arcs.extend(
                 self.active
@@ -222,8 +263,10 @@ impl<'m> Net<'m> {
             let left = self.time_left(i);
             if self.now + left <= t || left <= dt * (1.0 + EPS) + 1e-15 {
                 self.active.swap_remove(k);
-                done.push(i);
-                if !self.flows[i as usize].intra {
+                self.free_slots.push(i);
+                let f = &self.flows[i as usize];
+                done.push(f.id);
+                if !f.intra {
                     self.dirty = true;
                 }
             } else {

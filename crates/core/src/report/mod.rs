@@ -202,16 +202,6 @@ pub struct ReportStats {
     pub model: String,
 }
 
-/// Renders a rank field: empty where not applicable.
-fn rank_field(r: i32) -> String {
-    match r {
-        NO_RANK => String::new(),
-        PROC_NULL => "PROC_NULL".into(),
-        UNKNOWN_RANK => "unknown".into(),
-        r => r.to_string(),
-    }
-}
-
 /// Time of MPI a record accounts for on its rank: a nonblocking operation counts only
 /// its post (its wait is a record of its own).
 fn mpi_time_ns(r: &Record) -> u64 {
@@ -474,61 +464,95 @@ pub fn timeline(run: &RunTrace) -> Vec<(i64, usize, usize)> {
     rows
 }
 
-fn opt(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.9}")).unwrap_or_default()
-}
-
 fn write_calls_csv(
     run: &RunTrace,
     preds: &[Vec<CallPrediction>],
     path: &Path,
 ) -> Result<(), String> {
+    use std::fmt::Write as _;
     let err = |e: csv::Error| format!("cannot write {}: {e}", path.display());
     let mut w = csv::Writer::from_path(path).map_err(err)?;
     w.write_record(CSV_COLUMNS).map_err(err)?;
     let origin = run.origin_ns();
+    // Every field is formatted into one reused buffer: no allocation per row.
+    let mut buf = String::new();
+    let mut field = |w: &mut csv::Writer<std::fs::File>,
+                     f: &dyn Fn(&mut String) -> std::fmt::Result|
+     -> Result<(), String> {
+        buf.clear();
+        f(&mut buf).map_err(|e| e.to_string())?;
+        w.write_field(buf.as_bytes()).map_err(err)
+    };
+    let secs = |x: f64| move |b: &mut String| write!(b, "{x:.9}");
+    let opt = |v: Option<f64>| {
+        move |b: &mut String| match v {
+            Some(x) => write!(b, "{x:.9}"),
+            None => Ok(()),
+        }
+    };
+    // A rank field: empty where not applicable.
+    let rank = |r: i32| {
+        move |b: &mut String| match r {
+            NO_RANK => Ok(()),
+            PROC_NULL => b.write_str("PROC_NULL"),
+            UNKNOWN_RANK => b.write_str("unknown"),
+            r => write!(b, "{r}"),
+        }
+    };
     for (start, ri, i) in timeline(run) {
         let rk = &run.ranks[ri];
         let r = &rk.records[i];
         let p = preds[ri][i];
-        let row = [
-            rk.meta.rank.to_string(),
-            rk.meta.node.clone(),
-            rk.meta
-                .calls
-                .get(r.call as usize)
-                .cloned()
-                .unwrap_or_else(|| trace::call_name(r.call).into()),
-            rank_field(r.peer),
-            rank_field(r.root),
-            (r.bytes_send + r.bytes_recv).to_string(),
-            r.comm_size.to_string(),
-            format!("{:.9}", start.saturating_sub(origin) as f64 * 1e-9),
-            format!("{:.9}", r.duration_s()),
-            opt(p.predicted),
-            p.penalty.map(|x| format!("{x:.4}")).unwrap_or_default(),
-            opt(p.free),
-            r.thread.to_string(),
-            r.tag.to_string(),
+        let name = rk
+            .meta
+            .calls
+            .get(r.call as usize)
+            .map_or_else(|| trace::call_name(r.call), String::as_str);
+        field(&mut w, &|b| write!(b, "{}", rk.meta.rank))?;
+        field(&mut w, &|b| b.write_str(&rk.meta.node))?;
+        field(&mut w, &|b| b.write_str(name))?;
+        field(&mut w, &rank(r.peer))?;
+        field(&mut w, &rank(r.root))?;
+        field(&mut w, &|b| write!(b, "{}", r.bytes_send + r.bytes_recv))?;
+        field(&mut w, &|b| write!(b, "{}", r.comm_size))?;
+        field(&mut w, &secs(start.saturating_sub(origin) as f64 * 1e-9))?;
+        field(&mut w, &secs(r.duration_s()))?;
+        field(&mut w, &opt(p.predicted))?;
+        field(&mut w, &|b| match p.penalty {
+            Some(x) => write!(b, "{x:.4}"),
+            None => Ok(()),
+        })?;
+        field(&mut w, &opt(p.free))?;
+        field(&mut w, &|b| write!(b, "{}", r.thread))?;
+        field(&mut w, &|b| write!(b, "{}", r.tag))?;
+        field(&mut w, &|b| {
             if r.comm == u32::MAX {
-                String::new()
+                Ok(())
             } else {
-                r.comm.to_string()
-            },
-            r.bytes_send.to_string(),
-            r.bytes_recv.to_string(),
-            rank_field(r.peer2),
-            ((r.flags & FLAG_NONBLOCKING != 0) as u8).to_string(),
-            p.measured_wait.kind.to_string(),
-            format!("{:.9}", p.measured_wait.seconds),
-            format!("{:.9}", (r.duration_s() - p.measured_wait.seconds).max(0.0)),
-            p.wait.kind.to_string(),
-            format!("{:.9}", p.wait.seconds),
-            opt(p.predicted.map(|x| (x - p.wait.seconds).max(0.0))),
-            format!("{:.9}", p.contention),
-            p.reason.name().to_string(),
-        ];
-        w.write_record(&row).map_err(err)?;
+                write!(b, "{}", r.comm)
+            }
+        })?;
+        field(&mut w, &|b| write!(b, "{}", r.bytes_send))?;
+        field(&mut w, &|b| write!(b, "{}", r.bytes_recv))?;
+        field(&mut w, &rank(r.peer2))?;
+        field(&mut w, &|b| {
+            write!(b, "{}", (r.flags & FLAG_NONBLOCKING != 0) as u8)
+        })?;
+        field(&mut w, &|b| b.write_str(p.measured_wait.kind.name()))?;
+        field(&mut w, &secs(p.measured_wait.seconds))?;
+        field(
+            &mut w,
+            &secs((r.duration_s() - p.measured_wait.seconds).max(0.0)),
+        )?;
+        field(&mut w, &|b| b.write_str(p.wait.kind.name()))?;
+        field(&mut w, &secs(p.wait.seconds))?;
+        field(
+            &mut w,
+            &opt(p.predicted.map(|x| (x - p.wait.seconds).max(0.0))),
+        )?;
+        field(&mut w, &secs(p.contention))?;
+        field(&mut w, &|b| b.write_str(p.reason.name()))?;
+        w.write_record(None::<&[u8]>).map_err(err)?;
     }
     w.flush()
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
