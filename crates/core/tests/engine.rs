@@ -1250,3 +1250,47 @@ fn an_ireduce_root_waits_for_the_first_contribution_at_its_wait() {
     // The contributor's Wait does not wait for the root.
     assert_eq!(p.calls[1][1].measured_wait.kind, WaitKind::None);
 }
+
+/// mpi4py's matched-probe tests: an MPI_Iprobe with MPI_ANY_TAG (recorded as the tag it
+/// asked for) is matched to the receive that takes the message, and a probe of
+/// MPI_PROC_NULL returns at once; neither is left unpredicted.
+#[test]
+fn probes_with_any_tag_match_and_probes_of_proc_null_return_at_once() {
+    let probe = |call: u16, peer: i32, tag: i32, t0: u64, t1: u64| Record {
+        tag,
+        ..recv_rec(call, peer, 0, t0, t1)
+    };
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![Record {
+                tag: 7,
+                ..send(call::MPI_Send, 1, 1000, S, S + 1000)
+            }],
+            2,
+        ),
+        rank(
+            1,
+            "b",
+            0,
+            vec![
+                probe(call::MPI_Mprobe, trace::PROC_NULL, 0, 0, 1000),
+                probe(call::MPI_Iprobe, 0, -1, 2 * S, 2 * S + 500),
+                Record {
+                    tag: 7,
+                    ..recv_rec(call::MPI_Recv, 0, 1000, 2 * S + 1000, 2 * S + 2000)
+                },
+            ],
+            2,
+        ),
+    ]);
+    let p = predict_run(&r, &profile(), None).unwrap();
+    let rows = &p.calls[1];
+    for (i, c) in rows.iter().enumerate() {
+        assert_eq!(c.reason, Reason::None, "row {i}");
+        assert!(c.predicted.is_some(), "row {i}");
+    }
+    assert_eq!(rows[0].predicted.unwrap(), 0.0);
+}

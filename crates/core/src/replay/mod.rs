@@ -424,9 +424,10 @@ impl Plan {
                     .find(|&&h| {
                         let CallRef { rank, rec } = refs[h as usize];
                         let q = &run.ranks[rank as usize].records[rec as usize];
+                        // A probe that records MPI_ANY_TAG (negative) matches any tag.
                         matches!(ops[h as usize], Op::Recv | Op::Irecv)
                             && q.peer == p.peer
-                            && q.tag == p.tag
+                            && (p.tag < 0 || q.tag == p.tag)
                     })
                     .map_or(NONE, |&h| msg_in[h as usize]);
             }
@@ -1235,6 +1236,10 @@ impl Engine<'_> {
             Op::Probe => {
                 let m = plan.probe_msg[gi];
                 if m == NONE {
+                    // A probe of MPI_PROC_NULL returns at once: nothing to wait for.
+                    if plan.peer[gi] == crate::trace::PROC_NULL {
+                        return Ok(t0);
+                    }
                     self.t.reason[gi] = Reason::Unmatched;
                     return Ok(t0 + h.op_dur);
                 }
