@@ -220,10 +220,10 @@ pub fn write_trace(
     let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     if sampled {
         eprintln!(
-            "pmpi-predict: trace.json would be {:.1} MB, above the cap of {:.1} MB (PMPI_PREDICT_TRACE_MAX_MB): kept {kept_calls} of {n} calls (every {}th of {WINDOWS} time windows; see otherData)",
+            "pmpi-predict: trace.json would be {:.1} MB, above the cap of {:.1} MB (PMPI_PREDICT_TRACE_MAX_MB): kept {kept_calls} of {n} calls ({} of {WINDOWS} time windows; see otherData)",
             (total + fixed.len() as u64) as f64 / 1e6,
             max_bytes as f64 / 1e6,
-            stride.map_or("none".to_string(), |k| k.to_string()),
+            stride.map_or("none".to_string(), |k| format!("one in {k}")),
         );
     }
     Ok(TraceStats {

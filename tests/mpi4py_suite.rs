@@ -1,0 +1,112 @@
+//! A real application's own test suite under the layer: mpi4py (Debian's python3-mpi4py,
+//! built against Open MPI) runs its 1,300-odd unit tests on 2 ranks, which between them
+//! call most of the MPI API — point to point, matched probes, persistent requests,
+//! nonblocking and neighbourhood collectives, intercommunicators, one-sided, I/O,
+//! error handlers. With the layer preloaded the suite must give the same verdicts and exit
+//! status, and the layer must record both ranks. `scripts/setup` installs python3-mpi4py
+//! and fetches the suite (the source release of the installed version) from PyPI.
+//! Dynamic-process tests (spawn) are left out: they need free slots the test machine lacks.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The interpreter Debian's mpi4py is built for (not a virtualenv's or pyenv's).
+const PYTHON: &str = "/usr/bin/python3";
+
+fn suite_dir() -> PathBuf {
+    let v = Command::new(PYTHON)
+        .args(["-c", "import mpi4py; print(mpi4py.__version__)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let v = v.expect("python3-mpi4py is not installed: scripts/setup installs it");
+    let cache = std::env::var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache"));
+    let d = cache.join(format!("pmpi-predict/mpi4py-{v}"));
+    assert!(
+        d.join("test/runtests.py").exists(),
+        "mpi4py {v}'s test suite is not in {}: scripts/setup fetches it from PyPI",
+        d.display()
+    );
+    d
+}
+
+/// The unittest verdict lines of every rank: "Ran N tests" and "OK (skipped=K)" /
+/// "FAILED (...)", sorted.
+fn verdicts(o: &Output) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .chain(String::from_utf8_lossy(&o.stdout).lines())
+        .map(|l| l.trim().to_string())
+        .filter(|l| l.starts_with("Ran ") || l.starts_with("OK") || l.starts_with("FAILED"))
+        .map(|l| match l.find(" in ") {
+            // "Ran 1358 tests in 11.7s": the time is not a verdict.
+            Some(i) if l.starts_with("Ran ") => l[..i].to_string(),
+            _ => l,
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn mpi4py_test_suite_gives_the_same_verdicts_with_the_layer() {
+    assert!(
+        common::launch_prefix(2).2,
+        "mpi4py is built against Open MPI; {} is not Open MPI's launcher",
+        common::launcher()
+    );
+    let suite = suite_dir();
+    let dir = common::scratch("mpi4py_suite");
+    let out = dir.join("out");
+    let py = std::path::Path::new(PYTHON);
+    let args = [
+        "test/runtests.py",
+        "--no-builddir",
+        "-q",
+        "-e",
+        "spawn",
+        "-e",
+        "dynproc",
+    ];
+    let plain = common::mpirun(2, py, &args, None, &suite);
+    let with = common::mpirun(
+        2,
+        py,
+        &args,
+        Some(&[
+            ("PMPI_PREDICT_OUT", out.to_str().unwrap()),
+            ("PMPI_PREDICT_TRACE_MAX_MB", "1"),
+        ]),
+        &suite,
+    );
+    let (vp, vw) = (verdicts(&plain), verdicts(&with));
+    assert_eq!(
+        vp.iter().filter(|l| l.starts_with("Ran ")).count(),
+        2,
+        "both ranks report a verdict without the layer: {}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert!(
+        vp.iter().any(|l| l.starts_with("Ran ") && l.len() > 8),
+        "{vp:?}"
+    );
+    assert_eq!(vp, vw, "{}", String::from_utf8_lossy(&with.stderr));
+    assert_eq!(plain.status.code(), with.status.code());
+
+    // Both ranks recorded; every probe matched (ANY_TAG, PROC_NULL, matched probes).
+    let rows = common::read_calls(&out);
+    for r in 0..2 {
+        let n = rows.iter().filter(|x| x["rank"] == r.to_string()).count();
+        assert!(n > 10_000, "rank {r} has {n} rows");
+    }
+    let probes_unmatched = rows
+        .iter()
+        .filter(|x| x["call"].contains("probe") && x["reason"] == "unmatched")
+        .count();
+    assert_eq!(probes_unmatched, 0);
+}
