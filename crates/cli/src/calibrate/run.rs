@@ -340,6 +340,16 @@ pub fn run(opts: &Options) -> i32 {
             })
             .collect();
         let t_ref = times[0][0].max(1e-12);
+        // The lone message against the ping-pong's Hockney fit: both time the same link, so
+        // they should agree; when they do not (a shaper's burst allowance, ranks sharing
+        // cores, a link that changed speed), every penalty's denominator is suspect.
+        let vs_pingpong = t_ref / t_lone.max(1e-12);
+        if mpi.rank == 0 && !(0.9..=1.1).contains(&vs_pingpong) {
+            notes.push(format!(
+                "penalty: the lone {} KiB message took {vs_pingpong:.2} x the ping-pong's alpha + beta*m; the link was not steady between the two phases",
+                bytes / 1024
+            ));
+        }
         // The scheme's penalty: when the last of its messages arrives (median over the
         // repetitions), over T_ref. TCP shares a port unfairly over short transfers, so
         // single arcs scatter more than the scheme as a whole.
@@ -386,7 +396,7 @@ pub fn run(opts: &Options) -> i32 {
             })
             .collect();
         pg.end(&format!(
-            "T_ref = {:.3} s [{:.2}-{:.2} x]; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}",
+            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}",
             t_ref,
             spread[0].0,
             spread[0].1,
@@ -396,7 +406,7 @@ pub fn run(opts: &Options) -> i32 {
         raw.insert(
             "penalty".into(),
             json!({
-                "bytes": bytes, "reps": reps, "t_ref_s": t_ref,
+                "bytes": bytes, "reps": reps, "t_ref_s": t_ref, "t_ref_over_pingpong": vs_pingpong,
                 "schemes": list.iter().zip(&times).zip(&schemes).zip(&all_reps).zip(&whole).map(|(((((n, a), t), s), r), w)| json!({
                     "name": n, "arcs": a, "times_s": t, "penalties": s.penalties,
                     "scheme_penalty": w, "reps_s": r,
@@ -554,6 +564,9 @@ pub fn run(opts: &Options) -> i32 {
     let wall = pg.elapsed();
     if mpi.rank != 0 {
         return 0;
+    }
+    for n in &notes {
+        eprintln!("calibrate: note: {n}");
     }
     raw.insert("skipped".into(), json!(skipped));
     raw.insert("notes".into(), json!(notes));
