@@ -102,15 +102,17 @@ pub fn bytes(count: c_int, dt: ffi::MPI_Datatype) -> u64 {
 }
 
 /// Sum of `n` counts from a C array, times the size of `dt`. A null array counts 0.
+///
+/// # Safety
+/// `counts` is null or holds `n` ints.
 #[inline]
-pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
+pub unsafe fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
     if counts.is_null() {
         return 0;
     }
     let mut total: u64 = 0;
     for i in 0..n as usize {
-        // SAFETY: MPI requires `counts` to hold comm-size entries where it is significant,
-        // and callers only pass it there.
+        // SAFETY: `counts` holds n entries (the caller's contract); i < n.
         let c = unsafe { *counts.add(i) };
         if c > 0 {
             total += c as u64;
@@ -121,29 +123,33 @@ pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
 
 /// Sum over `n` peers of count × size of that peer's datatype (MPI_Alltoallw). Null
 /// arrays count 0.
+///
+/// # Safety
+/// Each array is null or holds `n` entries.
 #[inline]
-pub fn bytes_w(counts: *const c_int, types: *const ffi::MPI_Datatype, n: u32) -> u64 {
+pub unsafe fn bytes_w(counts: *const c_int, types: *const ffi::MPI_Datatype, n: u32) -> u64 {
     if counts.is_null() || types.is_null() {
         return 0;
     }
     (0..n as usize)
         .map(|i| {
-            // SAFETY: MPI requires both arrays to hold comm-size entries where they are
-            // significant, and callers only pass them there.
+            // SAFETY: both arrays hold n entries (the caller's contract); i < n.
             unsafe { bytes(*counts.add(i), *types.add(i)) }
         })
         .sum()
 }
 
-/// Entry `i` of a C count array (comm-size entries), in bytes of `dt`; 0 when `i` is
-/// out of range or the array is null.
+/// Entry `i` of a C count array of `n` entries, in bytes of `dt`; 0 when `i` is out of
+/// range or the array is null.
+///
+/// # Safety
+/// `counts` is null or holds `n` ints.
 #[inline]
-pub fn count_at(counts: *const c_int, i: c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
+pub unsafe fn count_at(counts: *const c_int, i: c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
     if counts.is_null() || i < 0 || i as u32 >= n {
         return 0;
     }
-    // SAFETY: MPI requires `counts` to hold comm-size entries where it is significant, and
-    // callers only pass it there; i < n.
+    // SAFETY: `counts` holds n entries (the caller's contract); i < n.
     bytes(unsafe { *counts.add(i as usize) }, dt)
 }
 
