@@ -145,6 +145,14 @@ impl Done {
         }
     }
 
+    /// The call's communicator and its row on it.
+    #[inline]
+    fn row_on(&self, comm: ffi::MPI_Comm) -> (CommInfo, Record) {
+        let ci = comm_of(comm, self.s);
+        let r = self.row(&ci);
+        (ci, r)
+    }
+
     /// A nonblocking operation on `ci` posted by this call, to be recorded at its completion.
     #[inline]
     fn pending(&self, ci: &CommInfo, is_recv: bool, peer: i32, tag: c_int) -> Pending {
@@ -239,6 +247,40 @@ pub(crate) unsafe fn call<K: Kind>(call: u16, args: K, real: impl FnOnce(&K) -> 
     // `before` left.
     let _ = guarded(|| unsafe { a.after(&d, saved) });
     rc
+}
+
+/// Implements [`Kind`] for each kind listed as
+///
+/// ```text
+/// /// What the kind records.
+/// Name before |a, s| -> Saved { ... } after |a, d, saved| { ... }
+/// ```
+///
+/// `Name` is the kind's argument struct in `args` (its name in CamelCase), `a` its
+/// arguments (mutable in `before`, which may replace an ignored status), `s` the MPI
+/// sentinels, `d` what the real call returned ([`Done`]) and `saved` what `before`
+/// returned. Without `before`, nothing is read before the call and `saved` is `()`.
+macro_rules! kinds {
+    (@saved) => { () };
+    (@saved $t:ty) => { $t };
+    ($($(#[$doc:meta])* $kind:ident
+        $(before |$b:ident, $bs:ident| -> $saved:ty $before:block)?
+        after |$a:ident, $d:ident, $sv:pat_param| $after:block)*) => {$(
+        $(#[$doc])*
+        impl Kind for args::$kind {
+            type Saved = kinds!(@saved $($saved)?);
+            $(
+                unsafe fn before(&mut self, $bs: &Sentinels) -> Option<$saved> {
+                    let $b = self;
+                    $before
+                }
+            )?
+            unsafe fn after(&self, $d: &Done, $sv: Self::Saved) {
+                let $a = self;
+                $after
+            }
+        }
+    )*};
 }
 
 // ---- helpers of the kinds ----
@@ -461,58 +503,48 @@ fn emit(p: Pending, t_end: u64, flags: u16) {
 
 // ---- point-to-point ----
 
-/// Blocking sends.
-impl Kind for args::Send {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let ci = comm_of(self.comm, d.s);
-        let mut r = d.row(&ci);
-        r.peer = ci.world_rank(self.peer, d.s);
-        r.tag = self.tag;
+kinds! {
+    /// Blocking sends.
+    Send after |a, d, ()| {
+        let (ci, mut r) = d.row_on(a.comm);
+        r.peer = ci.world_rank(a.peer, d.s);
+        r.tag = a.tag;
         if r.peer != PROC_NULL {
-            r.bytes_send = handles::bytes(self.count, self.dtype);
+            r.bytes_send = handles::bytes(a.count, a.dtype);
         }
         record::push(r);
     }
-}
 
-/// Blocking receive: the actual source, tag and size come from the status.
-impl Kind for args::Recv {
-    type Saved = ();
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<()> {
-        own_status(&mut self.status, s)
-    }
-    unsafe fn after(&self, d: &Done, (): ()) {
+    /// Blocking receive: the actual source, tag and size come from the status.
+    Recv before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
         let s = d.s;
-        let ci = comm_of(self.comm, s);
-        let mut r = d.row(&ci);
-        r.tag = self.tag;
-        if self.peer == s.proc_null {
+        let (ci, mut r) = d.row_on(a.comm);
+        r.tag = a.tag;
+        if a.peer == s.proc_null {
             r.peer = PROC_NULL;
         } else if d.rc == 0 {
             // SAFETY: MPI filled the status of the successful receive (the caller's, or
             // the scratch one `before` put in place of MPI_STATUS_IGNORE).
             let (src, tag, bytes) = unsafe {
-                let (src, tag) = status_match(self.status);
-                (src, tag, status_bytes(self.status))
+                let (src, tag) = status_match(a.status);
+                (src, tag, status_bytes(a.status))
             };
             r.peer = ci.world_rank(src, s);
             r.tag = tag;
-            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(self.count, self.dtype));
+            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(a.count, a.dtype));
         } else {
-            r.peer = ci.world_rank(self.peer, s);
+            r.peer = ci.world_rank(a.peer, s);
         }
         record::push(r);
     }
 }
 
-/// A nonblocking send or receive just posted: tracked under its request, recorded from
-/// post to completion.
-///
-/// # Safety
-/// `request` is the post's request pointer, valid as MPI requires.
+/// The operation a point-to-point call set up under its request (a nonblocking post, or
+/// a persistent request's template), if the call succeeded.
 #[allow(clippy::too_many_arguments)]
-unsafe fn post(
+fn p2p_op(
     d: &Done,
     is_recv: bool,
     count: c_int,
@@ -521,62 +553,54 @@ unsafe fn post(
     tag: c_int,
     comm: ffi::MPI_Comm,
     request: *mut ffi::MPI_Request,
-) {
+) -> Option<Pending> {
     if d.rc != 0 || request.is_null() {
-        return;
+        return None;
     }
     let ci = comm_of(comm, d.s);
     let wp = ci.world_rank(peer, d.s);
     let mut p = d.pending(&ci, is_recv, wp, tag);
-    if wp != PROC_NULL && count > 0 {
-        p.bytes = count as u64 * handles::type_size(dtype);
+    if wp != PROC_NULL {
+        p.bytes = handles::bytes(count, dtype);
     }
-    // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
-    unsafe { track_posted(request, p, d.t1) };
+    Some(p)
 }
 
-/// Nonblocking sends: one record from post to completion.
-impl Kind for args::Isend {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let a = self;
-        // SAFETY: the call's own request pointer.
-        unsafe { post(d, false, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) };
-    }
-}
-
-/// Nonblocking receives: one record from post to completion.
-impl Kind for args::Irecv {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let a = self;
-        // SAFETY: the call's own request pointer.
-        unsafe { post(d, true, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) };
-    }
-}
-
-/// MPI_Sendrecv(_replace): `peer` is the destination, `peer2` the actual source.
-impl Kind for args::Sendrecv {
-    type Saved = ();
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<()> {
-        own_status(&mut self.status, s)
-    }
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let s = d.s;
-        let ci = comm_of(self.comm, s);
-        let mut r = d.row(&ci);
-        r.tag = self.tag;
-        r.peer = ci.world_rank(self.peer, s);
-        if r.peer != PROC_NULL {
-            r.bytes_send = handles::bytes(self.scount, self.stype);
+kinds! {
+    /// Nonblocking sends: one record from post to completion.
+    Isend after |a, d, ()| {
+        if let Some(p) = p2p_op(d, false, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
+            unsafe { track_posted(a.request, p, d.t1) };
         }
-        if self.source == s.proc_null {
+    }
+
+    /// Nonblocking receives: one record from post to completion.
+    Irecv after |a, d, ()| {
+        if let Some(p) = p2p_op(d, true, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
+            unsafe { track_posted(a.request, p, d.t1) };
+        }
+    }
+
+    /// MPI_Sendrecv(_replace): `peer` is the destination, `peer2` the actual source.
+    Sendrecv before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        let s = d.s;
+        let (ci, mut r) = d.row_on(a.comm);
+        r.tag = a.tag;
+        r.peer = ci.world_rank(a.peer, s);
+        if r.peer != PROC_NULL {
+            r.bytes_send = handles::bytes(a.scount, a.stype);
+        }
+        if a.source == s.proc_null {
             r.peer2 = PROC_NULL;
         } else if d.rc == 0 {
             // SAFETY: MPI filled the status of the successful receive.
-            let (src, bytes) = unsafe { (status_match(self.status).0, status_bytes(self.status)) };
+            let (src, bytes) = unsafe { (status_match(a.status).0, status_bytes(a.status)) };
             r.peer2 = ci.world_rank(src, s);
-            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(self.rcount, self.rtype));
+            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(a.rcount, a.rtype));
         }
         record::push(r);
     }
@@ -609,41 +633,34 @@ unsafe fn probed(
     r
 }
 
-/// MPI_Probe: records the matched source; moves no data.
-impl Kind for args::Probe {
-    type Saved = ();
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<()> {
-        own_status(&mut self.status, s)
-    }
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let ci = comm_of(self.comm, d.s);
+kinds! {
+    /// MPI_Probe: records the matched source; moves no data.
+    Probe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        let ci = comm_of(a.comm, d.s);
         // SAFETY: the probe's status, filled when it succeeded.
-        record::push(unsafe { probed(d, &ci, self.peer, self.tag, self.status) });
+        record::push(unsafe { probed(d, &ci, a.peer, a.tag, a.status) });
     }
-}
 
-/// MPI_Iprobe: recorded when a message was found, counted otherwise.
-impl Kind for args::Iprobe {
-    type Saved = ();
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<()> {
-        own_status(&mut self.status, s)
-    }
-    unsafe fn after(&self, d: &Done, (): ()) {
+    /// MPI_Iprobe: recorded when a message was found, counted otherwise.
+    Iprobe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
         // SAFETY: the call's flag, written by MPI when it succeeded.
-        if d.rc != 0 || !unsafe { flag_set(self.flag) } {
+        if d.rc != 0 || !unsafe { flag_set(a.flag) } {
             poll_miss(d);
             return;
         }
         let s = d.s;
-        let ci = comm_of(self.comm, s);
-        let mut r = d.row(&ci);
+        let (ci, mut r) = d.row_on(a.comm);
         // The tag as asked for, unlike MPI_Probe's row.
-        r.tag = self.tag;
-        r.peer = if self.peer == s.proc_null {
+        r.tag = a.tag;
+        r.peer = if a.peer == s.proc_null {
             PROC_NULL
         } else {
             // SAFETY: a message was found, so MPI filled the status.
-            ci.world_rank(unsafe { status_match(self.status) }.0, s)
+            ci.world_rank(unsafe { status_match(a.status) }.0, s)
         };
         record::push(r);
     }
@@ -656,38 +673,30 @@ fn completion_row(d: &Done) {
     record::push(d.row(&NO_COMM));
 }
 
-/// MPI_Wait.
-impl Kind for args::Wait {
-    /// The request, read before MPI resets it.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_status(&mut self.status, s)?;
+kinds! {
+    /// MPI_Wait.
+    Wait before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
         // SAFETY: the call's request pointer, readable as MPI requires.
-        Some(unsafe { handle_at(self.request) })
-    }
-    unsafe fn after(&self, d: &Done, req: usize) {
+        Some(unsafe { handle_at(a.request) })
+    } after |a, d, req| {
         if d.rc == 0 {
             // SAFETY: the wait succeeded, so MPI filled the status.
-            unsafe { complete(req, self.status, d.t1, d.s) };
+            unsafe { complete(req, a.status, d.t1, d.s) };
         }
         completion_row(d);
     }
-}
 
-/// MPI_Test: a completion is recorded; an unsuccessful test is counted.
-impl Kind for args::Test {
-    /// The request, read before MPI resets it.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_status(&mut self.status, s)?;
+    /// MPI_Test: a completion is recorded; an unsuccessful test is counted.
+    Test before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
         // SAFETY: the call's request pointer, readable as MPI requires.
-        Some(unsafe { handle_at(self.request) })
-    }
-    unsafe fn after(&self, d: &Done, req: usize) {
+        Some(unsafe { handle_at(a.request) })
+    } after |a, d, req| {
         // SAFETY: the call's flag, written by MPI when it succeeded.
-        if d.rc == 0 && unsafe { flag_set(self.flag) } {
+        if d.rc == 0 && unsafe { flag_set(a.flag) } {
             // SAFETY: the request completed, so MPI filled the status.
-            unsafe { complete(req, self.status, d.t1, d.s) };
+            unsafe { complete(req, a.status, d.t1, d.s) };
             completion_row(d);
         } else {
             poll_miss(d);
@@ -712,6 +721,23 @@ unsafe fn save_requests(n: c_int, reqs: *const ffi::MPI_Request) -> usize {
         m
     })
     .unwrap_or(0)
+}
+
+/// `before` of the calls on an array of requests with an array of statuses: saves the
+/// request handles (see [`save_requests`]) and points MPI_STATUSES_IGNORE at the thread's
+/// own statuses.
+///
+/// # Safety
+/// As for [`save_requests`].
+unsafe fn own_requests(
+    n: c_int,
+    reqs: *const ffi::MPI_Request,
+    statuses: &mut *mut ffi::MPI_Status,
+    s: &Sentinels,
+) -> Option<usize> {
+    own_statuses(statuses, n, s);
+    // SAFETY: the caller's contract.
+    Some(unsafe { save_requests(n, reqs) })
 }
 
 fn saved_request(i: usize) -> usize {
@@ -743,36 +769,26 @@ unsafe fn complete_nulled(
     }
 }
 
-/// MPI_Waitall.
-impl Kind for args::Waitall {
-    /// How many request handles were saved before the call.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_statuses(&mut self.statuses, self.incount, s);
+kinds! {
+    /// MPI_Waitall.
+    Waitall before |a, s| -> usize {
         // SAFETY: the call's request array of `incount` handles.
-        Some(unsafe { save_requests(self.incount, self.requests) })
-    }
-    unsafe fn after(&self, d: &Done, m: usize) {
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
         // SAFETY: the call's arrays, which MPI updated.
-        unsafe { complete_nulled(m, self.requests, self.statuses, d, d.rc == 0) };
+        unsafe { complete_nulled(m, a.requests, a.statuses, d, d.rc == 0) };
         completion_row(d);
     }
-}
 
-/// MPI_Testall: completes all or none.
-impl Kind for args::Testall {
-    /// How many request handles were saved before the call.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_statuses(&mut self.statuses, self.incount, s);
+    /// MPI_Testall: completes all or none.
+    Testall before |a, s| -> usize {
         // SAFETY: the call's request array of `incount` handles.
-        Some(unsafe { save_requests(self.incount, self.requests) })
-    }
-    unsafe fn after(&self, d: &Done, m: usize) {
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
         // SAFETY: the call's flag, written by MPI when it succeeded.
-        if d.rc == 0 && unsafe { flag_set(self.flag) } {
+        if d.rc == 0 && unsafe { flag_set(a.flag) } {
             // SAFETY: the call's arrays, which MPI updated.
-            unsafe { complete_nulled(m, self.requests, self.statuses, d, true) };
+            unsafe { complete_nulled(m, a.requests, a.statuses, d, true) };
             completion_row(d);
         } else {
             poll_miss(d);
@@ -798,39 +814,31 @@ unsafe fn any_done(d: &Done, m: usize, index: *const c_int, st: *const ffi::MPI_
     completion_row(d);
 }
 
-/// MPI_Waitany.
-impl Kind for args::Waitany {
-    /// How many request handles were saved before the call.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_status(&mut self.status, s)?;
+kinds! {
+    /// MPI_Waitany.
+    Waitany before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
         // SAFETY: the call's request array of `incount` handles.
-        Some(unsafe { save_requests(self.incount, self.requests) })
-    }
-    unsafe fn after(&self, d: &Done, m: usize) {
+        Some(unsafe { save_requests(a.incount, a.requests) })
+    } after |a, d, m| {
         // SAFETY: the index and status MPI wrote.
-        unsafe { any_done(d, m, self.index, self.status) };
+        unsafe { any_done(d, m, a.index, a.status) };
     }
-}
 
-/// MPI_Testany.
-impl Kind for args::Testany {
-    /// How many request handles were saved before the call.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_status(&mut self.status, s)?;
+    /// MPI_Testany.
+    Testany before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
         // SAFETY: the call's request array of `incount` handles.
-        Some(unsafe { save_requests(self.incount, self.requests) })
-    }
-    unsafe fn after(&self, d: &Done, m: usize) {
+        Some(unsafe { save_requests(a.incount, a.requests) })
+    } after |a, d, m| {
         // SAFETY: the flag and index MPI wrote through the caller's pointers.
         let done = d.rc == 0
-            && unsafe { flag_set(self.flag) }
-            && !self.index.is_null()
-            && unsafe { *self.index } >= 0;
+            && unsafe { flag_set(a.flag) }
+            && !a.index.is_null()
+            && unsafe { *a.index } >= 0;
         if done {
             // SAFETY: as above, and the status MPI filled.
-            unsafe { any_done(d, m, self.index, self.status) };
+            unsafe { any_done(d, m, a.index, a.status) };
         } else {
             poll_miss(d);
         }
@@ -877,45 +885,30 @@ unsafe fn some_done(
     completion_row(d);
 }
 
-/// MPI_Waitsome.
-impl Kind for args::Waitsome {
-    /// How many request handles were saved before the call.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_statuses(&mut self.statuses, self.incount, s);
+kinds! {
+    /// MPI_Waitsome.
+    Waitsome before |a, s| -> usize {
         // SAFETY: the call's request array of `incount` handles.
-        Some(unsafe { save_requests(self.incount, self.requests) })
-    }
-    unsafe fn after(&self, d: &Done, m: usize) {
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
         // SAFETY: the count, indices and statuses MPI wrote.
-        unsafe { some_done(d, m, self.outcount, self.indices, self.statuses, false) };
+        unsafe { some_done(d, m, a.outcount, a.indices, a.statuses, false) };
     }
-}
 
-/// MPI_Testsome.
-impl Kind for args::Testsome {
-    /// How many request handles were saved before the call.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_statuses(&mut self.statuses, self.incount, s);
+    /// MPI_Testsome.
+    Testsome before |a, s| -> usize {
         // SAFETY: the call's request array of `incount` handles.
-        Some(unsafe { save_requests(self.incount, self.requests) })
-    }
-    unsafe fn after(&self, d: &Done, m: usize) {
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
         // SAFETY: the count, indices and statuses MPI wrote.
-        unsafe { some_done(d, m, self.outcount, self.indices, self.statuses, true) };
+        unsafe { some_done(d, m, a.outcount, a.indices, a.statuses, true) };
     }
-}
 
-/// MPI_Request_free: a tracked operation is recorded as incomplete at the free.
-impl Kind for args::RequestFree {
-    /// The request, read before MPI resets it.
-    type Saved = usize;
-    unsafe fn before(&mut self, _s: &Sentinels) -> Option<usize> {
+    /// MPI_Request_free: a tracked operation is recorded as incomplete at the free.
+    RequestFree before |a, _s| -> usize {
         // SAFETY: the call's request pointer, readable as MPI requires.
-        Some(unsafe { handle_at(self.request) })
-    }
-    unsafe fn after(&self, d: &Done, req: usize) {
+        Some(unsafe { handle_at(a.request) })
+    } after |_a, d, req| {
         if let Some(p) = handles::take(req) {
             emit(p, d.t1, FLAG_INCOMPLETE);
         }
@@ -1225,52 +1218,22 @@ fn neighbor_blocks(
 
 // ---- persistent requests ----
 
-/// MPI_Send_init and friends, MPI_Recv_init: remembers what each start will
-/// communicate. Not recorded itself.
-///
-/// # Safety
-/// `request` is the call's request pointer, valid as MPI requires.
-#[allow(clippy::too_many_arguments)]
-unsafe fn persistent_init(
-    d: &Done,
-    is_recv: bool,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-) {
-    if d.rc != 0 || request.is_null() {
-        return;
+kinds! {
+    /// MPI_Send_init, MPI_Ssend_init, MPI_Bsend_init, MPI_Rsend_init: remembers what each
+    /// start will send. Not recorded itself.
+    SendInit after |a, d, ()| {
+        if let Some(p) = p2p_op(d, false, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the call succeeded, so MPI wrote the new handle through `request`.
+            handles::set_persistent(key(unsafe { *a.request }), p);
+        }
     }
-    let ci = comm_of(comm, d.s);
-    let wp = ci.world_rank(peer, d.s);
-    let mut p = d.pending(&ci, is_recv, wp, tag);
-    if wp != PROC_NULL {
-        p.bytes = handles::bytes(count, dtype);
-    }
-    // SAFETY: MPI wrote the new request handle through the caller's pointer (rc == 0).
-    handles::set_persistent(key(unsafe { *request }), p);
-}
 
-/// MPI_Send_init, MPI_Ssend_init, MPI_Bsend_init, MPI_Rsend_init.
-impl Kind for args::SendInit {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let a = self;
-        // SAFETY: the call's own request pointer.
-        unsafe { persistent_init(d, false, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) };
-    }
-}
-
-/// MPI_Recv_init.
-impl Kind for args::RecvInit {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let a = self;
-        // SAFETY: the call's own request pointer.
-        unsafe { persistent_init(d, true, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) };
+    /// MPI_Recv_init: remembers what each start will receive. Not recorded itself.
+    RecvInit after |a, d, ()| {
+        if let Some(p) = p2p_op(d, true, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the call succeeded, so MPI wrote the new handle through `request`.
+            handles::set_persistent(key(unsafe { *a.request }), p);
+        }
     }
 }
 
@@ -1290,32 +1253,26 @@ fn started(req: usize, d: &Done, thread: u16) {
     }
 }
 
-/// MPI_Start.
-impl Kind for args::Start {
-    /// The request (a start leaves it unchanged).
-    type Saved = usize;
-    unsafe fn before(&mut self, _s: &Sentinels) -> Option<usize> {
+kinds! {
+    /// MPI_Start.
+    Start before |a, _s| -> usize {
         // SAFETY: the call's request pointer, readable as MPI requires.
-        Some(unsafe { handle_at(self.request) })
-    }
-    unsafe fn after(&self, d: &Done, req: usize) {
+        Some(unsafe { handle_at(a.request) })
+    } after |_a, d, req| {
         if d.rc == 0 {
             started(req, d, thread_no());
         }
     }
-}
 
-/// MPI_Startall.
-impl Kind for args::Startall {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        if d.rc != 0 || self.requests.is_null() {
+    /// MPI_Startall.
+    Startall after |a, d, ()| {
+        if d.rc != 0 || a.requests.is_null() {
             return;
         }
         let th = thread_no();
-        for i in 0..self.incount.max(0) as usize {
+        for i in 0..a.incount.max(0) as usize {
             // SAFETY: MPI requires `requests` to hold `incount` handles (unchanged by a start).
-            started(key(unsafe { *self.requests.add(i) }), d, th);
+            started(key(unsafe { *a.requests.add(i) }), d, th);
         }
     }
 }
@@ -1347,27 +1304,19 @@ unsafe fn matched_probe(
     }
 }
 
-/// MPI_Mprobe.
-impl Kind for args::Mprobe {
-    type Saved = ();
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<()> {
-        own_status(&mut self.status, s)
-    }
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let a = self;
+kinds! {
+    /// MPI_Mprobe.
+    Mprobe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
         // SAFETY: the probe's own pointers.
         unsafe { matched_probe(d, a.peer, a.tag, a.comm, a.message, a.status) };
     }
-}
 
-/// MPI_Improbe: recorded when a message was matched, counted otherwise.
-impl Kind for args::Improbe {
-    type Saved = ();
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<()> {
-        own_status(&mut self.status, s)
-    }
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let a = self;
+    /// MPI_Improbe: recorded when a message was matched, counted otherwise.
+    Improbe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
         // SAFETY: the call's flag, written by MPI when it succeeded.
         if d.rc == 0 && unsafe { flag_set(a.flag) } {
             // SAFETY: the probe's own pointers.
@@ -1395,49 +1344,41 @@ fn take_message(msg: usize) -> (Option<Pending>, CommInfo) {
     (found, ci)
 }
 
-/// MPI_Mrecv: the receive of the message its probe matched (source and tag from it).
-impl Kind for args::Mrecv {
-    /// The message, read before MPI resets it.
-    type Saved = usize;
-    unsafe fn before(&mut self, s: &Sentinels) -> Option<usize> {
-        own_status(&mut self.status, s)?;
+kinds! {
+    /// MPI_Mrecv: the receive of the message its probe matched (source and tag from it).
+    Mrecv before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
         // SAFETY: the call's message pointer, readable as MPI requires.
-        Some(unsafe { handle_at(self.message) })
-    }
-    unsafe fn after(&self, d: &Done, msg: usize) {
+        Some(unsafe { handle_at(a.message) })
+    } after |a, d, msg| {
         let (found, ci) = take_message(msg);
         let mut r = d.row(&ci);
         r.peer = found.map_or(UNKNOWN_RANK, |p| p.peer);
         r.tag = found.map_or(0, |p| p.tag);
         if r.peer != PROC_NULL && d.rc == 0 {
             // SAFETY: the receive succeeded, so MPI filled the status.
-            let bytes = unsafe { status_bytes(self.status) };
-            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(self.count, self.dtype));
+            let bytes = unsafe { status_bytes(a.status) };
+            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(a.count, a.dtype));
         }
         record::push(r);
     }
-}
 
-/// MPI_Imrecv: a nonblocking receive of the message its probe matched.
-impl Kind for args::Imrecv {
-    /// The message, read before MPI resets it.
-    type Saved = usize;
-    unsafe fn before(&mut self, _s: &Sentinels) -> Option<usize> {
+    /// MPI_Imrecv: a nonblocking receive of the message its probe matched.
+    Imrecv before |a, _s| -> usize {
         // SAFETY: the call's message pointer, readable as MPI requires.
-        Some(unsafe { handle_at(self.message) })
-    }
-    unsafe fn after(&self, d: &Done, msg: usize) {
+        Some(unsafe { handle_at(a.message) })
+    } after |a, d, msg| {
         let (found, ci) = take_message(msg);
-        if d.rc != 0 || self.request.is_null() {
+        if d.rc != 0 || a.request.is_null() {
             return;
         }
         let peer = found.map_or(UNKNOWN_RANK, |p| p.peer);
         let mut p = d.pending(&ci, true, peer, found.map_or(0, |p| p.tag));
         if peer != PROC_NULL {
-            p.bytes = handles::bytes(self.count, self.dtype);
+            p.bytes = handles::bytes(a.count, a.dtype);
         }
         // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
-        unsafe { track_posted(self.request, p, d.t1) };
+        unsafe { track_posted(a.request, p, d.t1) };
     }
 }
 
@@ -1465,39 +1406,31 @@ fn rma(d: &Done, put: u64, get: u64, peer: c_int, win: ffi::MPI_Win) {
     record::push(r);
 }
 
-/// MPI_Put, MPI_Accumulate: data to the target.
-impl Kind for args::RmaPut {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
+kinds! {
+    /// MPI_Put, MPI_Accumulate: data to the target.
+    RmaPut after |a, d, ()| {
         rma(
             d,
-            handles::bytes(self.count, self.dtype),
+            handles::bytes(a.count, a.dtype),
             0,
-            self.peer,
-            self.win,
+            a.peer,
+            a.win,
         );
     }
-}
 
-/// MPI_Get: data from the target.
-impl Kind for args::RmaGet {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
+    /// MPI_Get: data from the target.
+    RmaGet after |a, d, ()| {
         rma(
             d,
             0,
-            handles::bytes(self.count, self.dtype),
-            self.peer,
-            self.win,
+            handles::bytes(a.count, a.dtype),
+            a.peer,
+            a.win,
         );
     }
-}
 
-/// MPI_Get_accumulate: the origin buffer to the target, the result back.
-impl Kind for args::RmaGetAcc {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        let a = self;
+    /// MPI_Get_accumulate: the origin buffer to the target, the result back.
+    RmaGetAcc after |a, d, ()| {
         rma(
             d,
             handles::bytes(a.count, a.dtype),
@@ -1525,82 +1458,61 @@ fn win_sync(d: &Done, peer: Option<c_int>, done: bool, win: ffi::MPI_Win) {
     record::push(r);
 }
 
-/// MPI_Win_fence: collective over the window's group; completes the epoch's transfers.
-impl Kind for args::WinFence {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        win_sync(d, None, true, self.win);
+kinds! {
+    /// MPI_Win_fence: collective over the window's group; completes the epoch's transfers.
+    WinFence after |a, d, ()| {
+        win_sync(d, None, true, a.win);
     }
-}
 
-/// Synchronisation that opens access (MPI_Win_lock_all, MPI_Win_post, MPI_Win_start).
-impl Kind for args::WinOpen {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        win_sync(d, None, false, self.win);
+    /// Synchronisation that opens access (MPI_Win_lock_all, MPI_Win_post, MPI_Win_start).
+    WinOpen after |a, d, ()| {
+        win_sync(d, None, false, a.win);
     }
-}
 
-/// MPI_Win_lock: opens access to one target.
-impl Kind for args::WinOpenRank {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        win_sync(d, Some(self.peer), false, self.win);
+    /// MPI_Win_lock: opens access to one target.
+    WinOpenRank after |a, d, ()| {
+        win_sync(d, Some(a.peer), false, a.win);
     }
-}
 
-/// Synchronisation that completes transfers (MPI_Win_unlock_all, MPI_Win_flush_all,
-/// MPI_Win_complete, MPI_Win_wait, ...).
-impl Kind for args::WinDone {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        win_sync(d, None, true, self.win);
+    /// Synchronisation that completes transfers (MPI_Win_unlock_all, MPI_Win_flush_all,
+    /// MPI_Win_complete, MPI_Win_wait, ...).
+    WinDone after |a, d, ()| {
+        win_sync(d, None, true, a.win);
     }
-}
 
-/// MPI_Win_unlock, MPI_Win_flush(_local): completes transfers to one target.
-impl Kind for args::WinDoneRank {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        win_sync(d, Some(self.peer), true, self.win);
+    /// MPI_Win_unlock, MPI_Win_flush(_local): completes transfers to one target.
+    WinDoneRank after |a, d, ()| {
+        win_sync(d, Some(a.peer), true, a.win);
     }
-}
 
-/// Window creation: remembers the window's communicator. Not recorded.
-impl Kind for args::WinNew {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        if d.rc == 0 && !self.newwin.is_null() {
-            let ci = comm_of(self.comm, d.s);
+    /// Window creation: remembers the window's communicator. Not recorded.
+    WinNew after |a, d, ()| {
+        if d.rc == 0 && !a.newwin.is_null() {
+            let ci = comm_of(a.comm, d.s);
             // SAFETY: MPI wrote the new window handle through the caller's pointer (rc == 0).
-            handles::register_win(unsafe { *self.newwin }, ci);
+            handles::register_win(unsafe { *a.newwin }, ci);
         }
     }
-}
 
-/// MPI_Win_free: forgets the window before MPI frees (and may reuse) its handle. Not
-/// recorded; what MPI does inside it is not recorded either.
-impl Kind for args::WinFree {
-    type Saved = ();
-    unsafe fn before(&mut self, _s: &Sentinels) -> Option<()> {
-        if !self.winp.is_null() {
+    /// MPI_Win_free: forgets the window before MPI frees (and may reuse) its handle. Not
+    /// recorded; what MPI does inside it is not recorded either.
+    WinFree before |a, _s| -> () {
+        if !a.winp.is_null() {
             // SAFETY: not null, so a valid window pointer as MPI requires.
-            handles::forget_win(unsafe { *self.winp });
+            handles::forget_win(unsafe { *a.winp });
         }
         Some(())
-    }
-    unsafe fn after(&self, _d: &Done, (): ()) {}
+    } after |_a, _d, ()| {}
 }
 
 // ---- communicators ----
 
-/// Communicator creation: registers the new communicator's WORLD ranks. Not recorded.
-impl Kind for args::CommNew {
-    type Saved = ();
-    unsafe fn after(&self, d: &Done, (): ()) {
-        if d.rc == 0 && !self.newcomm.is_null() {
+kinds! {
+    /// Communicator creation: registers the new communicator's WORLD ranks. Not recorded.
+    CommNew after |a, d, ()| {
+        if d.rc == 0 && !a.newcomm.is_null() {
             // SAFETY: MPI wrote the new handle through the caller's pointer (rc == 0).
-            let _ = handles::register_comm(unsafe { *self.newcomm }, d.s);
+            let _ = handles::register_comm(unsafe { *a.newcomm }, d.s);
         }
     }
 }
