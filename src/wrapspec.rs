@@ -8,7 +8,8 @@
 //! ```
 //!
 //! The kind names the hook that records the call (`src/interpose/hook.rs`) and fixes
-//! which roles it needs, in which order. `#` starts a comment. `build.rs` includes this
+//! which roles it needs, in which order. An `int` role may be given as a number where the
+//! prototype has no parameter for it (`count=1`). `#` starts a comment. `build.rs` includes this
 //! file with `#[path]`, so it uses only `std`.
 
 use std::collections::BTreeMap;
@@ -408,17 +409,19 @@ fn parse_line(l: &str, line: usize) -> Result<Wrap, String> {
         if !needed.iter().any(|r| r.trim_end_matches('?') == role) {
             return Err(format!("kind `{kind}` has no role `{role}`"));
         }
-        if !params.iter().any(|p| p.name == arg) {
+        let want = role_type(role).ok_or_else(|| format!("role `{role}` has no type"))?;
+        let literal = !arg.is_empty() && arg.bytes().all(|b| b.is_ascii_digit());
+        let literal = literal && want == "int" && arg.len() <= 9;
+        if !literal && !params.iter().any(|p| p.name == arg) {
             return Err(format!(
                 "role `{role}` names `{arg}`, which is not a parameter"
             ));
         }
-        let want = role_type(role).ok_or_else(|| format!("role `{role}` has no type"))?;
         let param = params
             .iter()
             .find(|p| p.name == arg)
             .map(|p| p.c_type.as_str());
-        if param.map(|t| rust_type(t, "ffi")) != Some(rust_type(want, "ffi")) {
+        if !literal && param.map(|t| rust_type(t, "ffi")) != Some(rust_type(want, "ffi")) {
             return Err(format!(
                 "role `{role}` takes a `{want}`, but `{arg}` is a `{}`",
                 param.unwrap_or("?")
@@ -556,5 +559,14 @@ mod tests {
         assert_eq!(f[4], ("rcount", "count"));
         assert_eq!(w[0].role_of("count"), Some("scount"));
         assert_eq!(w[0].role_of("buf"), None);
+    }
+
+    #[test]
+    fn an_int_role_may_be_a_number() {
+        let w = parse("MPI_Fetch_and_op(const void *o, void *r, MPI_Datatype dt, int target, MPI_Aint disp, MPI_Op op, MPI_Win win) => rma_get_acc count=1 dtype=dt rcount=1 rtype=dt peer=target win=win").unwrap();
+        assert_eq!(w[0].role_fields()[0], ("count", "1"));
+        assert_eq!(w[0].role_of("dt"), Some("dtype"));
+        let e = parse("MPI_Win_fence(int a, MPI_Win win) => win_fence win=1").unwrap_err();
+        assert!(e.contains("names `1`, which is not a parameter"), "{e}");
     }
 }

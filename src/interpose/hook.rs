@@ -1407,7 +1407,7 @@ fn rma(d: &Done, put: u64, get: u64, peer: c_int, win: ffi::MPI_Win) {
 }
 
 kinds! {
-    /// MPI_Put, MPI_Accumulate: data to the target.
+    /// MPI_Put, MPI_Accumulate, MPI_Rput, MPI_Raccumulate: data to the target.
     RmaPut after |a, d, ()| {
         rma(
             d,
@@ -1418,7 +1418,7 @@ kinds! {
         );
     }
 
-    /// MPI_Get: data from the target.
+    /// MPI_Get, MPI_Rget: data from the target.
     RmaGet after |a, d, ()| {
         rma(
             d,
@@ -1429,7 +1429,8 @@ kinds! {
         );
     }
 
-    /// MPI_Get_accumulate: the origin buffer to the target, the result back.
+    /// MPI_(R)get_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap: the origin buffer
+    /// to the target, the result back.
     RmaGetAcc after |a, d, ()| {
         rma(
             d,
