@@ -270,11 +270,13 @@ macro_rules! kinds {
         impl Kind for args::$kind {
             type Saved = kinds!(@saved $($saved)?);
             $(
+                #[inline]
                 unsafe fn before(&mut self, $bs: &Sentinels) -> Option<$saved> {
                     let $b = self;
                     $before
                 }
             )?
+            #[inline]
             unsafe fn after(&self, $d: &Done, $sv: Self::Saved) {
                 let $a = self;
                 $after
@@ -981,6 +983,7 @@ macro_rules! collectives {
         $(#[$doc])*
         impl Kind for args::$kind {
             type Saved = ();
+            #[inline]
             unsafe fn after(&self, d: &Done, (): ()) {
                 let $a = self;
                 let flow = |$ci: &CommInfo, $s: &Sentinels| -> Flow { $flow };
