@@ -88,6 +88,15 @@ fn rust_params(w: &wrapspec::Wrap) -> Vec<String> {
         .collect()
 }
 
+/// The parameter names of a call, as the arguments of a call that passes them on.
+fn arg_names(w: &wrapspec::Wrap) -> String {
+    w.params
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The MPI library's own `PMPI_*` entry points, reached through pointers that `dlsym`
 /// resolves once: once this library exports `PMPI_*` names, a direct call would come
 /// back to its own export.
@@ -106,7 +115,6 @@ fn real_rs(wraps: &[wrapspec::Wrap]) -> String {
             .iter()
             .map(|p| wrapspec::rust_type(&p.c_type, "ffi").unwrap())
             .collect();
-        let names: Vec<&str> = w.params.iter().map(|p| p.name.as_str()).collect();
         let _ = write!(
             s,
             "\n/// The MPI library's `P{name}`.\n\
@@ -130,7 +138,7 @@ fn real_rs(wraps: &[wrapspec::Wrap]) -> String {
             name = w.name,
             params = params.join(", "),
             types = types.join(", "),
-            args = names.join(", "),
+            args = arg_names(w),
         );
     }
     s
@@ -175,12 +183,7 @@ fn interposers_rs(wraps: &[wrapspec::Wrap]) -> String {
     }
     for w in wraps.iter().filter(|w| w.kind != "special") {
         let params = rust_params(w).join(", ");
-        let args = w
-            .params
-            .iter()
-            .map(|p| p.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let args = arg_names(w);
         let fields = w
             .role_fields()
             .iter()
@@ -285,12 +288,7 @@ fn interposers_rs(wraps: &[wrapspec::Wrap]) -> String {
 /// once.
 fn special_exports(s: &mut String, w: &wrapspec::Wrap) {
     let params = rust_params(w).join(", ");
-    let args = w
-        .params
-        .iter()
-        .map(|p| p.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let args = arg_names(w);
     let body = w.name.trim_start_matches("MPI_").to_ascii_lowercase();
     for export in [w.name.clone(), format!("P{}", w.name)] {
         let _ = write!(
