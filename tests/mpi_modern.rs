@@ -1,6 +1,8 @@
 //! The calls modern codes make (tests/programs/modern_calls.c) under real launches:
 //! nonblocking collectives, persistent requests, Reduce_scatter(_block), Scan, Exscan,
-//! Alltoallw, Sendrecv_replace and matched probes. The program writes what the layer should
+//! Alltoallw, Sendrecv_replace, matched probes and one-sided transfers (MPI_Put ... and the
+//! request-based MPI_Rput, MPI_Rget, MPI_Raccumulate, MPI_Rget_accumulate, and
+//! MPI_Fetch_and_op, MPI_Compare_and_swap). The program writes what the layer should
 //! record; the census of calls.csv must equal it exactly, record for record (call, peer,
 //! root, bytes each way, communicator size, nonblocking, source), and every row must be
 //! predicted.
@@ -80,6 +82,23 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
     let rows = read_calls(&out);
     // The census per call name and rank: exactly the program's own counts.
     let census = counts(&rows);
+    // The request-based and atomic one-sided calls, once per rank each.
+    for rank in 0..4u32 {
+        for call in [
+            "MPI_Rput",
+            "MPI_Rget",
+            "MPI_Raccumulate",
+            "MPI_Rget_accumulate",
+            "MPI_Fetch_and_op",
+            "MPI_Compare_and_swap",
+        ] {
+            assert_eq!(
+                census.get(&(rank, call.to_string())),
+                Some(&1),
+                "{rank} {call}"
+            );
+        }
+    }
     let mut differ: Vec<_> = census
         .keys()
         .chain(own_counts.keys())

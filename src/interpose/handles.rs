@@ -2,13 +2,16 @@
 //! pending nonblocking operations, datatype sizes, and the MPI sentinels.
 //!
 //! Both tables are fixed-size open-addressing maps with atomic keys, allocated once at
-//! init: lookups and inserts take no lock and allocate nothing.
+//! init: lookups and inserts take no lock, and nothing on the hot path allocates. They are
+//! safe under MPI_THREAD_MULTIPLE: a communicator's description is immutable once
+//! published (a slot holds a pointer to it, swapped whole), and a pending operation is
+//! read or written only by the thread that moved its slot's key to BUSY.
 
 use mpi_sys as ffi;
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::trace::{NO_RANK, PROC_NULL, UNKNOWN_RANK};
 
@@ -102,15 +105,17 @@ pub fn bytes(count: c_int, dt: ffi::MPI_Datatype) -> u64 {
 }
 
 /// Sum of `n` counts from a C array, times the size of `dt`. A null array counts 0.
+///
+/// # Safety
+/// `counts` is null or holds `n` ints.
 #[inline]
-pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
+pub unsafe fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
     if counts.is_null() {
         return 0;
     }
     let mut total: u64 = 0;
     for i in 0..n as usize {
-        // SAFETY: MPI requires `counts` to hold comm-size entries where it is significant,
-        // and callers only pass it there.
+        // SAFETY: `counts` holds n entries (the caller's contract); i < n.
         let c = unsafe { *counts.add(i) };
         if c > 0 {
             total += c as u64;
@@ -121,29 +126,33 @@ pub fn bytes_v(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
 
 /// Sum over `n` peers of count × size of that peer's datatype (MPI_Alltoallw). Null
 /// arrays count 0.
+///
+/// # Safety
+/// Each array is null or holds `n` entries.
 #[inline]
-pub fn bytes_w(counts: *const c_int, types: *const ffi::MPI_Datatype, n: u32) -> u64 {
+pub unsafe fn bytes_w(counts: *const c_int, types: *const ffi::MPI_Datatype, n: u32) -> u64 {
     if counts.is_null() || types.is_null() {
         return 0;
     }
     (0..n as usize)
         .map(|i| {
-            // SAFETY: MPI requires both arrays to hold comm-size entries where they are
-            // significant, and callers only pass them there.
+            // SAFETY: both arrays hold n entries (the caller's contract); i < n.
             unsafe { bytes(*counts.add(i), *types.add(i)) }
         })
         .sum()
 }
 
-/// Entry `i` of a C count array (comm-size entries), in bytes of `dt`; 0 when `i` is
-/// out of range or the array is null.
+/// Entry `i` of a C count array of `n` entries, in bytes of `dt`; 0 when `i` is out of
+/// range or the array is null.
+///
+/// # Safety
+/// `counts` is null or holds `n` ints.
 #[inline]
-pub fn count_at(counts: *const c_int, i: c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
+pub unsafe fn count_at(counts: *const c_int, i: c_int, n: u32, dt: ffi::MPI_Datatype) -> u64 {
     if counts.is_null() || i < 0 || i as u32 >= n {
         return 0;
     }
-    // SAFETY: MPI requires `counts` to hold comm-size entries where it is significant, and
-    // callers only pass it there; i < n.
+    // SAFETY: `counts` holds n entries (the caller's contract); i < n.
     bytes(unsafe { *counts.add(i as usize) }, dt)
 }
 
@@ -194,9 +203,37 @@ impl CommInfo {
     }
 }
 
+/// A communicator (or window) slot: its handle key and its description. A description is
+/// allocated at registration (the cold path) and never freed nor changed, so a reader
+/// that loaded the pointer may copy it however slots change meanwhile; registration
+/// swaps the pointer whole.
 struct CommSlot {
     key: AtomicUsize,
-    info: UnsafeCell<CommInfo>,
+    info: AtomicPtr<CommInfo>,
+}
+
+impl CommSlot {
+    /// The description under key `k`, if the slot holds `k` before and after its pointer
+    /// was read (not a slot being reused for another handle meanwhile).
+    #[inline]
+    fn info_if(&self, k: usize) -> Option<CommInfo> {
+        let p = self.info.load(Ordering::Acquire);
+        if p.is_null() || self.key.load(Ordering::Acquire) != k {
+            return None;
+        }
+        // SAFETY: a non-null pointer in a slot comes from Box::leak in `publish` and is
+        // never freed or written through again.
+        Some(unsafe { *p })
+    }
+
+    /// Publishes `info` under key `k` in a slot this thread moved to BUSY.
+    fn publish(&self, k: usize, info: CommInfo) {
+        self.info.store(
+            Box::leak(Box::new(info)) as *mut CommInfo,
+            Ordering::Release,
+        );
+        self.key.store(k, Ordering::Release);
+    }
 }
 
 /// Communicator table.
@@ -204,10 +241,6 @@ pub struct CommTable {
     slots: Box<[CommSlot]>,
     next_id: AtomicU32,
 }
-
-// SAFETY: a slot's info is written only while its key is BUSY (owned by one thread) and read
-// only after its key was published with Release; readers Acquire the key.
-unsafe impl Sync for CommTable {}
 
 static COMMS: OnceLock<CommTable> = OnceLock::new();
 static COMM_WORLD_INFO: OnceLock<CommInfo> = OnceLock::new();
@@ -219,14 +252,7 @@ pub fn init_comms(capacity: usize, world_size: c_int, world_rank: c_int) {
         slots: (0..cap)
             .map(|_| CommSlot {
                 key: AtomicUsize::new(EMPTY),
-                info: UnsafeCell::new(CommInfo {
-                    id: 0,
-                    size: 0,
-                    my_rank: 0,
-                    world: None,
-                    indeg: 0,
-                    outdeg: 0,
-                }),
+                info: AtomicPtr::new(std::ptr::null_mut()),
             })
             .collect(),
         // 0 is WORLD, 1 is SELF.
@@ -254,9 +280,10 @@ pub fn comm_info(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
     let mut i = slot_of(k, mask);
     for _ in 0..MAX_PROBE.min(t.slots.len()) {
         let sk = t.slots[i].key.load(Ordering::Acquire);
-        if sk == k {
-            // SAFETY: published with Release after the info was written; see `unsafe impl Sync`.
-            return Some(unsafe { *t.slots[i].info.get() });
+        if sk == k
+            && let Some(info) = t.slots[i].info_if(k)
+        {
+            return Some(info);
         }
         if sk == EMPTY {
             break;
@@ -297,9 +324,7 @@ pub fn register_comm(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
                 .compare_exchange(k, BUSY, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                // SAFETY: we own the slot while its key is BUSY.
-                unsafe { *slot.info.get() = info };
-                slot.key.store(k, Ordering::Release);
+                slot.publish(k, info);
                 return Some(info);
             }
         } else if (sk == EMPTY || sk == TOMB)
@@ -308,9 +333,7 @@ pub fn register_comm(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
                 .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            // SAFETY: we own the slot while its key is BUSY.
-            unsafe { *slot.info.get() = info };
-            slot.key.store(k, Ordering::Release);
+            slot.publish(k, info);
             return Some(info);
         }
         i = (i + 1) & mask;
@@ -338,9 +361,7 @@ pub fn register_win(win: ffi::MPI_Win, info: CommInfo) {
                 .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            // SAFETY: we own the slot while its key is BUSY.
-            unsafe { *slot.info.get() = info };
-            slot.key.store(k, Ordering::Release);
+            slot.publish(k, info);
             return;
         }
         i = (i + 1) & mask;
@@ -357,8 +378,7 @@ pub fn win_info(win: ffi::MPI_Win) -> Option<CommInfo> {
     for _ in 0..MAX_PROBE.min(t.slots.len()) {
         let sk = t.slots[i].key.load(Ordering::Acquire);
         if sk == k {
-            // SAFETY: published with Release after the info was written.
-            return Some(unsafe { *t.slots[i].info.get() });
+            return t.slots[i].info_if(k);
         }
         if sk == EMPTY {
             break;
@@ -560,8 +580,9 @@ pub struct RequestTable {
     pub dropped: AtomicU64,
 }
 
-// SAFETY: same publication protocol as CommTable: data written under BUSY, key published
-// with Release, read after an Acquire of the key; a request is completed by one thread.
+// SAFETY: a slot's operation is written and read only by the thread that moved its key to
+// BUSY (by compare-exchange, AcqRel), and the key leaves BUSY with a Release store after
+// that access; no two threads hold one slot's BUSY at once.
 unsafe impl Sync for RequestTable {}
 
 static REQUESTS: OnceLock<RequestTable> = OnceLock::new();
@@ -629,7 +650,10 @@ impl RequestTable {
         Err(TrackError::Full)
     }
 
-    /// The entry under `req`; removed when `remove`.
+    /// The entry under `req`; removed when `remove`. The slot is held BUSY while the entry
+    /// is copied, so that no other thread can reuse it meanwhile; a thread looking up the
+    /// same handle at that moment finds nothing (MPI lets one request be completed, or
+    /// started, by one thread at a time).
     fn lookup(&self, req: usize, remove: bool) -> Option<Pending> {
         if req <= TOMB {
             return None;
@@ -641,19 +665,18 @@ impl RequestTable {
             let slot = &t.slots[i];
             let sk = slot.key.load(Ordering::Acquire);
             if sk == req {
-                // SAFETY: published with Release after the op was written.
-                let op = unsafe { *slot.op.get() };
-                if !remove {
-                    return Some(op);
-                }
                 if slot
                     .key
-                    .compare_exchange(req, TOMB, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
+                    .compare_exchange(req, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
                 {
-                    return Some(op);
+                    return None;
                 }
-                return None;
+                // SAFETY: we own the slot while its key is BUSY.
+                let op = unsafe { *slot.op.get() };
+                slot.key
+                    .store(if remove { TOMB } else { req }, Ordering::Release);
+                return Some(op);
             }
             if sk == EMPTY {
                 return None;
@@ -770,4 +793,80 @@ pub fn set_message(msg: usize, op: Pending) {
 #[inline]
 pub fn take_message(msg: usize) -> Option<Pending> {
     MESSAGES.get()?.lookup(msg, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Readers of a slot that another thread keeps republishing see whole descriptions:
+    /// each is one of the two published, never a mix of both.
+    #[test]
+    fn a_republished_comm_slot_is_read_whole() {
+        static A: [i32; 2] = [0, 1];
+        static B: [i32; 3] = [2, 3, 4];
+        let info = |w: &'static [i32]| CommInfo {
+            id: w.len() as u32,
+            size: w.len() as u32,
+            my_rank: 0,
+            world: Some(w),
+            indeg: 0,
+            outdeg: 0,
+        };
+        let slot = CommSlot {
+            key: AtomicUsize::new(EMPTY),
+            info: AtomicPtr::new(std::ptr::null_mut()),
+        };
+        let k = 0x1000;
+        slot.publish(k, info(&A));
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                for i in 0..20_000 {
+                    if slot
+                        .key
+                        .compare_exchange(k, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        slot.publish(k, info(if i % 2 == 0 { &B } else { &A }));
+                    }
+                }
+            });
+            for _ in 0..2 {
+                sc.spawn(|| {
+                    for _ in 0..20_000 {
+                        if let Some(c) = slot.info_if(k) {
+                            let w = c.world.unwrap();
+                            assert_eq!((c.id, c.size), (w.len() as u32, w.len() as u32));
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    /// Threads tracking and taking their own requests in one table each get back exactly
+    /// what they tracked.
+    #[test]
+    fn requests_tracked_and_taken_by_many_threads() {
+        let t = RequestTable::new(256);
+        std::thread::scope(|sc| {
+            for th in 0..4usize {
+                let t = &t;
+                sc.spawn(move || {
+                    for i in 0..5_000usize {
+                        let req = 0x10_0000 * (th + 1) + (i % 16) * 8;
+                        let op = Pending {
+                            bytes: (th * 100_000 + i) as u64,
+                            ..Default::default()
+                        };
+                        t.track(req, op).unwrap();
+                        assert_eq!(t.lookup(req, false).unwrap().bytes, op.bytes);
+                        assert_eq!(t.lookup(req, true).unwrap().bytes, op.bytes);
+                        assert!(t.lookup(req, true).is_none());
+                    }
+                });
+            }
+        });
+        assert_eq!(t.dropped.load(Ordering::Relaxed), 0);
+    }
 }

@@ -1,8 +1,13 @@
-//! The hot path. Every generated interposer calls one function here per call kind: it
-//! takes two timestamps around the PMPI call and appends one fixed-size record to the
-//! calling thread's ring. No allocation, lock, system call or formatting happens here;
-//! the record is built inside `catch_unwind` so that no panic can reach C.
+//! The hot path. Every generated interposer hands its arguments, sorted by role into the
+//! struct of its kind (`super::args`, generated from `wrapspec::KINDS`), to [`call`]: the
+//! one prologue and epilogue of every wrapped call. It checks the layer's state, enters the
+//! per-thread guard, takes two timestamps around the real `PMPI_*` call and runs the
+//! recording step inside `catch_unwind`, so that no panic can reach C. What differs from
+//! one kind to another (what is read before the call, which bytes, peer or root the record
+//! gets) is the kind's [`Kind`] impl below. No allocation, lock, system call or formatting
+//! happens here; a record goes into the calling thread's preallocated ring.
 
+use super::args;
 use super::handles::{self, CommInfo, Pending, Sentinels, key};
 use crate::record;
 use crate::topo::clock::now_ns;
@@ -28,7 +33,6 @@ pub static STATE: AtomicU8 = AtomicU8::new(OFF);
 
 unsafe extern "C" {
     static pmpi_predict_BYTE: ffi::MPI_Datatype;
-    static pmpi_predict_DATATYPE_NULL: ffi::MPI_Datatype;
 }
 
 thread_local! {
@@ -95,13 +99,193 @@ fn enter() -> Option<(Guard, &'static Sentinels)> {
     Some((g, s))
 }
 
-/// Runs the recording step; a panic in it disables the layer instead of unwinding into C.
+/// Runs a step of the layer's own; a panic in it disables the layer instead of unwinding
+/// into C (None then).
 #[inline]
-fn guarded(f: impl FnOnce()) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-        super::fail("internal error while recording a call");
+fn guarded<R>(f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(_) => {
+            super::fail("internal error while recording a call");
+            None
+        }
     }
 }
+
+// ---- the skeleton ----
+
+/// What a kind's recording step knows once the real call returned.
+pub(crate) struct Done {
+    pub call: u16,
+    /// Timestamps just before and just after the real call.
+    pub t0: u64,
+    pub t1: u64,
+    /// The real call's result.
+    pub rc: c_int,
+    pub s: &'static Sentinels,
+}
+
+impl Done {
+    /// The row of a call on `ci` that completed here, before the kind fills in peers and
+    /// bytes.
+    #[inline]
+    fn row(&self, ci: &CommInfo) -> Record {
+        Record {
+            t_start: self.t0,
+            t_end: self.t1,
+            t_posted: self.t1,
+            peer: NO_RANK,
+            root: NO_RANK,
+            peer2: NO_RANK,
+            comm: ci.id,
+            comm_size: ci.size,
+            call: self.call,
+            flags: if self.rc != 0 { FLAG_ERROR } else { 0 },
+            ..Default::default()
+        }
+    }
+
+    /// The call's communicator and its row on it.
+    #[inline]
+    fn row_on(&self, comm: ffi::MPI_Comm) -> (CommInfo, Record) {
+        let ci = comm_of(comm, self.s);
+        let r = self.row(&ci);
+        (ci, r)
+    }
+
+    /// A nonblocking operation on `ci` posted by this call, to be recorded at its completion.
+    #[inline]
+    fn pending(&self, ci: &CommInfo, is_recv: bool, peer: i32, tag: c_int) -> Pending {
+        Pending {
+            call: self.call,
+            thread: thread_no(),
+            is_recv,
+            t_start: self.t0,
+            t_posted: self.t1,
+            bytes: 0,
+            bytes_recv: 0,
+            root: NO_RANK,
+            flags: 0,
+            peer,
+            tag,
+            comm: ci.id,
+            comm_size: ci.size,
+            world: ci.world,
+        }
+    }
+}
+
+/// The steps of one kind of call (`wrapspec::KINDS`) around the real call that [`call`]
+/// runs. `Self` is the generated struct of the kind's arguments.
+pub(crate) trait Kind: Copy {
+    /// What `before` reads for `after`: handles that the real call may overwrite.
+    type Saved: Default;
+
+    /// True for a call that must not hold the guard, and so is seen even when nested in
+    /// another: MPI_Comm_free, whose attribute callbacks make the program's own calls.
+    /// Only `before` runs, and nothing is recorded.
+    const UNGUARDED: bool = false;
+
+    /// Runs before the first timestamp: may point an ignored status at the thread's own,
+    /// and reads what the call will overwrite. None passes the call through unrecorded,
+    /// with the caller's arguments.
+    ///
+    /// # Safety
+    /// The fields are the arguments of an MPI call of this kind, valid as MPI requires.
+    #[inline]
+    unsafe fn before(&mut self, _s: &Sentinels) -> Option<Self::Saved> {
+        Some(Self::Saved::default())
+    }
+
+    /// Records the call, after the real call returned with `d.rc`.
+    ///
+    /// # Safety
+    /// As for `before`, with the fields `before` left; what MPI wrote through them is in
+    /// place.
+    unsafe fn after(&self, d: &Done, saved: Self::Saved);
+}
+
+/// The one prologue and epilogue of every generated interposer: passes the call through
+/// unless the layer records and the thread is not already inside a hook; else runs the
+/// kind's `before`, the real call `real` between two timestamps, then the kind's `after`.
+/// The real call runs exactly once, outside both `catch_unwind`s.
+///
+/// # Safety
+/// `args` are the arguments of an MPI call of kind `K`, valid as MPI requires, and `real`
+/// makes that call with the arguments it is given.
+#[inline(always)]
+pub(crate) unsafe fn call<K: Kind>(call: u16, args: K, real: impl FnOnce(&K) -> c_int) -> c_int {
+    if K::UNGUARDED {
+        if STATE.load(Ordering::Relaxed) == ON
+            && let Some(s) = handles::sentinels()
+        {
+            let mut a = args;
+            // SAFETY: the caller's contract is `before`'s.
+            let _ = guarded(|| unsafe { a.before(s) });
+        }
+        return real(&args);
+    }
+    let Some((_g, s)) = enter() else {
+        return real(&args);
+    };
+    let mut a = args;
+    // SAFETY: the caller's contract is `before`'s.
+    let Some(saved) = guarded(|| unsafe { a.before(s) }).flatten() else {
+        return real(&args);
+    };
+    let t0 = now_ns();
+    let rc = real(&a);
+    let t1 = now_ns();
+    let d = Done {
+        call,
+        t0,
+        t1,
+        rc,
+        s,
+    };
+    // SAFETY: the caller's contract, and the real call returned with the arguments
+    // `before` left.
+    let _ = guarded(|| unsafe { a.after(&d, saved) });
+    rc
+}
+
+/// Implements [`Kind`] for each kind listed as
+///
+/// ```text
+/// /// What the kind records.
+/// Name before |a, s| -> Saved { ... } after |a, d, saved| { ... }
+/// ```
+///
+/// `Name` is the kind's argument struct in `args` (its name in CamelCase), `a` its
+/// arguments (mutable in `before`, which may replace an ignored status), `s` the MPI
+/// sentinels, `d` what the real call returned ([`Done`]) and `saved` what `before`
+/// returned. Without `before`, nothing is read before the call and `saved` is `()`.
+macro_rules! kinds {
+    (@saved) => { () };
+    (@saved $t:ty) => { $t };
+    ($($(#[$doc:meta])* $kind:ident
+        $(before |$b:ident, $bs:ident| -> $saved:ty $before:block)?
+        after |$a:ident, $d:ident, $sv:pat_param| $after:block)*) => {$(
+        $(#[$doc])*
+        impl Kind for args::$kind {
+            type Saved = kinds!(@saved $($saved)?);
+            $(
+                #[inline]
+                unsafe fn before(&mut self, $bs: &Sentinels) -> Option<$saved> {
+                    let $b = self;
+                    $before
+                }
+            )?
+            #[inline]
+            unsafe fn after(&self, $d: &Done, $sv: Self::Saved) {
+                let $a = self;
+                $after
+            }
+        }
+    )*};
+}
+
+// ---- helpers of the kinds ----
 
 #[inline]
 fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> Option<R> {
@@ -124,224 +308,144 @@ fn comm_of(comm: ffi::MPI_Comm, s: &Sentinels) -> CommInfo {
     handles::comm_info(comm, s).unwrap_or(NO_COMM)
 }
 
+fn thread_no() -> u16 {
+    record::thread_ring().map_or(0, |r| r.thread)
+}
+
+/// Points an ignored (or null) status at the thread's scratch status, so that the record
+/// can read the matched source and size; None (pass through) when the thread's storage is
+/// gone, as while it exits.
 #[inline]
-fn base(call: u16, t0: u64, t1: u64, ci: &CommInfo, rc: c_int) -> Record {
-    Record {
-        t_start: t0,
-        t_end: t1,
-        t_posted: t1,
-        peer: NO_RANK,
-        root: NO_RANK,
-        peer2: NO_RANK,
-        comm: ci.id,
-        comm_size: ci.size,
-        call,
-        flags: if rc != 0 { FLAG_ERROR } else { 0 },
-        ..Default::default()
+fn own_status(status: &mut *mut ffi::MPI_Status, s: &Sentinels) -> Option<()> {
+    let scratch = with_scratch(|x| x.status.as_mut_ptr())?;
+    if *status as usize == s.status_ignore || status.is_null() {
+        *status = scratch;
+    }
+    Some(())
+}
+
+/// Points MPI_STATUSES_IGNORE at the thread's scratch statuses when `n` of them fit.
+#[inline]
+fn own_statuses(statuses: &mut *mut ffi::MPI_Status, n: c_int, s: &Sentinels) {
+    if *statuses as usize == s.statuses_ignore
+        && n > 0
+        && n as usize <= MAX_STATUSES
+        && let Some(p) = with_scratch(|x| x.statuses.as_mut_ptr() as *mut ffi::MPI_Status)
+    {
+        *statuses = p;
     }
 }
 
+/// Key of the handle `p` points to, 0 for a null pointer: read before the real call,
+/// which resets a completed request or a received message.
+///
+/// # Safety
+/// `p` is null or points to a readable handle.
 #[inline]
-fn status_ptr(
-    status: *mut ffi::MPI_Status,
-    s: &Sentinels,
-    scratch: *mut ffi::MPI_Status,
-) -> *mut ffi::MPI_Status {
-    if status as usize == s.status_ignore || status.is_null() {
-        scratch
+unsafe fn handle_at<T: Copy>(p: *const T) -> usize {
+    if p.is_null() {
+        0
     } else {
-        status
+        // SAFETY: not null, so readable by the caller's contract.
+        key(unsafe { *p })
     }
+}
+
+/// True if `flag` is set.
+///
+/// # Safety
+/// `flag` is null or points to an int that MPI wrote.
+#[inline]
+unsafe fn flag_set(flag: *const c_int) -> bool {
+    // SAFETY: not null, so written by MPI by the caller's contract.
+    !flag.is_null() && unsafe { *flag } != 0
 }
 
 /// Bytes received according to a status (MPI_Get_count in MPI_BYTE).
+///
+/// # Safety
+/// `st` points to a status MPI just filled.
 #[inline]
-fn status_bytes(st: *const ffi::MPI_Status) -> Option<u64> {
+unsafe fn status_bytes(st: *const ffi::MPI_Status) -> Option<u64> {
     let mut n: c_int = 0;
-    // SAFETY: `st` points to a status MPI just filled; PMPI_Get_count only reads it.
+    // SAFETY: `st` is a filled status (the caller's contract); PMPI_Get_count only reads it.
     let rc = unsafe { ffi::PMPI_Get_count(st, pmpi_predict_BYTE, &mut n) };
     (rc == 0 && n >= 0).then_some(n as u64)
 }
 
+/// The matched source and tag in a status (the real ones of an MPI_ANY_SOURCE or
+/// MPI_ANY_TAG receive).
+///
+/// # Safety
+/// `st` points to a status MPI just filled.
 #[inline]
-fn status_source(st: *const ffi::MPI_Status) -> c_int {
-    // SAFETY: `st` points to a status MPI just filled.
-    unsafe { (*st).MPI_SOURCE }
+unsafe fn status_match(st: *const ffi::MPI_Status) -> (c_int, c_int) {
+    // SAFETY: `st` is a filled status (the caller's contract).
+    unsafe { ((*st).MPI_SOURCE, (*st).MPI_TAG) }
 }
 
-/// The matched tag in a status (the real tag of an MPI_ANY_TAG receive).
+/// Entry `i` of a status array; null for MPI_STATUSES_IGNORE (or a null array).
 #[inline]
-fn status_tag(st: *const ffi::MPI_Status) -> c_int {
-    // SAFETY: `st` points to a status MPI just filled.
-    unsafe { (*st).MPI_TAG }
+fn status_at(st: *mut ffi::MPI_Status, i: usize, s: &Sentinels) -> *const ffi::MPI_Status {
+    if st as usize == s.statuses_ignore || st.is_null() {
+        std::ptr::null()
+    } else {
+        st.wrapping_add(i)
+    }
 }
 
-/// Translates the source in a status through a communicator's table.
-#[inline]
-fn source_world(src: c_int, world: Option<&'static [i32]>, size: u32, s: &Sentinels) -> i32 {
-    let ci = CommInfo {
-        id: 0,
-        size,
-        my_rank: 0,
-        world,
-        indeg: 0,
-        outdeg: 0,
-    };
-    ci.world_rank(src, s)
-}
-
-fn poll_miss(call: u16, t0: u64, t1: u64) {
-    if let (Some(c), Some(n)) = (POLL_COUNT.get(call as usize), POLL_NS.get(call as usize)) {
+fn poll_miss(d: &Done) {
+    if let (Some(c), Some(n)) = (
+        POLL_COUNT.get(d.call as usize),
+        POLL_NS.get(d.call as usize),
+    ) {
         c.fetch_add(1, Ordering::Relaxed);
-        n.fetch_add(t1.saturating_sub(t0), Ordering::Relaxed);
+        n.fetch_add(d.t1.saturating_sub(d.t0), Ordering::Relaxed);
     }
 }
 
 /// Emits the record of a tracked nonblocking operation that just completed.
+///
+/// # Safety
+/// `st` is null or points to the operation's status, which MPI just filled.
 #[inline]
-fn complete(req: usize, st: *const ffi::MPI_Status, t_end: u64, s: &Sentinels) {
+unsafe fn complete(req: usize, st: *const ffi::MPI_Status, t_end: u64, s: &Sentinels) {
     let Some(mut p) = handles::take(req) else {
         return;
     };
     if p.is_recv && !st.is_null() {
         if p.peer != PROC_NULL {
-            p.peer = source_world(status_source(st), p.world, p.comm_size, s);
-            p.tag = status_tag(st);
+            // SAFETY: a filled status (the caller's contract).
+            let (src, tag) = unsafe { status_match(st) };
+            let ci = CommInfo {
+                id: 0,
+                size: p.comm_size,
+                my_rank: 0,
+                world: p.world,
+                indeg: 0,
+                outdeg: 0,
+            };
+            p.peer = ci.world_rank(src, s);
+            p.tag = tag;
         }
-        if let Some(b) = status_bytes(st) {
+        // SAFETY: as above.
+        if let Some(b) = unsafe { status_bytes(st) } {
             p.bytes = b;
         }
     }
-    emit_done(p, t_end);
+    emit(p, t_end, 0);
 }
 
-// ---- point-to-point ----
-
-/// Blocking sends.
-#[inline]
-pub fn send(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        let ci = comm_of(comm, s);
-        let mut r = base(call, t0, t1, &ci, rc);
-        r.peer = ci.world_rank(peer, s);
-        r.tag = tag;
-        if r.peer != PROC_NULL {
-            r.bytes_send = handles::bytes(count, dtype);
-        }
-        record::push(r);
-    });
-    rc
-}
-
-/// Blocking receive: the actual source and size come from the status.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn recv(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        let ci = comm_of(comm, s);
-        let mut r = base(call, t0, t1, &ci, rc);
-        r.tag = tag;
-        if peer == s.proc_null {
-            r.peer = PROC_NULL;
-        } else if rc == 0 {
-            r.peer = ci.world_rank(status_source(st), s);
-            r.tag = status_tag(st);
-            r.bytes_recv = status_bytes(st).unwrap_or_else(|| handles::bytes(count, dtype));
-        } else {
-            r.peer = ci.world_rank(peer, s);
-        }
-        record::push(r);
-    });
-    rc
-}
-
-#[allow(clippy::too_many_arguments)]
-fn post(
-    call: u16,
-    is_recv: bool,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        if rc != 0 || request.is_null() {
-            return;
-        }
-        let ci = comm_of(comm, s);
-        let wp = ci.world_rank(peer, s);
-        let elem = handles::type_size(dtype);
-        let p = Pending {
-            call,
-            thread: record::thread_ring().map_or(0, |r| r.thread),
-            is_recv,
-            t_start: t0,
-            t_posted: t1,
-            bytes: if wp == PROC_NULL || count <= 0 {
-                0
-            } else {
-                count as u64 * elem
-            },
-            bytes_recv: 0,
-            root: NO_RANK,
-            flags: 0,
-            peer: wp,
-            tag,
-            comm: ci.id,
-            comm_size: ci.size,
-            world: ci.world,
-        };
-        track_posted(request, p, t1);
-    });
-    rc
-}
-
-/// Tracks an operation MPI just posted under the handle it wrote through `request`
-/// (called only when the post succeeded).
-fn track_posted(request: *mut ffi::MPI_Request, p: Pending, t1: u64) {
-    // SAFETY: MPI wrote a request handle through the caller's pointer (rc == 0).
+/// Tracks an operation MPI just posted under the handle it wrote through `request`.
+///
+/// # Safety
+/// The post succeeded, so `request` points to the handle MPI wrote.
+unsafe fn track_posted(request: *mut ffi::MPI_Request, p: Pending, t1: u64) {
+    // SAFETY: MPI wrote a request handle through the caller's pointer (the contract).
     let handle = unsafe { *request };
     let req = key(handle);
     if handles::is_shared_request(req) {
-        emit_done(p, t1);
+        emit(p, t1, 0);
         return;
     }
     if handles::track(req, p) == Err(handles::TrackError::Duplicate) {
@@ -351,9 +455,9 @@ fn track_posted(request: *mut ffi::MPI_Request, p: Pending, t1: u64) {
             handles::learn_shared_request(req);
             if let Some(old) = handles::take(req) {
                 let end = old.t_posted;
-                emit_done(old, end);
+                emit(old, end, 0);
             }
-            emit_done(p, t1);
+            emit(p, t1, 0);
         } else {
             // A stale entry (its completion was not seen): the new operation replaces it.
             let _ = handles::take(req);
@@ -373,11 +477,7 @@ fn request_complete(mut h: ffi::MPI_Request) -> bool {
     rc == 0 && flag != 0
 }
 
-/// Records a completed nonblocking operation.
-fn emit_done(p: Pending, t_end: u64) {
-    emit(p, t_end, 0);
-}
-
+/// Records a nonblocking operation that completed (or was given up) at `t_end`.
 fn emit(p: Pending, t_end: u64, flags: u16) {
     let mut r = Record {
         t_start: p.t_start,
@@ -403,247 +503,221 @@ fn emit(p: Pending, t_end: u64, flags: u16) {
     record::push_as_is(r);
 }
 
-/// Nonblocking sends: one record from post to completion.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn isend(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    post(call, false, count, dtype, peer, tag, comm, request, f)
-}
+// ---- point-to-point ----
 
-/// Nonblocking receives: one record from post to completion.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn irecv(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    post(call, true, count, dtype, peer, tag, comm, request, f)
-}
-
-/// MPI_Sendrecv: `peer` is the destination, `peer2` the actual source.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn sendrecv(
-    call: u16,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    source: c_int,
-    _rtag: c_int,
-    comm: ffi::MPI_Comm,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        let ci = comm_of(comm, s);
-        let mut r = base(call, t0, t1, &ci, rc);
-        r.tag = tag;
-        r.peer = ci.world_rank(dest, s);
+kinds! {
+    /// Blocking sends.
+    Send after |a, d, ()| {
+        let (ci, mut r) = d.row_on(a.comm);
+        r.peer = ci.world_rank(a.peer, d.s);
+        r.tag = a.tag;
         if r.peer != PROC_NULL {
-            r.bytes_send = handles::bytes(scount, stype);
-        }
-        if source == s.proc_null {
-            r.peer2 = PROC_NULL;
-        } else if rc == 0 {
-            r.peer2 = ci.world_rank(status_source(st), s);
-            r.bytes_recv = status_bytes(st).unwrap_or_else(|| handles::bytes(rcount, rtype));
+            r.bytes_send = handles::bytes(a.count, a.dtype);
         }
         record::push(r);
-    });
-    rc
-}
+    }
 
-/// MPI_Probe: records the matched source; moves no data.
-#[inline]
-pub fn probe(
-    call: u16,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        let ci = comm_of(comm, s);
-        let mut r = base(call, t0, t1, &ci, rc);
-        r.tag = tag;
-        if peer == s.proc_null || rc != 0 {
-            r.peer = ci.world_rank(peer, s);
+    /// Blocking receive: the actual source, tag and size come from the status.
+    Recv before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        let s = d.s;
+        let (ci, mut r) = d.row_on(a.comm);
+        r.tag = a.tag;
+        if a.peer == s.proc_null {
+            r.peer = PROC_NULL;
+        } else if d.rc == 0 {
+            // SAFETY: MPI filled the status of the successful receive (the caller's, or
+            // the scratch one `before` put in place of MPI_STATUS_IGNORE).
+            let (src, tag, bytes) = unsafe {
+                let (src, tag) = status_match(a.status);
+                (src, tag, status_bytes(a.status))
+            };
+            r.peer = ci.world_rank(src, s);
+            r.tag = tag;
+            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(a.count, a.dtype));
         } else {
-            r.peer = ci.world_rank(status_source(st), s);
-            r.tag = status_tag(st);
+            r.peer = ci.world_rank(a.peer, s);
         }
         record::push(r);
-    });
-    rc
+    }
 }
 
-/// MPI_Iprobe: recorded when a message was found, counted otherwise.
-#[inline]
-pub fn iprobe(
-    call: u16,
+/// The operation a point-to-point call set up under its request (a nonblocking post, or
+/// a persistent request's template), if the call succeeded.
+#[allow(clippy::too_many_arguments)]
+fn p2p_op(
+    d: &Done,
+    is_recv: bool,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
     peer: c_int,
     tag: c_int,
     comm: ffi::MPI_Comm,
-    flag: *mut c_int,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        // SAFETY: MPI wrote the flag through the caller's pointer.
-        let found = rc == 0 && !flag.is_null() && unsafe { *flag } != 0;
-        if !found {
-            poll_miss(call, t0, t1);
+    request: *mut ffi::MPI_Request,
+) -> Option<Pending> {
+    if d.rc != 0 || request.is_null() {
+        return None;
+    }
+    let ci = comm_of(comm, d.s);
+    let wp = ci.world_rank(peer, d.s);
+    let mut p = d.pending(&ci, is_recv, wp, tag);
+    if wp != PROC_NULL {
+        p.bytes = handles::bytes(count, dtype);
+    }
+    Some(p)
+}
+
+kinds! {
+    /// Nonblocking sends: one record from post to completion.
+    Isend after |a, d, ()| {
+        if let Some(p) = p2p_op(d, false, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
+            unsafe { track_posted(a.request, p, d.t1) };
+        }
+    }
+
+    /// Nonblocking receives: one record from post to completion.
+    Irecv after |a, d, ()| {
+        if let Some(p) = p2p_op(d, true, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
+            unsafe { track_posted(a.request, p, d.t1) };
+        }
+    }
+
+    /// MPI_Sendrecv(_replace): `peer` is the destination, `peer2` the actual source.
+    Sendrecv before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        let s = d.s;
+        let (ci, mut r) = d.row_on(a.comm);
+        r.tag = a.tag;
+        r.peer = ci.world_rank(a.peer, s);
+        if r.peer != PROC_NULL {
+            r.bytes_send = handles::bytes(a.scount, a.stype);
+        }
+        if a.source == s.proc_null {
+            r.peer2 = PROC_NULL;
+        } else if d.rc == 0 {
+            // SAFETY: MPI filled the status of the successful receive.
+            let (src, bytes) = unsafe { (status_match(a.status).0, status_bytes(a.status)) };
+            r.peer2 = ci.world_rank(src, s);
+            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(a.rcount, a.rtype));
+        }
+        record::push(r);
+    }
+}
+
+/// A probe that matched a message: the record names its source and tag.
+///
+/// # Safety
+/// When `d.rc` is 0, `st` points to the status MPI filled.
+unsafe fn probed(
+    d: &Done,
+    ci: &CommInfo,
+    peer: c_int,
+    tag: c_int,
+    st: *const ffi::MPI_Status,
+) -> Record {
+    let s = d.s;
+    let mut r = d.row(ci);
+    r.tag = tag;
+    if peer == s.proc_null {
+        r.peer = PROC_NULL;
+    } else if d.rc != 0 {
+        r.peer = ci.world_rank(peer, s);
+    } else {
+        // SAFETY: the probe succeeded, so MPI filled the status.
+        let (src, tag) = unsafe { status_match(st) };
+        r.peer = ci.world_rank(src, s);
+        r.tag = tag;
+    }
+    r
+}
+
+kinds! {
+    /// MPI_Probe: records the matched source; moves no data.
+    Probe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        let ci = comm_of(a.comm, d.s);
+        // SAFETY: the probe's status, filled when it succeeded.
+        record::push(unsafe { probed(d, &ci, a.peer, a.tag, a.status) });
+    }
+
+    /// MPI_Iprobe: recorded when a message was found, counted otherwise.
+    Iprobe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        // SAFETY: the call's flag, written by MPI when it succeeded.
+        if d.rc != 0 || !unsafe { flag_set(a.flag) } {
+            poll_miss(d);
             return;
         }
-        let ci = comm_of(comm, s);
-        let mut r = base(call, t0, t1, &ci, rc);
-        r.tag = tag;
-        r.peer = if peer == s.proc_null {
+        let s = d.s;
+        let (ci, mut r) = d.row_on(a.comm);
+        // The tag as asked for, unlike MPI_Probe's row.
+        r.tag = a.tag;
+        r.peer = if a.peer == s.proc_null {
             PROC_NULL
         } else {
-            ci.world_rank(status_source(st), s)
+            // SAFETY: a message was found, so MPI filled the status.
+            ci.world_rank(unsafe { status_match(a.status) }.0, s)
         };
         record::push(r);
-    });
-    rc
+    }
 }
 
 // ---- completions ----
 
-fn completion_record(call: u16, t0: u64, t1: u64, rc: c_int) {
-    let mut r = base(call, t0, t1, &NO_COMM, rc);
-    r.comm = u32::MAX;
-    record::push(r);
+/// The row of a completion call itself (on no communicator).
+fn completion_row(d: &Done) {
+    record::push(d.row(&NO_COMM));
 }
 
-/// MPI_Wait.
-#[inline]
-pub fn wait(
-    call: u16,
-    request: *mut ffi::MPI_Request,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let req = if request.is_null() {
-        0
-    } else {
-        // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
-        key(unsafe { *request })
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        if rc == 0 {
-            complete(req, st, t1, s);
+kinds! {
+    /// MPI_Wait.
+    Wait before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
+        // SAFETY: the call's request pointer, readable as MPI requires.
+        Some(unsafe { handle_at(a.request) })
+    } after |a, d, req| {
+        if d.rc == 0 {
+            // SAFETY: the wait succeeded, so MPI filled the status.
+            unsafe { complete(req, a.status, d.t1, d.s) };
         }
-        completion_record(call, t0, t1, rc);
-    });
-    rc
-}
+        completion_row(d);
+    }
 
-/// MPI_Test: a completion is recorded; an unsuccessful test is counted.
-#[inline]
-pub fn test(
-    call: u16,
-    request: *mut ffi::MPI_Request,
-    flag: *mut c_int,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let req = if request.is_null() {
-        0
-    } else {
-        // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
-        key(unsafe { *request })
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        // SAFETY: MPI wrote the flag through the caller's pointer.
-        if rc == 0 && !flag.is_null() && unsafe { *flag } != 0 {
-            complete(req, st, t1, s);
-            completion_record(call, t0, t1, rc);
+    /// MPI_Test: a completion is recorded; an unsuccessful test is counted.
+    Test before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
+        // SAFETY: the call's request pointer, readable as MPI requires.
+        Some(unsafe { handle_at(a.request) })
+    } after |a, d, req| {
+        // SAFETY: the call's flag, written by MPI when it succeeded.
+        if d.rc == 0 && unsafe { flag_set(a.flag) } {
+            // SAFETY: the request completed, so MPI filled the status.
+            unsafe { complete(req, a.status, d.t1, d.s) };
+            completion_row(d);
         } else {
-            poll_miss(call, t0, t1);
+            poll_miss(d);
         }
-    });
-    rc
+    }
 }
 
 /// Copies up to MAX_REQS request handles into the thread scratch; returns how many.
-fn save_requests(n: c_int, reqs: *const ffi::MPI_Request) -> usize {
+///
+/// # Safety
+/// `reqs` is null or holds `n` handles.
+unsafe fn save_requests(n: c_int, reqs: *const ffi::MPI_Request) -> usize {
     if reqs.is_null() || n <= 0 {
         return 0;
     }
     let m = (n as usize).min(MAX_REQS);
     with_scratch(|x| {
         for i in 0..m {
-            // SAFETY: MPI requires `reqs` to hold n handles; i < m <= n.
+            // SAFETY: `reqs` holds n handles (the caller's contract); i < m <= n.
             x.reqs[i] = key(unsafe { *reqs.add(i) });
         }
         m
@@ -651,113 +725,84 @@ fn save_requests(n: c_int, reqs: *const ffi::MPI_Request) -> usize {
     .unwrap_or(0)
 }
 
+/// `before` of the calls on an array of requests with an array of statuses: saves the
+/// request handles (see [`save_requests`]) and points MPI_STATUSES_IGNORE at the thread's
+/// own statuses.
+///
+/// # Safety
+/// As for [`save_requests`].
+unsafe fn own_requests(
+    n: c_int,
+    reqs: *const ffi::MPI_Request,
+    statuses: &mut *mut ffi::MPI_Status,
+    s: &Sentinels,
+) -> Option<usize> {
+    own_statuses(statuses, n, s);
+    // SAFETY: the caller's contract.
+    Some(unsafe { save_requests(n, reqs) })
+}
+
 fn saved_request(i: usize) -> usize {
     with_scratch(|x| x.reqs.get(i).copied().unwrap_or(0)).unwrap_or(0)
 }
 
-fn statuses_ptr(statuses: *mut ffi::MPI_Status, n: c_int, s: &Sentinels) -> *mut ffi::MPI_Status {
-    if statuses as usize == s.statuses_ignore && n > 0 && n as usize <= MAX_STATUSES {
-        with_scratch(|x| x.statuses.as_mut_ptr() as *mut ffi::MPI_Status).unwrap_or(statuses)
-    } else {
-        statuses
-    }
-}
-
-#[inline]
-fn status_at(st: *mut ffi::MPI_Status, i: usize, s: &Sentinels) -> *const ffi::MPI_Status {
-    if st as usize == s.statuses_ignore || st.is_null() {
-        std::ptr::null()
-    } else {
-        // SAFETY: MPI requires the status array to hold as many entries as requests (or outcount).
-        unsafe { st.add(i) }
-    }
-}
-
 /// Completes the saved requests `0..m` whose handle MPI reset to MPI_REQUEST_NULL, or all
 /// of them when `all` completed (a persistent request keeps its handle).
-fn complete_nulled(
+///
+/// # Safety
+/// `reqs` holds at least `m` handles, and `st` is a status array MPI filled for them (or
+/// MPI_STATUSES_IGNORE).
+unsafe fn complete_nulled(
     m: usize,
     reqs: *const ffi::MPI_Request,
     st: *mut ffi::MPI_Status,
-    t1: u64,
-    s: &Sentinels,
+    d: &Done,
     all: bool,
 ) {
+    let s = d.s;
     for i in 0..m {
         let before = saved_request(i);
         // SAFETY: i < m <= the caller's array length.
         let now = key(unsafe { *reqs.add(i) });
         if before != s.request_null && (all || now == s.request_null) {
-            complete(before, status_at(st, i, s), t1, s);
+            // SAFETY: entry i of the statuses MPI filled.
+            unsafe { complete(before, status_at(st, i, s), d.t1, s) };
         }
     }
 }
 
-/// MPI_Waitall.
-#[inline]
-pub fn waitall(
-    call: u16,
-    n: c_int,
-    reqs: *mut ffi::MPI_Request,
-    statuses: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(statuses);
-    };
-    let m = save_requests(n, reqs);
-    let st = statuses_ptr(statuses, n, s);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        complete_nulled(m, reqs, st, t1, s, rc == 0);
-        completion_record(call, t0, t1, rc);
-    });
-    rc
-}
+kinds! {
+    /// MPI_Waitall.
+    Waitall before |a, s| -> usize {
+        // SAFETY: the call's request array of `incount` handles.
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
+        // SAFETY: the call's arrays, which MPI updated.
+        unsafe { complete_nulled(m, a.requests, a.statuses, d, d.rc == 0) };
+        completion_row(d);
+    }
 
-/// MPI_Testall: completes all or none.
-#[inline]
-pub fn testall(
-    call: u16,
-    n: c_int,
-    reqs: *mut ffi::MPI_Request,
-    flag: *mut c_int,
-    statuses: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(statuses);
-    };
-    let m = save_requests(n, reqs);
-    let st = statuses_ptr(statuses, n, s);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        // SAFETY: MPI wrote the flag through the caller's pointer.
-        if rc == 0 && !flag.is_null() && unsafe { *flag } != 0 {
-            complete_nulled(m, reqs, st, t1, s, true);
-            completion_record(call, t0, t1, rc);
+    /// MPI_Testall: completes all or none.
+    Testall before |a, s| -> usize {
+        // SAFETY: the call's request array of `incount` handles.
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
+        // SAFETY: the call's flag, written by MPI when it succeeded.
+        if d.rc == 0 && unsafe { flag_set(a.flag) } {
+            // SAFETY: the call's arrays, which MPI updated.
+            unsafe { complete_nulled(m, a.requests, a.statuses, d, true) };
+            completion_row(d);
         } else {
-            poll_miss(call, t0, t1);
+            poll_miss(d);
         }
-    });
-    rc
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn any_done(
-    call: u16,
-    m: usize,
-    index: *mut c_int,
-    st: *mut ffi::MPI_Status,
-    t0: u64,
-    t1: u64,
-    rc: c_int,
-    s: &Sentinels,
-) {
+/// Completes the request at `index` among the `m` saved, then records the call.
+///
+/// # Safety
+/// `index` is null or points to the index MPI wrote, and `st` to the status it filled.
+unsafe fn any_done(d: &Done, m: usize, index: *const c_int, st: *const ffi::MPI_Status) {
     let i = if index.is_null() {
         -1
     } else {
@@ -765,88 +810,57 @@ fn any_done(
         unsafe { *index }
     };
     if i >= 0 && (i as usize) < m {
-        complete(saved_request(i as usize), st, t1, s);
+        // SAFETY: the status of the completed request.
+        unsafe { complete(saved_request(i as usize), st, d.t1, d.s) };
     }
-    completion_record(call, t0, t1, rc);
+    completion_row(d);
 }
 
-/// MPI_Waitany.
-#[inline]
-pub fn waitany(
-    call: u16,
-    n: c_int,
-    reqs: *mut ffi::MPI_Request,
-    index: *mut c_int,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let m = save_requests(n, reqs);
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| any_done(call, m, index, st, t0, t1, rc, s));
-    rc
-}
+kinds! {
+    /// MPI_Waitany.
+    Waitany before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
+        // SAFETY: the call's request array of `incount` handles.
+        Some(unsafe { save_requests(a.incount, a.requests) })
+    } after |a, d, m| {
+        // SAFETY: the index and status MPI wrote.
+        unsafe { any_done(d, m, a.index, a.status) };
+    }
 
-/// MPI_Testany.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn testany(
-    call: u16,
-    n: c_int,
-    reqs: *mut ffi::MPI_Request,
-    index: *mut c_int,
-    flag: *mut c_int,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let m = save_requests(n, reqs);
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        // SAFETY: MPI wrote flag and index through the caller's pointers.
-        let done = rc == 0
-            && !flag.is_null()
-            && unsafe { *flag } != 0
-            && !index.is_null()
-            && unsafe { *index } >= 0;
+    /// MPI_Testany.
+    Testany before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
+        // SAFETY: the call's request array of `incount` handles.
+        Some(unsafe { save_requests(a.incount, a.requests) })
+    } after |a, d, m| {
+        // SAFETY: the flag and index MPI wrote through the caller's pointers.
+        let done = d.rc == 0
+            && unsafe { flag_set(a.flag) }
+            && !a.index.is_null()
+            && unsafe { *a.index } >= 0;
         if done {
-            any_done(call, m, index, st, t0, t1, rc, s);
+            // SAFETY: as above, and the status MPI filled.
+            unsafe { any_done(d, m, a.index, a.status) };
         } else {
-            poll_miss(call, t0, t1);
+            poll_miss(d);
         }
-    });
-    rc
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn some_done(
-    call: u16,
+/// Completes the requests whose indices MPI wrote, then records the call (or counts an
+/// unsuccessful `poll`).
+///
+/// # Safety
+/// `outcount` is null or points to the count MPI wrote, `indices` holds that many
+/// indices, and `st` is the status array MPI filled (or MPI_STATUSES_IGNORE).
+unsafe fn some_done(
+    d: &Done,
     m: usize,
-    outcount: *mut c_int,
-    indices: *mut c_int,
+    outcount: *const c_int,
+    indices: *const c_int,
     st: *mut ffi::MPI_Status,
-    times: (u64, u64),
-    rc: c_int,
-    s: &Sentinels,
     poll: bool,
 ) {
-    let (t0, t1) = times;
     let k = if outcount.is_null() {
         0
     } else {
@@ -855,9 +869,9 @@ fn some_done(
     };
     if k <= 0 || indices.is_null() {
         if poll {
-            poll_miss(call, t0, t1);
+            poll_miss(d);
         } else {
-            completion_record(call, t0, t1, rc);
+            completion_row(d);
         }
         return;
     }
@@ -866,137 +880,87 @@ fn some_done(
         let i = unsafe { *indices.add(j) };
         if i >= 0 && (i as usize) < m {
             // Statuses of *some calls are indexed by position in `indices`.
-            complete(saved_request(i as usize), status_at(st, j, s), t1, s);
+            // SAFETY: entry j of the statuses MPI filled.
+            unsafe { complete(saved_request(i as usize), status_at(st, j, d.s), d.t1, d.s) };
         }
     }
-    completion_record(call, t0, t1, rc);
+    completion_row(d);
 }
 
-/// MPI_Waitsome.
-#[inline]
-pub fn waitsome(
-    call: u16,
-    n: c_int,
-    reqs: *mut ffi::MPI_Request,
-    outcount: *mut c_int,
-    indices: *mut c_int,
-    statuses: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(statuses);
-    };
-    let m = save_requests(n, reqs);
-    let st = statuses_ptr(statuses, n, s);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| some_done(call, m, outcount, indices, st, (t0, t1), rc, s, false));
-    rc
-}
+kinds! {
+    /// MPI_Waitsome.
+    Waitsome before |a, s| -> usize {
+        // SAFETY: the call's request array of `incount` handles.
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
+        // SAFETY: the count, indices and statuses MPI wrote.
+        unsafe { some_done(d, m, a.outcount, a.indices, a.statuses, false) };
+    }
 
-/// MPI_Testsome.
-#[inline]
-pub fn testsome(
-    call: u16,
-    n: c_int,
-    reqs: *mut ffi::MPI_Request,
-    outcount: *mut c_int,
-    indices: *mut c_int,
-    statuses: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(statuses);
-    };
-    let m = save_requests(n, reqs);
-    let st = statuses_ptr(statuses, n, s);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| some_done(call, m, outcount, indices, st, (t0, t1), rc, s, true));
-    rc
-}
+    /// MPI_Testsome.
+    Testsome before |a, s| -> usize {
+        // SAFETY: the call's request array of `incount` handles.
+        unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
+    } after |a, d, m| {
+        // SAFETY: the count, indices and statuses MPI wrote.
+        unsafe { some_done(d, m, a.outcount, a.indices, a.statuses, true) };
+    }
 
-/// MPI_Request_free: a tracked operation is recorded as incomplete at the free.
-#[inline]
-pub fn request_free(
-    _call: u16,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, _)) = enter() else { return f() };
-    let req = if request.is_null() {
-        0
-    } else {
-        // SAFETY: MPI requires a valid request pointer; read the handle before MPI resets it.
-        key(unsafe { *request })
-    };
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
+    /// MPI_Request_free: a tracked operation is recorded as incomplete at the free.
+    RequestFree before |a, _s| -> usize {
+        // SAFETY: the call's request pointer, readable as MPI requires.
+        Some(unsafe { handle_at(a.request) })
+    } after |_a, d, req| {
         if let Some(p) = handles::take(req) {
-            emit(p, t1, FLAG_INCOMPLETE);
+            emit(p, d.t1, FLAG_INCOMPLETE);
         }
         handles::forget_persistent(req);
-    });
-    rc
+    }
 }
 
 // ---- collectives ----
 
-/// Shared tail of the collective hooks: times the call, then records what `bytes`
-/// computes (send, receive, root, in-place) for this rank. A nonblocking collective
-/// (`request` not null) is tracked like a nonblocking send and recorded at the completion
-/// call that finishes it.
+/// What a collective moves at this rank: bytes sent, bytes received, the root as a WORLD
+/// rank (or NO_RANK), and whether it ran in place.
+type Flow = (u64, u64, i32, bool);
+
+/// Records a collective from its flow at this rank. A nonblocking collective (`request`
+/// not null) is tracked like a nonblocking send and recorded at the completion call that
+/// finishes it.
+///
+/// # Safety
+/// `request` is null or the call's request pointer, valid as MPI requires.
 #[inline]
-fn collective(
-    call: u16,
+unsafe fn collective(
+    d: &Done,
     comm: ffi::MPI_Comm,
     request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-    bytes: impl FnOnce(&CommInfo, &Sentinels) -> (u64, u64, i32, bool),
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        let ci = comm_of(comm, s);
-        let (snd, rcv, root, in_place) = bytes(&ci, s);
-        if !request.is_null() {
-            if rc != 0 {
-                return;
-            }
-            let p = Pending {
-                call,
-                thread: record::thread_ring().map_or(0, |r| r.thread),
-                is_recv: false,
-                t_start: t0,
-                t_posted: t1,
-                bytes: snd,
-                bytes_recv: rcv,
-                root,
-                flags: if in_place { FLAG_IN_PLACE } else { 0 },
-                peer: NO_RANK,
-                tag: 0,
-                comm: ci.id,
-                comm_size: ci.size,
-                world: ci.world,
-            };
-            track_posted(request, p, t1);
+    flow: impl FnOnce(&CommInfo, &Sentinels) -> Flow,
+) {
+    let ci = comm_of(comm, d.s);
+    let (snd, rcv, root, in_place) = flow(&ci, d.s);
+    let flags = if in_place { FLAG_IN_PLACE } else { 0 };
+    if !request.is_null() {
+        if d.rc != 0 {
             return;
         }
-        let mut r = base(call, t0, t1, &ci, rc);
-        r.bytes_send = snd;
-        r.bytes_recv = rcv;
-        r.root = root;
-        if in_place {
-            r.flags |= FLAG_IN_PLACE;
-        }
-        record::push(r);
-    });
-    rc
+        let p = Pending {
+            bytes: snd,
+            bytes_recv: rcv,
+            root,
+            flags,
+            ..d.pending(&ci, false, NO_RANK, 0)
+        };
+        // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
+        unsafe { track_posted(request, p, d.t1) };
+        return;
+    }
+    let mut r = d.row(&ci);
+    r.bytes_send = snd;
+    r.bytes_recv = rcv;
+    r.root = root;
+    r.flags |= flags;
+    record::push(r);
 }
 
 #[inline]
@@ -1010,588 +974,280 @@ fn root_of(ci: &CommInfo, root: c_int, s: &Sentinels) -> (i32, bool) {
     (ci.world_rank(root, s), root == ci.my_rank)
 }
 
-/// MPI_Alltoall.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn alltoall(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let n = ci.size as u64;
-        let rb = handles::bytes(rcount, rtype) * n;
-        let ip = is_in_place(sbuf, s);
-        let sb = if ip {
-            rb
-        } else {
-            handles::bytes(scount, stype) * n
-        };
-        (sb, rb, NO_RANK, ip)
-    })
-}
-
-/// MPI_Alltoallv.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn alltoallv(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scounts: *const c_int,
-    stype: ffi::MPI_Datatype,
-    rcounts: *const c_int,
-    rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let rb = handles::bytes_v(rcounts, ci.size, rtype);
-        let ip = is_in_place(sbuf, s);
-        let sb = if ip {
-            rb
-        } else {
-            handles::bytes_v(scounts, ci.size, stype)
-        };
-        (sb, rb, NO_RANK, ip)
-    })
-}
-
-/// MPI_Allgather.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn allgather(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let one = handles::bytes(rcount, rtype);
-        let ip = is_in_place(sbuf, s);
-        let sb = if ip {
-            one
-        } else {
-            handles::bytes(scount, stype)
-        };
-        (sb, one * ci.size as u64, NO_RANK, ip)
-    })
-}
-
-/// MPI_Allgatherv.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn allgatherv(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcounts: *const c_int,
-    rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let ip = is_in_place(sbuf, s);
-        let rb = handles::bytes_v(rcounts, ci.size, rtype);
-        let sb = if ip {
-            handles::count_at(rcounts, ci.my_rank, ci.size, rtype)
-        } else {
-            handles::bytes(scount, stype)
-        };
-        (sb, rb, NO_RANK, ip)
-    })
-}
-
-/// MPI_Gather: receive counts are significant only at the root.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn gather(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    root: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let (wr, me) = root_of(ci, root, s);
-        let ip = me && is_in_place(sbuf, s);
-        let rb = if me {
-            handles::bytes(rcount, rtype) * ci.size as u64
-        } else {
-            0
-        };
-        let sb = if ip {
-            handles::bytes(rcount, rtype)
-        } else {
-            handles::bytes(scount, stype)
-        };
-        (sb, rb, wr, ip)
-    })
-}
-
-/// MPI_Gatherv.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn gatherv(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcounts: *const c_int,
-    rtype: ffi::MPI_Datatype,
-    root: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let (wr, me) = root_of(ci, root, s);
-        let ip = me && is_in_place(sbuf, s);
-        let rb = if me {
-            handles::bytes_v(rcounts, ci.size, rtype)
-        } else {
-            0
-        };
-        // In place, the root's own share counts as sent, as in the out-of-place call.
-        let sb = if ip {
-            handles::count_at(rcounts, ci.my_rank, ci.size, rtype)
-        } else {
-            handles::bytes(scount, stype)
-        };
-        (sb, rb, wr, ip)
-    })
-}
-
-/// MPI_Scatter: send counts are significant only at the root; MPI_IN_PLACE is the
-/// root's receive buffer, and the root's own share counts as received, as in the
-/// out-of-place call (MPI ignores the receive count and type then).
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn scatter(
-    call: u16,
-    rbuf: *mut std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    root: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let (wr, me) = root_of(ci, root, s);
-        let ip = me && is_in_place(rbuf, s);
-        let sb = if me {
-            handles::bytes(scount, stype) * ci.size as u64
-        } else {
-            0
-        };
-        let rb = if ip {
-            handles::bytes(scount, stype)
-        } else {
-            handles::bytes(rcount, rtype)
-        };
-        (sb, rb, wr, ip)
-    })
-}
-
-/// MPI_Scatterv.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn scatterv(
-    call: u16,
-    rbuf: *mut std::ffi::c_void,
-    scounts: *const c_int,
-    stype: ffi::MPI_Datatype,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    root: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let (wr, me) = root_of(ci, root, s);
-        let ip = me && is_in_place(rbuf, s);
-        let sb = if me {
-            handles::bytes_v(scounts, ci.size, stype)
-        } else {
-            0
-        };
-        let rb = if ip {
-            handles::count_at(scounts, ci.my_rank, ci.size, stype)
-        } else {
-            handles::bytes(rcount, rtype)
-        };
-        (sb, rb, wr, ip)
-    })
-}
-
-/// MPI_Bcast: the root sends, the others receive.
-#[inline]
-pub fn bcast(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    root: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let (wr, me) = root_of(ci, root, s);
-        let b = handles::bytes(count, dtype);
-        if me {
-            (b, 0, wr, false)
-        } else {
-            (0, b, wr, false)
+/// Implements [`Kind`] for collective kinds from their flow at this rank:
+/// `Kind |a, ci, s| flow`, where `a` holds the call's arguments, `ci` describes its
+/// communicator and `s` the MPI sentinels. A flow that reads a count or type array says
+/// why it may in a `// SAFETY:` line.
+macro_rules! collectives {
+    ($($(#[$doc:meta])* $kind:ident |$a:ident, $ci:ident, $s:ident| $flow:block)*) => {$(
+        $(#[$doc])*
+        impl Kind for args::$kind {
+            type Saved = ();
+            #[inline]
+            unsafe fn after(&self, d: &Done, (): ()) {
+                let $a = self;
+                let flow = |$ci: &CommInfo, $s: &Sentinels| -> Flow { $flow };
+                // SAFETY: the call's request pointer.
+                unsafe { collective(d, $a.comm, $a.request, flow) };
+            }
         }
-    })
+    )*};
 }
 
-/// MPI_Reduce.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn reduce(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    root: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let (wr, me) = root_of(ci, root, s);
-        let b = handles::bytes(count, dtype);
-        let ip = me && is_in_place(sbuf, s);
-        (b, if me { b } else { 0 }, wr, ip)
-    })
-}
+collectives! {
+    /// MPI_(I)alltoall: a block to and from every rank.
+    Alltoall |a, ci, s| {
+        let n = ci.size as u64;
+        let rb = handles::bytes(a.rcount, a.rtype) * n;
+        let ip = is_in_place(a.sbuf, s);
+        let sb = if ip { rb } else { handles::bytes(a.scount, a.stype) * n };
+        (sb, rb, NO_RANK, ip)
+    }
 
-/// MPI_Allreduce.
-#[inline]
-pub fn allreduce(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |_ci, s| {
-        let b = handles::bytes(count, dtype);
-        (b, b, NO_RANK, is_in_place(sbuf, s))
-    })
-}
+    /// MPI_(I)alltoallv.
+    Alltoallv |a, ci, s| {
+        // SAFETY: both count arrays hold comm-size entries (MPI requires it).
+        let rb = unsafe { handles::bytes_v(a.rcounts, ci.size, a.rtype) };
+        let ip = is_in_place(a.sbuf, s);
+        // SAFETY: as above.
+        let sb = if ip { rb } else { unsafe { handles::bytes_v(a.scounts, ci.size, a.stype) } };
+        (sb, rb, NO_RANK, ip)
+    }
 
-/// MPI_Barrier.
-#[inline]
-pub fn barrier(
-    call: u16,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |_, _| (0, 0, NO_RANK, false))
-}
+    /// MPI_(I)alltoallw: per-peer counts and datatypes.
+    Alltoallw |a, ci, s| {
+        // SAFETY: all four arrays hold comm-size entries (MPI requires it).
+        let rb = unsafe { handles::bytes_w(a.rcounts, a.rtypes, ci.size) };
+        let ip = is_in_place(a.sbuf, s);
+        // SAFETY: as above.
+        let sb = if ip { rb } else { unsafe { handles::bytes_w(a.scounts, a.stypes, ci.size) } };
+        (sb, rb, NO_RANK, ip)
+    }
 
-/// MPI_Alltoallw: per-peer counts and datatypes.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn alltoallw(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scounts: *const c_int,
-    stypes: *const ffi::MPI_Datatype,
-    rcounts: *const c_int,
-    rtypes: *const ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let rb = handles::bytes_w(rcounts, rtypes, ci.size);
-        let ip = is_in_place(sbuf, s);
+    /// MPI_(I)allgather.
+    Allgather |a, ci, s| {
+        let one = handles::bytes(a.rcount, a.rtype);
+        let ip = is_in_place(a.sbuf, s);
+        let sb = if ip { one } else { handles::bytes(a.scount, a.stype) };
+        (sb, one * ci.size as u64, NO_RANK, ip)
+    }
+
+    /// MPI_(I)allgatherv.
+    Allgatherv |a, ci, s| {
+        let ip = is_in_place(a.sbuf, s);
+        // SAFETY: the receive counts hold comm-size entries (MPI requires it).
+        let rb = unsafe { handles::bytes_v(a.rcounts, ci.size, a.rtype) };
         let sb = if ip {
-            rb
+            // SAFETY: as above.
+            unsafe { handles::count_at(a.rcounts, ci.my_rank, ci.size, a.rtype) }
         } else {
-            handles::bytes_w(scounts, stypes, ci.size)
+            handles::bytes(a.scount, a.stype)
         };
         (sb, rb, NO_RANK, ip)
-    })
+    }
+
+    /// MPI_(I)gather: every rank sends its block, the root receives all (receive counts
+    /// are significant only there).
+    Gather |a, ci, s| {
+        let all = || handles::bytes(a.rcount, a.rtype) * ci.size as u64;
+        let root_share = || handles::bytes(a.rcount, a.rtype);
+        let own = || handles::bytes(a.scount, a.stype);
+        let (rb, sb, wr, ip) = rooted(ci, s, a.root, a.sbuf, all, root_share, own);
+        (sb, rb, wr, ip)
+    }
+
+    /// MPI_(I)gatherv.
+    Gatherv |a, ci, s| {
+        // SAFETY: at the root (the only rank that asks) the receive counts hold comm-size
+        // entries, as MPI requires.
+        let all = || unsafe { handles::bytes_v(a.rcounts, ci.size, a.rtype) };
+        // SAFETY: as above.
+        let root_share = || unsafe { handles::count_at(a.rcounts, ci.my_rank, ci.size, a.rtype) };
+        let own = || handles::bytes(a.scount, a.stype);
+        let (rb, sb, wr, ip) = rooted(ci, s, a.root, a.sbuf, all, root_share, own);
+        (sb, rb, wr, ip)
+    }
+
+    /// MPI_(I)scatter: the root sends every rank its block (send counts are significant
+    /// only there), every rank receives its own.
+    Scatter |a, ci, s| {
+        let all = || handles::bytes(a.scount, a.stype) * ci.size as u64;
+        let root_share = || handles::bytes(a.scount, a.stype);
+        let own = || handles::bytes(a.rcount, a.rtype);
+        rooted(ci, s, a.root, a.rbuf, all, root_share, own)
+    }
+
+    /// MPI_(I)scatterv.
+    Scatterv |a, ci, s| {
+        // SAFETY: at the root (the only rank that asks) the send counts hold comm-size
+        // entries, as MPI requires.
+        let all = || unsafe { handles::bytes_v(a.scounts, ci.size, a.stype) };
+        // SAFETY: as above.
+        let root_share = || unsafe { handles::count_at(a.scounts, ci.my_rank, ci.size, a.stype) };
+        let own = || handles::bytes(a.rcount, a.rtype);
+        rooted(ci, s, a.root, a.rbuf, all, root_share, own)
+    }
+
+    /// MPI_(I)bcast: the root sends, the others receive.
+    Bcast |a, ci, s| {
+        let (wr, me) = root_of(ci, a.root, s);
+        let b = handles::bytes(a.count, a.dtype);
+        if me { (b, 0, wr, false) } else { (0, b, wr, false) }
+    }
+
+    /// MPI_(I)reduce.
+    Reduce |a, ci, s| {
+        let (wr, me) = root_of(ci, a.root, s);
+        let b = handles::bytes(a.count, a.dtype);
+        let ip = me && is_in_place(a.sbuf, s);
+        (b, if me { b } else { 0 }, wr, ip)
+    }
+
+    /// MPI_(I)allreduce.
+    Allreduce |a, _ci, s| {
+        let b = handles::bytes(a.count, a.dtype);
+        (b, b, NO_RANK, is_in_place(a.sbuf, s))
+    }
+
+    /// MPI_(I)reduce_scatter: sends every block, receives its own.
+    ReduceScatter |a, ci, s| {
+        // SAFETY: the receive counts hold comm-size entries (MPI requires it).
+        let (sb, rb) = unsafe {
+            (
+                handles::bytes_v(a.rcounts, ci.size, a.dtype),
+                handles::count_at(a.rcounts, ci.my_rank, ci.size, a.dtype),
+            )
+        };
+        (sb, rb, NO_RANK, is_in_place(a.sbuf, s))
+    }
+
+    /// MPI_(I)reduce_scatter_block: sends n blocks, receives one.
+    ReduceScatterBlock |a, ci, s| {
+        let rb = handles::bytes(a.rcount, a.dtype);
+        (rb * ci.size as u64, rb, NO_RANK, is_in_place(a.sbuf, s))
+    }
+
+    /// MPI_(I)scan, MPI_(I)exscan: the contribution sent, the prefix received.
+    Scan |a, _ci, s| {
+        let b = handles::bytes(a.count, a.dtype);
+        (b, b, NO_RANK, is_in_place(a.sbuf, s))
+    }
+
+    /// MPI_(I)barrier.
+    Barrier |a, _ci, _s| { (0, 0, NO_RANK, false) }
+
+    // Neighbourhood collectives: a rank sends to its out-neighbours and receives from
+    // its in-neighbours in the communicator's topology; the bytes are the sums over them.
+
+    /// MPI_(I)neighbor_allgather: its block to every out-neighbour, one from every
+    /// in-neighbour.
+    NeighborAllgather |a, ci, _s| {
+        neighbor_blocks(ci, a.scount, a.stype, a.rcount, a.rtype)
+    }
+
+    /// MPI_(I)neighbor_allgatherv.
+    NeighborAllgatherv |a, ci, _s| {
+        let sb = handles::bytes(a.scount, a.stype) * ci.outdeg as u64;
+        // SAFETY: the receive counts hold in-degree entries (MPI requires it).
+        let rb = unsafe { handles::bytes_v(a.rcounts, ci.indeg, a.rtype) };
+        (sb, rb, NO_RANK, false)
+    }
+
+    /// MPI_(I)neighbor_alltoall: one block per out-neighbour, one per in-neighbour.
+    NeighborAlltoall |a, ci, _s| {
+        neighbor_blocks(ci, a.scount, a.stype, a.rcount, a.rtype)
+    }
+
+    /// MPI_(I)neighbor_alltoallv.
+    NeighborAlltoallv |a, ci, _s| {
+        // SAFETY: the count arrays hold out- and in-degree entries (MPI requires it).
+        let (sb, rb) = unsafe {
+            (
+                handles::bytes_v(a.scounts, ci.outdeg, a.stype),
+                handles::bytes_v(a.rcounts, ci.indeg, a.rtype),
+            )
+        };
+        (sb, rb, NO_RANK, false)
+    }
+
+    /// MPI_(I)neighbor_alltoallw: per-neighbour counts and datatypes.
+    NeighborAlltoallw |a, ci, _s| {
+        // SAFETY: the arrays hold out- and in-degree entries (MPI requires it).
+        let (sb, rb) = unsafe {
+            (
+                handles::bytes_w(a.scounts, a.stypes, ci.outdeg),
+                handles::bytes_w(a.rcounts, a.rtypes, ci.indeg),
+            )
+        };
+        (sb, rb, NO_RANK, false)
+    }
 }
 
-/// MPI_Reduce_scatter: sends every block, receives its own.
+/// A gather or scatter at this rank: (bytes on the root's side: `all` at the root, else
+/// 0; bytes on every rank's own side: `own`, or in place the root's share of the root's
+/// side; the root as a WORLD rank; in place). MPI_IN_PLACE (`buf`, the root's own-side
+/// buffer) counts only at the root, where MPI ignores the own-side count and type; the
+/// root's share then counts as moved, as in the out-of-place call.
 #[inline]
-pub fn reduce_scatter(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    rcounts: *const c_int,
-    dtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let sb = handles::bytes_v(rcounts, ci.size, dtype);
-        let rb = handles::count_at(rcounts, ci.my_rank, ci.size, dtype);
-        (sb, rb, NO_RANK, is_in_place(sbuf, s))
-    })
+fn rooted(
+    ci: &CommInfo,
+    s: &Sentinels,
+    root: c_int,
+    buf: *const std::ffi::c_void,
+    all: impl FnOnce() -> u64,
+    root_share: impl FnOnce() -> u64,
+    own: impl FnOnce() -> u64,
+) -> Flow {
+    let (wr, me) = root_of(ci, root, s);
+    let ip = me && is_in_place(buf, s);
+    let root_side = if me { all() } else { 0 };
+    let own_side = if ip { root_share() } else { own() };
+    (root_side, own_side, wr, ip)
 }
 
-/// MPI_Reduce_scatter_block: sends n blocks, receives one.
+/// One block to every out-neighbour, one from every in-neighbour.
 #[inline]
-pub fn reduce_scatter_block(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    rcount: c_int,
-    dtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, s| {
-        let rb = handles::bytes(rcount, dtype);
-        (rb * ci.size as u64, rb, NO_RANK, is_in_place(sbuf, s))
-    })
-}
-
-/// MPI_Scan, MPI_Exscan: the contribution sent, the prefix received.
-#[inline]
-pub fn scan(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |_ci, s| {
-        let b = handles::bytes(count, dtype);
-        (b, b, NO_RANK, is_in_place(sbuf, s))
-    })
-}
-
-// ---- neighbourhood collectives ----
-// A rank sends to its out-neighbours and receives from its in-neighbours in the
-// communicator's topology; the bytes are the sums over them.
-
-/// MPI_Neighbor_allgather: its block to every out-neighbour, one from every in-neighbour.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn neighbor_allgather(
-    call: u16,
-    _sbuf: *const std::ffi::c_void,
+fn neighbor_blocks(
+    ci: &CommInfo,
     scount: c_int,
     stype: ffi::MPI_Datatype,
     rcount: c_int,
     rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, _| {
-        let sb = handles::bytes(scount, stype) * ci.outdeg as u64;
-        let rb = handles::bytes(rcount, rtype) * ci.indeg as u64;
-        (sb, rb, NO_RANK, false)
-    })
-}
-
-/// MPI_Neighbor_allgatherv.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn neighbor_allgatherv(
-    call: u16,
-    _sbuf: *const std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcounts: *const c_int,
-    rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, _| {
-        let sb = handles::bytes(scount, stype) * ci.outdeg as u64;
-        let rb = handles::bytes_v(rcounts, ci.indeg, rtype);
-        (sb, rb, NO_RANK, false)
-    })
-}
-
-/// MPI_Neighbor_alltoall: one block per out-neighbour, one per in-neighbour.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn neighbor_alltoall(
-    call: u16,
-    sbuf: *const std::ffi::c_void,
-    scount: c_int,
-    stype: ffi::MPI_Datatype,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    neighbor_allgather(call, sbuf, scount, stype, rcount, rtype, comm, request, f)
-}
-
-/// MPI_Neighbor_alltoallv.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn neighbor_alltoallv(
-    call: u16,
-    _sbuf: *const std::ffi::c_void,
-    scounts: *const c_int,
-    stype: ffi::MPI_Datatype,
-    rcounts: *const c_int,
-    rtype: ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, _| {
-        let sb = handles::bytes_v(scounts, ci.outdeg, stype);
-        let rb = handles::bytes_v(rcounts, ci.indeg, rtype);
-        (sb, rb, NO_RANK, false)
-    })
-}
-
-/// MPI_Neighbor_alltoallw: per-neighbour counts and datatypes.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn neighbor_alltoallw(
-    call: u16,
-    _sbuf: *const std::ffi::c_void,
-    scounts: *const c_int,
-    stypes: *const ffi::MPI_Datatype,
-    rcounts: *const c_int,
-    rtypes: *const ffi::MPI_Datatype,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    collective(call, comm, request, f, |ci, _| {
-        let sb = handles::bytes_w(scounts, stypes, ci.outdeg);
-        let rb = handles::bytes_w(rcounts, rtypes, ci.indeg);
-        (sb, rb, NO_RANK, false)
-    })
+) -> Flow {
+    let sb = handles::bytes(scount, stype) * ci.outdeg as u64;
+    let rb = handles::bytes(rcount, rtype) * ci.indeg as u64;
+    (sb, rb, NO_RANK, false)
 }
 
 // ---- persistent requests ----
 
-fn thread_no() -> u16 {
-    record::thread_ring().map_or(0, |r| r.thread)
-}
-
-/// MPI_Send_init and friends: remembers what each start will send. Not recorded itself.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn send_init(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    persistent_init(call, false, count, dtype, peer, tag, comm, request, f)
-}
-
-/// MPI_Recv_init: remembers what each start will receive. Not recorded itself.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn recv_init(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    persistent_init(call, true, count, dtype, peer, tag, comm, request, f)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn persistent_init(
-    call: u16,
-    is_recv: bool,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let rc = f();
-    guarded(|| {
-        if rc != 0 || request.is_null() {
-            return;
+kinds! {
+    /// MPI_Send_init, MPI_Ssend_init, MPI_Bsend_init, MPI_Rsend_init: remembers what each
+    /// start will send. Not recorded itself.
+    SendInit after |a, d, ()| {
+        if let Some(p) = p2p_op(d, false, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the call succeeded, so MPI wrote the new handle through `request`.
+            handles::set_persistent(key(unsafe { *a.request }), p);
         }
-        let ci = comm_of(comm, s);
-        let wp = ci.world_rank(peer, s);
-        let p = Pending {
-            call,
-            thread: 0,
-            is_recv,
-            t_start: 0,
-            t_posted: 0,
-            bytes: if wp == PROC_NULL {
-                0
-            } else {
-                handles::bytes(count, dtype)
-            },
-            bytes_recv: 0,
-            root: NO_RANK,
-            flags: 0,
-            peer: wp,
-            tag,
-            comm: ci.id,
-            comm_size: ci.size,
-            world: ci.world,
-        };
-        // SAFETY: MPI wrote the new request handle through the caller's pointer (rc == 0).
-        handles::set_persistent(key(unsafe { *request }), p);
-    });
-    rc
+    }
+
+    /// MPI_Recv_init: remembers what each start will receive. Not recorded itself.
+    RecvInit after |a, d, ()| {
+        if let Some(p) = p2p_op(d, true, a.count, a.dtype, a.peer, a.tag, a.comm, a.request) {
+            // SAFETY: the call succeeded, so MPI wrote the new handle through `request`.
+            handles::set_persistent(key(unsafe { *a.request }), p);
+        }
+    }
 }
 
-/// A persistent request started at `t0`..`t1`: one operation from now to its completion,
+/// A persistent request started in `d`: one operation from now to its completion,
 /// recorded under the name of the call that created the request.
-fn started(req: usize, t0: u64, t1: u64, thread: u16) {
+fn started(req: usize, d: &Done, thread: u16) {
     let Some(mut p) = handles::persistent(req) else {
         return;
     };
-    p.t_start = t0;
-    p.t_posted = t1;
+    p.t_start = d.t0;
+    p.t_posted = d.t1;
     p.thread = thread;
     if handles::track(req, p) == Err(handles::TrackError::Duplicate) {
         // The previous start's completion was not seen: this start replaces it.
@@ -1600,164 +1256,84 @@ fn started(req: usize, t0: u64, t1: u64, thread: u16) {
     }
 }
 
-/// MPI_Start.
-#[inline]
-pub fn start(_call: u16, request: *mut ffi::MPI_Request, f: impl FnOnce() -> c_int) -> c_int {
-    let Some((_g, _)) = enter() else { return f() };
-    let req = if request.is_null() {
-        0
-    } else {
-        // SAFETY: MPI requires a valid request pointer.
-        key(unsafe { *request })
-    };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        if rc == 0 {
-            started(req, t0, t1, thread_no());
+kinds! {
+    /// MPI_Start.
+    Start before |a, _s| -> usize {
+        // SAFETY: the call's request pointer, readable as MPI requires.
+        Some(unsafe { handle_at(a.request) })
+    } after |_a, d, req| {
+        if d.rc == 0 {
+            started(req, d, thread_no());
         }
-    });
-    rc
-}
+    }
 
-/// MPI_Startall.
-#[inline]
-pub fn startall(
-    _call: u16,
-    n: c_int,
-    reqs: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, _)) = enter() else { return f() };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        if rc != 0 || reqs.is_null() {
+    /// MPI_Startall.
+    Startall after |a, d, ()| {
+        if d.rc != 0 || a.requests.is_null() {
             return;
         }
         let th = thread_no();
-        for i in 0..n.max(0) as usize {
-            // SAFETY: MPI requires `reqs` to hold n handles (unchanged by a start).
-            started(key(unsafe { *reqs.add(i) }), t0, t1, th);
+        for i in 0..a.incount.max(0) as usize {
+            // SAFETY: MPI requires `requests` to hold `incount` handles (unchanged by a start).
+            started(key(unsafe { *a.requests.add(i) }), d, th);
         }
-    });
-    rc
+    }
 }
 
 // ---- matched probes ----
 
-/// Records a successful matched probe and remembers what it matched under the message
-/// handle, for the MPI_Mrecv/MPI_Imrecv that receives it (they name no communicator).
-#[allow(clippy::too_many_arguments)]
-fn matched_probe(
-    call: u16,
-    times: (u64, u64),
-    rc: c_int,
+/// Records a matched probe and, when it matched, remembers what under the message handle,
+/// for the MPI_Mrecv/MPI_Imrecv that receives it (they name no communicator).
+///
+/// # Safety
+/// `message` and `status` are the probe's pointers, valid as MPI requires, and MPI
+/// filled them when `d.rc` is 0.
+unsafe fn matched_probe(
+    d: &Done,
     peer: c_int,
     tag: c_int,
     comm: ffi::MPI_Comm,
     message: *mut ffi::MPI_Message,
-    st: *mut ffi::MPI_Status,
-    s: &Sentinels,
+    status: *const ffi::MPI_Status,
 ) {
-    let ci = comm_of(comm, s);
-    let mut r = base(call, times.0, times.1, &ci, rc);
-    r.tag = tag;
-    if peer == s.proc_null {
-        r.peer = PROC_NULL;
-    } else if rc != 0 {
-        r.peer = ci.world_rank(peer, s);
-    } else {
-        r.peer = ci.world_rank(status_source(st), s);
-        r.tag = status_tag(st);
-    }
+    let ci = comm_of(comm, d.s);
+    // SAFETY: the probe's status (the caller's contract).
+    let r = unsafe { probed(d, &ci, peer, tag, status) };
     record::push(r);
-    if rc == 0 && !message.is_null() {
-        let p = Pending {
-            call,
-            thread: 0,
-            is_recv: true,
-            t_start: 0,
-            t_posted: 0,
-            bytes: 0,
-            bytes_recv: 0,
-            root: NO_RANK,
-            flags: 0,
-            peer: r.peer,
-            tag: r.tag,
-            comm: ci.id,
-            comm_size: ci.size,
-            world: ci.world,
-        };
+    if d.rc == 0 && !message.is_null() {
+        let p = d.pending(&ci, true, r.peer, r.tag);
         // SAFETY: MPI wrote the message handle through the caller's pointer (rc == 0).
         handles::set_message(key(unsafe { *message }), p);
     }
 }
 
-/// MPI_Mprobe.
-#[inline]
-pub fn mprobe(
-    call: u16,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    message: *mut ffi::MPI_Message,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| matched_probe(call, (t0, t1), rc, peer, tag, comm, message, st, s));
-    rc
-}
+kinds! {
+    /// MPI_Mprobe.
+    Mprobe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        // SAFETY: the probe's own pointers.
+        unsafe { matched_probe(d, a.peer, a.tag, a.comm, a.message, a.status) };
+    }
 
-/// MPI_Improbe: recorded when a message was matched, counted otherwise.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn improbe(
-    call: u16,
-    peer: c_int,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    flag: *mut c_int,
-    message: *mut ffi::MPI_Message,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        // SAFETY: MPI wrote the flag through the caller's pointer.
-        if rc == 0 && !flag.is_null() && unsafe { *flag } != 0 {
-            matched_probe(call, (t0, t1), rc, peer, tag, comm, message, st, s);
+    /// MPI_Improbe: recorded when a message was matched, counted otherwise.
+    Improbe before |a, s| -> () {
+        own_status(&mut a.status, s)
+    } after |a, d, ()| {
+        // SAFETY: the call's flag, written by MPI when it succeeded.
+        if d.rc == 0 && unsafe { flag_set(a.flag) } {
+            // SAFETY: the probe's own pointers.
+            unsafe { matched_probe(d, a.peer, a.tag, a.comm, a.message, a.status) };
         } else {
-            poll_miss(call, t0, t1);
+            poll_miss(d);
         }
-    });
-    rc
+    }
 }
 
-/// The communicator of a matched message, as its probe saw it.
-fn message_comm(p: &Option<Pending>) -> CommInfo {
-    match p {
+/// What the probe that matched message `msg` found, and its communicator.
+fn take_message(msg: usize) -> (Option<Pending>, CommInfo) {
+    let found = handles::take_message(msg);
+    let ci = match found {
         Some(p) => CommInfo {
             id: p.comm,
             size: p.comm_size,
@@ -1767,99 +1343,46 @@ fn message_comm(p: &Option<Pending>) -> CommInfo {
             outdeg: 0,
         },
         None => NO_COMM,
-    }
+    };
+    (found, ci)
 }
 
-/// MPI_Mrecv: the receive of the message its probe matched (source and tag from it).
-#[inline]
-pub fn mrecv(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    message: *mut ffi::MPI_Message,
-    status: *mut ffi::MPI_Status,
-    f: impl FnOnce(*mut ffi::MPI_Status) -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else {
-        return f(status);
-    };
-    let Some(scr) = with_scratch(|x| x.status.as_mut_ptr()) else {
-        return f(status);
-    };
-    let msg = if message.is_null() {
-        0
-    } else {
-        // SAFETY: MPI requires a valid message pointer; read the handle before MPI resets it.
-        key(unsafe { *message })
-    };
-    let st = status_ptr(status, s, scr);
-    let t0 = now_ns();
-    let rc = f(st);
-    let t1 = now_ns();
-    guarded(|| {
-        let found = handles::take_message(msg);
-        let ci = message_comm(&found);
-        let mut r = base(call, t0, t1, &ci, rc);
+kinds! {
+    /// MPI_Mrecv: the receive of the message its probe matched (source and tag from it).
+    Mrecv before |a, s| -> usize {
+        own_status(&mut a.status, s)?;
+        // SAFETY: the call's message pointer, readable as MPI requires.
+        Some(unsafe { handle_at(a.message) })
+    } after |a, d, msg| {
+        let (found, ci) = take_message(msg);
+        let mut r = d.row(&ci);
         r.peer = found.map_or(UNKNOWN_RANK, |p| p.peer);
         r.tag = found.map_or(0, |p| p.tag);
-        if r.peer != PROC_NULL && rc == 0 {
-            r.bytes_recv = status_bytes(st).unwrap_or_else(|| handles::bytes(count, dtype));
+        if r.peer != PROC_NULL && d.rc == 0 {
+            // SAFETY: the receive succeeded, so MPI filled the status.
+            let bytes = unsafe { status_bytes(a.status) };
+            r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(a.count, a.dtype));
         }
         record::push(r);
-    });
-    rc
-}
+    }
 
-/// MPI_Imrecv: a nonblocking receive of the message its probe matched.
-#[inline]
-pub fn imrecv(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    message: *mut ffi::MPI_Message,
-    request: *mut ffi::MPI_Request,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, _)) = enter() else { return f() };
-    let msg = if message.is_null() {
-        0
-    } else {
-        // SAFETY: MPI requires a valid message pointer; read the handle before MPI resets it.
-        key(unsafe { *message })
-    };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        let found = handles::take_message(msg);
-        if rc != 0 || request.is_null() {
+    /// MPI_Imrecv: a nonblocking receive of the message its probe matched.
+    Imrecv before |a, _s| -> usize {
+        // SAFETY: the call's message pointer, readable as MPI requires.
+        Some(unsafe { handle_at(a.message) })
+    } after |a, d, msg| {
+        let (found, ci) = take_message(msg);
+        if d.rc != 0 || a.request.is_null() {
             return;
         }
-        let ci = message_comm(&found);
         let peer = found.map_or(UNKNOWN_RANK, |p| p.peer);
-        let p = Pending {
-            call,
-            thread: thread_no(),
-            is_recv: true,
-            t_start: t0,
-            t_posted: t1,
-            bytes: if peer == PROC_NULL {
-                0
-            } else {
-                handles::bytes(count, dtype)
-            },
-            bytes_recv: 0,
-            root: NO_RANK,
-            flags: 0,
-            peer,
-            tag: found.map_or(0, |p| p.tag),
-            comm: ci.id,
-            comm_size: ci.size,
-            world: ci.world,
-        };
-        track_posted(request, p, t1);
-    });
-    rc
+        let mut p = d.pending(&ci, true, peer, found.map_or(0, |p| p.tag));
+        if peer != PROC_NULL {
+            p.bytes = handles::bytes(a.count, a.dtype);
+        }
+        // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
+        unsafe { track_posted(a.request, p, d.t1) };
+    }
 }
 
 // ---- one-sided communication ----
@@ -1869,217 +1392,147 @@ fn win_of(win: ffi::MPI_Win) -> CommInfo {
     handles::win_info(win).unwrap_or(NO_COMM)
 }
 
-/// One-sided transfer: `put` bytes to and `get` bytes from the target (a rank of the
+/// A one-sided transfer: `put` bytes to and `get` bytes from the target (a rank of the
 /// window's group), recorded with the target as a WORLD rank.
-#[inline]
-fn rma(
-    call: u16,
-    put: (c_int, ffi::MPI_Datatype),
-    get: (c_int, ffi::MPI_Datatype),
-    peer: c_int,
-    win: ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        let ci = win_of(win);
-        let mut r = base(call, t0, t1, &ci, rc);
-        r.peer = ci.world_rank(peer, s);
-        if r.peer != PROC_NULL {
-            r.bytes_send = handles::bytes(put.0, put.1);
-            r.bytes_recv = handles::bytes(get.0, get.1);
-            let _ = RMA_BYTES.try_with(|b| {
-                let (p, g) = b.get();
-                b.set((p + r.bytes_send, g + r.bytes_recv));
-            });
-        }
-        record::push(r);
-    });
-    rc
+fn rma(d: &Done, put: u64, get: u64, peer: c_int, win: ffi::MPI_Win) {
+    let ci = win_of(win);
+    let mut r = d.row(&ci);
+    r.peer = ci.world_rank(peer, d.s);
+    if r.peer != PROC_NULL {
+        r.bytes_send = put;
+        r.bytes_recv = get;
+        let _ = RMA_BYTES.try_with(|b| {
+            let (p, g) = b.get();
+            b.set((p + r.bytes_send, g + r.bytes_recv));
+        });
+    }
+    record::push(r);
 }
 
-/// MPI_Put, MPI_Accumulate: data to the target.
-#[inline]
-pub fn rma_put(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    win: ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    // SAFETY: a constant defined by our C shim (a type that is never asked about).
-    let none = unsafe { pmpi_predict_DATATYPE_NULL };
-    rma(call, (count, dtype), (0, none), peer, win, f)
-}
+kinds! {
+    /// MPI_Put, MPI_Accumulate, MPI_Rput, MPI_Raccumulate: data to the target.
+    RmaPut after |a, d, ()| {
+        rma(
+            d,
+            handles::bytes(a.count, a.dtype),
+            0,
+            a.peer,
+            a.win,
+        );
+    }
 
-/// MPI_Get: data from the target.
-#[inline]
-pub fn rma_get(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    peer: c_int,
-    win: ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    // SAFETY: a constant defined by our C shim.
-    let none = unsafe { pmpi_predict_DATATYPE_NULL };
-    rma(call, (0, none), (count, dtype), peer, win, f)
-}
+    /// MPI_Get, MPI_Rget: data from the target.
+    RmaGet after |a, d, ()| {
+        rma(
+            d,
+            0,
+            handles::bytes(a.count, a.dtype),
+            a.peer,
+            a.win,
+        );
+    }
 
-/// MPI_Get_accumulate: the origin buffer to the target, the result back.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-pub fn rma_get_acc(
-    call: u16,
-    count: c_int,
-    dtype: ffi::MPI_Datatype,
-    rcount: c_int,
-    rtype: ffi::MPI_Datatype,
-    peer: c_int,
-    win: ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    rma(call, (count, dtype), (rcount, rtype), peer, win, f)
+    /// MPI_(R)get_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap: the origin buffer
+    /// to the target, the result back.
+    RmaGetAcc after |a, d, ()| {
+        rma(
+            d,
+            handles::bytes(a.count, a.dtype),
+            handles::bytes(a.rcount, a.rtype),
+            a.peer,
+            a.win,
+        );
+    }
 }
 
 /// Window synchronisation: recorded on the window's communicator, with the target as a
 /// WORLD rank when there is one; `done`: it completes the thread's one-sided transfers,
 /// whose bytes its row carries.
-#[inline]
-fn win_sync(
-    call: u16,
-    peer: Option<c_int>,
-    done: bool,
-    win: ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let t0 = now_ns();
-    let rc = f();
-    let t1 = now_ns();
-    guarded(|| {
-        let ci = win_of(win);
-        let mut r = base(call, t0, t1, &ci, rc);
-        if let Some(p) = peer {
-            r.peer = ci.world_rank(p, s);
-        }
-        if done {
-            let (p, g) = RMA_BYTES.try_with(|b| b.replace((0, 0))).unwrap_or((0, 0));
-            r.bytes_send = p;
-            r.bytes_recv = g;
-        }
-        record::push(r);
-    });
-    rc
-}
-
-/// MPI_Win_fence: collective over the window's group; completes the epoch's transfers.
-#[inline]
-pub fn win_fence(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
-    win_sync(call, None, true, win, f)
-}
-
-/// Synchronisation that opens access (MPI_Win_lock_all, MPI_Win_post, MPI_Win_start).
-#[inline]
-pub fn win_open(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
-    win_sync(call, None, false, win, f)
-}
-
-/// MPI_Win_lock: opens access to one target.
-#[inline]
-pub fn win_open_rank(
-    call: u16,
-    peer: c_int,
-    win: ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    win_sync(call, Some(peer), false, win, f)
-}
-
-/// Synchronisation that completes transfers (MPI_Win_unlock_all, MPI_Win_flush_all,
-/// MPI_Win_complete, MPI_Win_wait, ...).
-#[inline]
-pub fn win_done(call: u16, win: ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
-    win_sync(call, None, true, win, f)
-}
-
-/// MPI_Win_unlock, MPI_Win_flush(_local): completes transfers to one target.
-#[inline]
-pub fn win_done_rank(
-    call: u16,
-    peer: c_int,
-    win: ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    win_sync(call, Some(peer), true, win, f)
-}
-
-/// Window creation: remembers the window's communicator. Not recorded.
-#[inline]
-pub fn win_new(
-    _call: u16,
-    comm: ffi::MPI_Comm,
-    newwin: *mut ffi::MPI_Win,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let rc = f();
-    guarded(|| {
-        if rc == 0 && !newwin.is_null() {
-            let ci = comm_of(comm, s);
-            // SAFETY: MPI wrote the new window handle through the caller's pointer (rc == 0).
-            handles::register_win(unsafe { *newwin }, ci);
-        }
-    });
-    rc
-}
-
-/// MPI_Win_free: forgets the window before MPI frees (and may reuse) its handle. Not
-/// recorded; what MPI does inside it is not recorded either.
-#[inline]
-pub fn win_free(_call: u16, winp: *mut ffi::MPI_Win, f: impl FnOnce() -> c_int) -> c_int {
-    let Some((_g, _)) = enter() else { return f() };
-    if !winp.is_null() {
-        // SAFETY: MPI requires a valid window pointer.
-        let w = unsafe { *winp };
-        guarded(|| handles::forget_win(w));
+fn win_sync(d: &Done, peer: Option<c_int>, done: bool, win: ffi::MPI_Win) {
+    let ci = win_of(win);
+    let mut r = d.row(&ci);
+    if let Some(p) = peer {
+        r.peer = ci.world_rank(p, d.s);
     }
-    f()
+    if done {
+        let (p, g) = RMA_BYTES.try_with(|b| b.replace((0, 0))).unwrap_or((0, 0));
+        r.bytes_send = p;
+        r.bytes_recv = g;
+    }
+    record::push(r);
+}
+
+kinds! {
+    /// MPI_Win_fence: collective over the window's group; completes the epoch's transfers.
+    WinFence after |a, d, ()| {
+        win_sync(d, None, true, a.win);
+    }
+
+    /// Synchronisation that opens access (MPI_Win_lock_all, MPI_Win_post, MPI_Win_start).
+    WinOpen after |a, d, ()| {
+        win_sync(d, None, false, a.win);
+    }
+
+    /// MPI_Win_lock: opens access to one target.
+    WinOpenRank after |a, d, ()| {
+        win_sync(d, Some(a.peer), false, a.win);
+    }
+
+    /// Synchronisation that completes transfers (MPI_Win_unlock_all, MPI_Win_flush_all,
+    /// MPI_Win_complete, MPI_Win_wait, ...).
+    WinDone after |a, d, ()| {
+        win_sync(d, None, true, a.win);
+    }
+
+    /// MPI_Win_unlock, MPI_Win_flush(_local): completes transfers to one target.
+    WinDoneRank after |a, d, ()| {
+        win_sync(d, Some(a.peer), true, a.win);
+    }
+
+    /// Window creation: remembers the window's communicator. Not recorded.
+    WinNew after |a, d, ()| {
+        if d.rc == 0 && !a.newwin.is_null() {
+            let ci = comm_of(a.comm, d.s);
+            // SAFETY: MPI wrote the new window handle through the caller's pointer (rc == 0).
+            handles::register_win(unsafe { *a.newwin }, ci);
+        }
+    }
+
+    /// MPI_Win_free: forgets the window before MPI frees (and may reuse) its handle. Not
+    /// recorded; what MPI does inside it is not recorded either.
+    WinFree before |a, _s| -> () {
+        if !a.winp.is_null() {
+            // SAFETY: not null, so a valid window pointer as MPI requires.
+            handles::forget_win(unsafe { *a.winp });
+        }
+        Some(())
+    } after |_a, _d, ()| {}
 }
 
 // ---- communicators ----
 
-/// Communicator creation: registers the new communicator's WORLD ranks. Not recorded.
-#[inline]
-pub fn comm_new(
-    _call: u16,
-    _comm: ffi::MPI_Comm,
-    newcomm: *mut ffi::MPI_Comm,
-    f: impl FnOnce() -> c_int,
-) -> c_int {
-    let Some((_g, s)) = enter() else { return f() };
-    let rc = f();
-    guarded(|| {
-        if rc == 0 && !newcomm.is_null() {
+kinds! {
+    /// Communicator creation: registers the new communicator's WORLD ranks. Not recorded.
+    CommNew after |a, d, ()| {
+        if d.rc == 0 && !a.newcomm.is_null() {
             // SAFETY: MPI wrote the new handle through the caller's pointer (rc == 0).
-            let _ = handles::register_comm(unsafe { *newcomm }, s);
+            let _ = handles::register_comm(unsafe { *a.newcomm }, d.s);
         }
-    });
-    rc
+    }
 }
 
 /// MPI_Comm_free: forgets the communicator before MPI frees (and may reuse) its handle.
-#[inline]
-pub fn comm_free(_call: u16, commp: *mut ffi::MPI_Comm, f: impl FnOnce() -> c_int) -> c_int {
-    if STATE.load(Ordering::Relaxed) == ON && !commp.is_null() {
-        // SAFETY: MPI requires a valid communicator pointer.
-        let c = unsafe { *commp };
-        guarded(|| handles::forget_comm(c));
+/// Not recorded, and without the guard: the attribute callbacks MPI runs inside it make
+/// the program's own calls.
+impl Kind for args::CommFree {
+    type Saved = ();
+    const UNGUARDED: bool = true;
+    unsafe fn before(&mut self, _s: &Sentinels) -> Option<()> {
+        if !self.commp.is_null() {
+            // SAFETY: not null, so a valid communicator pointer as MPI requires.
+            handles::forget_comm(unsafe { *self.commp });
+        }
+        Some(())
     }
-    f()
+    unsafe fn after(&self, _d: &Done, (): ()) {}
 }

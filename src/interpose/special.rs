@@ -54,7 +54,7 @@ const PATH_MAX: usize = 4096;
 ///
 /// # Safety
 /// The arguments must be valid for the MPI call of the same name.
-unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+pub(super) unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     // SAFETY: the caller's arguments go unchanged to the real PMPI_Init.
     let rc = unsafe { real::PMPI_Init(argc, argv) };
     if rc == 0 {
@@ -67,7 +67,7 @@ unsafe fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
 ///
 /// # Safety
 /// The arguments must be valid for the MPI call of the same name.
-unsafe fn init_thread(
+pub(super) unsafe fn init_thread(
     argc: *mut c_int,
     argv: *mut *mut *mut c_char,
     required: c_int,
@@ -83,7 +83,7 @@ unsafe fn init_thread(
 
 /// `MPI_Finalize`: closes the spool, and rank 0 writes the report, all before the real
 /// PMPI_Finalize.
-fn finalize() -> c_int {
+pub(super) fn finalize() -> c_int {
     if std::panic::catch_unwind(finish).is_err() {
         super::fail("internal error at MPI_Finalize; the report may be incomplete");
     }
@@ -95,102 +95,10 @@ fn finalize() -> c_int {
 ///
 /// # Safety
 /// The arguments must be valid for MPI_Abort.
-unsafe fn abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
+pub(super) unsafe fn abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
     let _ = std::panic::catch_unwind(|| flush_on_exit(&format!("MPI_Abort({errorcode})")));
     // SAFETY: the caller's arguments go unchanged to the real PMPI_Abort.
     unsafe { real::PMPI_Abort(comm, errorcode) }
-}
-
-// The exports: `MPI_*` for C programs and MPICH's Fortran bindings, `PMPI_*` for Open
-// MPI's Fortran bindings (and MPICH's `mpi_f08` for some calls). Starting and finishing
-// are idempotent, so a binding that reaches both names starts the layer once.
-
-/// Interposer for `MPI_Init`.
-///
-/// # Safety
-/// The arguments must be valid for the MPI call of the same name.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    // SAFETY: the caller's contract is MPI_Init's.
-    unsafe { init(argc, argv) }
-}
-
-/// Interposer for `PMPI_Init`.
-///
-/// # Safety
-/// The arguments must be valid for the MPI call of the same name.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    // SAFETY: the caller's contract is MPI_Init's.
-    unsafe { init(argc, argv) }
-}
-
-/// Interposer for `MPI_Init_thread`.
-///
-/// # Safety
-/// The arguments must be valid for the MPI call of the same name.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Init_thread(
-    argc: *mut c_int,
-    argv: *mut *mut *mut c_char,
-    required: c_int,
-    provided: *mut c_int,
-) -> c_int {
-    // SAFETY: the caller's contract is MPI_Init_thread's.
-    unsafe { init_thread(argc, argv, required, provided) }
-}
-
-/// Interposer for `PMPI_Init_thread`.
-///
-/// # Safety
-/// The arguments must be valid for the MPI call of the same name.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Init_thread(
-    argc: *mut c_int,
-    argv: *mut *mut *mut c_char,
-    required: c_int,
-    provided: *mut c_int,
-) -> c_int {
-    // SAFETY: the caller's contract is MPI_Init_thread's.
-    unsafe { init_thread(argc, argv, required, provided) }
-}
-
-/// Interposer for `MPI_Finalize`.
-///
-/// # Safety
-/// As for MPI_Finalize.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    finalize()
-}
-
-/// Interposer for `PMPI_Finalize`.
-///
-/// # Safety
-/// As for MPI_Finalize.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
-    finalize()
-}
-
-/// Interposer for `MPI_Abort`.
-///
-/// # Safety
-/// The arguments must be valid for MPI_Abort.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn MPI_Abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
-    // SAFETY: the caller's contract is MPI_Abort's.
-    unsafe { abort(comm, errorcode) }
-}
-
-/// Interposer for `PMPI_Abort`.
-///
-/// # Safety
-/// The arguments must be valid for MPI_Abort.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMPI_Abort(comm: ffi::MPI_Comm, errorcode: c_int) -> c_int {
-    // SAFETY: the caller's contract is MPI_Abort's.
-    unsafe { abort(comm, errorcode) }
 }
 
 extern "C" fn on_fork_child() {

@@ -1,6 +1,7 @@
 /* The calls modern codes make, with known peers, roots and sizes, at 4 ranks:
  * nonblocking collectives, persistent requests, Reduce_scatter(_block), Scan, Exscan,
- * Alltoallw, Sendrecv_replace and matched probes, on MPI_COMM_WORLD and on a split
+ * Alltoallw, Sendrecv_replace, matched probes and one-sided calls (request-based and
+ * atomic ones included), on MPI_COMM_WORLD and on a split
  * communicator whose local ranks are in reverse WORLD order.
  *
  * Each rank writes what the layer should record, one line per record, to
@@ -467,10 +468,32 @@ int main(int argc, char **argv) {
 
         MPI_Win_lock_all(0, win);
         row("MPI_Win_lock_all", -1, -1, 0, 0, 4, 0, -1);
+        /* Request-based transfers are recorded at the call, like the blocking ones; their
+         * completion call records only itself. Fetch_and_op moves one element each way,
+         * Compare_and_swap two (compare and origin values) to the target and one back. */
+        MPI_Request rq[4];
+        int got2[2], fetched = 0, swapped = 0, cmp = -1;
+        MPI_Rput(ibuf, 3, MPI_INT, right, 48, 3, MPI_INT, win, &rq[0]);
+        row("MPI_Rput", right, -1, 3 * I, 0, 4, 0, -1);
+        MPI_Rget(got2, 2, MPI_INT, left, 24, 2, MPI_INT, win, &rq[1]);
+        row("MPI_Rget", left, -1, 0, 2 * I, 4, 0, -1);
+        MPI_Raccumulate(ibuf, 2, MPI_INT, right, 56, 2, MPI_INT, MPI_SUM, win, &rq[2]);
+        row("MPI_Raccumulate", right, -1, 2 * I, 0, 4, 0, -1);
+        MPI_Rget_accumulate(ibuf, 1, MPI_INT, &fetched, 1, MPI_INT, far, 60, 1, MPI_INT, MPI_SUM,
+                            win, &rq[3]);
+        row("MPI_Rget_accumulate", far, -1, I, I, 4, 0, -1);
+        MPI_Waitall(4, rq, MPI_STATUSES_IGNORE);
+        done("MPI_Waitall");
+        MPI_Fetch_and_op(ibuf, &fetched, MPI_INT, far, 62, MPI_SUM, win);
+        row("MPI_Fetch_and_op", far, -1, I, I, 4, 0, -1);
+        MPI_Compare_and_swap(ibuf, &cmp, &swapped, MPI_INT, left, 63, win);
+        row("MPI_Compare_and_swap", left, -1, 2 * I, I, 4, 0, -1);
         MPI_Get(ibuf2, 2, MPI_INT, left, 24, 2, MPI_INT, win);
         row("MPI_Get", left, -1, 0, 2 * I, 4, 0, -1);
         MPI_Win_flush_all(win);
-        row("MPI_Win_flush_all", -1, -1, 0, 2 * I, 4, 0, -1);
+        /* 3 + 2 + 1 + 1 + 2 ints put, 2 + 1 + 1 + 1 + 2 got since MPI_Win_unlock. */
+        row("MPI_Win_flush_all", -1, -1, 9 * I, 7 * I, 4, 0, -1);
+        check += got2[0] + got2[1];
         MPI_Get(ibuf2, 1, MPI_INT, left, 24, 1, MPI_INT, win);
         row("MPI_Get", left, -1, 0, I, 4, 0, -1);
         MPI_Win_flush_local_all(win);

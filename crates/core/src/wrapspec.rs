@@ -8,7 +8,8 @@
 //! ```
 //!
 //! The kind names the hook that records the call (`src/interpose/hook.rs`) and fixes
-//! which roles it needs, in which order. `#` starts a comment. `build.rs` includes this
+//! which roles it needs, in which order. An `int` role may be given as a number where the
+//! prototype has no parameter for it (`count=1`). `#` starts a comment. `build.rs` includes this
 //! file with `#[path]`, so it uses only `std`.
 
 use std::collections::BTreeMap;
@@ -188,6 +189,63 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ("comm_free", &["commp"]),
 ];
 
+/// The C type of each role's argument: the field type of the kind's argument struct in
+/// the generated code. A role's parameter must have this type (as `rust_type` maps it).
+pub const ROLE_TYPES: &[(&str, &str)] = &[
+    ("count", "int"),
+    ("scount", "int"),
+    ("rcount", "int"),
+    ("incount", "int"),
+    ("peer", "int"),
+    ("source", "int"),
+    ("root", "int"),
+    ("tag", "int"),
+    ("rtag", "int"),
+    ("dtype", "MPI_Datatype"),
+    ("stype", "MPI_Datatype"),
+    ("rtype", "MPI_Datatype"),
+    ("comm", "MPI_Comm"),
+    ("win", "MPI_Win"),
+    ("sbuf", "const void *"),
+    ("rbuf", "void *"),
+    ("scounts", "const int []"),
+    ("rcounts", "const int []"),
+    ("stypes", "const MPI_Datatype []"),
+    ("rtypes", "const MPI_Datatype []"),
+    ("status", "MPI_Status *"),
+    ("statuses", "MPI_Status []"),
+    ("request", "MPI_Request *"),
+    ("requests", "MPI_Request []"),
+    ("flag", "int *"),
+    ("index", "int *"),
+    ("outcount", "int *"),
+    ("indices", "int []"),
+    ("message", "MPI_Message *"),
+    ("newcomm", "MPI_Comm *"),
+    ("commp", "MPI_Comm *"),
+    ("newwin", "MPI_Win *"),
+    ("winp", "MPI_Win *"),
+];
+
+/// The C type of a role's argument (see [`ROLE_TYPES`]); a trailing `?` is ignored.
+pub fn role_type(role: &str) -> Option<&'static str> {
+    let role = role.trim_end_matches('?');
+    ROLE_TYPES.iter().find(|(r, _)| *r == role).map(|(_, t)| *t)
+}
+
+/// Name of the generated struct that holds a kind's arguments: `alltoallv` → `Alltoallv`,
+/// `rma_get_acc` → `RmaGetAcc`.
+pub fn kind_struct(kind: &str) -> String {
+    kind.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 /// One C parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Param {
@@ -208,24 +266,43 @@ pub struct Wrap {
     pub line: usize,
 }
 
+/// The roles of a kind, in the order its argument struct lists them (none if unknown).
+pub fn kind_roles(kind: &str) -> &'static [&'static str] {
+    KINDS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[], |(_, r)| *r)
+}
+
 impl Wrap {
-    /// Parameter names in the order the kind's hook takes them.
+    /// Parameter names in the order of the kind's roles (a null pointer for an optional
+    /// role left out).
     pub fn role_args(&self) -> Vec<&str> {
-        let roles = KINDS
+        self.role_fields().into_iter().map(|(_, a)| a).collect()
+    }
+
+    /// The fields of the kind's argument struct with the expression each is set to: the
+    /// parameter that plays the role, or a null pointer for an optional role left out.
+    pub fn role_fields(&self) -> Vec<(&'static str, &str)> {
+        kind_roles(&self.kind)
             .iter()
-            .find(|(k, _)| *k == self.kind)
-            .map(|(_, r)| *r)
-            .unwrap_or(&[]);
-        roles
-            .iter()
-            .map(|r| match r.strip_suffix('?') {
-                Some(opt) => self
+            .map(|r| {
+                let field = r.trim_end_matches('?');
+                let arg = self
                     .roles
-                    .get(opt)
-                    .map_or("::std::ptr::null_mut()", String::as_str),
-                None => self.roles[*r].as_str(),
+                    .get(field)
+                    .map_or("::std::ptr::null_mut()", String::as_str);
+                (field, arg)
             })
             .collect()
+    }
+
+    /// The role a parameter plays, if any (the first, for a parameter in two roles).
+    pub fn role_of(&self, param: &str) -> Option<&'static str> {
+        kind_roles(&self.kind)
+            .iter()
+            .map(|r| r.trim_end_matches('?'))
+            .find(|r| self.roles.get(*r).is_some_and(|a| a == param))
     }
 }
 
@@ -379,9 +456,22 @@ fn parse_line(l: &str, line: usize) -> Result<Wrap, String> {
         if !needed.iter().any(|r| r.trim_end_matches('?') == role) {
             return Err(format!("kind `{kind}` has no role `{role}`"));
         }
-        if !params.iter().any(|p| p.name == arg) {
+        let want = role_type(role).ok_or_else(|| format!("role `{role}` has no type"))?;
+        let literal = !arg.is_empty() && arg.bytes().all(|b| b.is_ascii_digit());
+        let literal = literal && want == "int" && arg.len() <= 9;
+        if !literal && !params.iter().any(|p| p.name == arg) {
             return Err(format!(
                 "role `{role}` names `{arg}`, which is not a parameter"
+            ));
+        }
+        let param = params
+            .iter()
+            .find(|p| p.name == arg)
+            .map(|p| p.c_type.as_str());
+        if !literal && param.map(|t| rust_type(t, "ffi")) != Some(rust_type(want, "ffi")) {
+            return Err(format!(
+                "role `{role}` takes a `{want}`, but `{arg}` is a `{}`",
+                param.unwrap_or("?")
             ));
         }
         if roles.insert(role.to_string(), arg.to_string()).is_some() {
@@ -481,5 +571,49 @@ mod tests {
         let w = parse("MPI_Send(MPI_Comm\u{a0}comm) => special").unwrap();
         assert_eq!(w[0].params[0].c_type, "MPI_Comm");
         assert_eq!(w[0].params[0].name, "comm");
+    }
+
+    #[test]
+    fn every_role_has_a_type_and_every_kind_a_struct_name() {
+        for (kind, roles) in KINDS {
+            for r in *roles {
+                let t = role_type(r).unwrap_or_else(|| panic!("role `{r}` of `{kind}`"));
+                assert!(rust_type(t, "ffi").is_ok(), "{t}");
+            }
+        }
+        assert_eq!(kind_struct("send"), "Send");
+        assert_eq!(kind_struct("rma_get_acc"), "RmaGetAcc");
+    }
+
+    #[test]
+    fn a_role_takes_only_its_type() {
+        let e = parse("MPI_Send(const void *buf, MPI_Comm count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) => send count=count dtype=datatype peer=dest tag=tag comm=comm").unwrap_err();
+        assert_eq!(
+            e,
+            "line 1: role `count` takes a `int`, but `count` is a `MPI_Comm`"
+        );
+        // Arrays and pointers are the same to C.
+        let w = parse("MPI_Waitall(int n, MPI_Request *r, MPI_Status *st) => waitall incount=n requests=r statuses=st").unwrap();
+        assert_eq!(w[0].role_of("r"), Some("requests"));
+        assert_eq!(w[0].role_of("n"), Some("incount"));
+    }
+
+    #[test]
+    fn a_parameter_in_two_roles_fills_both_fields() {
+        let w = parse("MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) => sendrecv scount=count stype=datatype peer=dest tag=sendtag rcount=count rtype=datatype source=source rtag=recvtag comm=comm status=status").unwrap();
+        let f = w[0].role_fields();
+        assert_eq!(f[0], ("scount", "count"));
+        assert_eq!(f[4], ("rcount", "count"));
+        assert_eq!(w[0].role_of("count"), Some("scount"));
+        assert_eq!(w[0].role_of("buf"), None);
+    }
+
+    #[test]
+    fn an_int_role_may_be_a_number() {
+        let w = parse("MPI_Fetch_and_op(const void *o, void *r, MPI_Datatype dt, int target, MPI_Aint disp, MPI_Op op, MPI_Win win) => rma_get_acc count=1 dtype=dt rcount=1 rtype=dt peer=target win=win").unwrap();
+        assert_eq!(w[0].role_fields()[0], ("count", "1"));
+        assert_eq!(w[0].role_of("dt"), Some("dtype"));
+        let e = parse("MPI_Win_fence(int a, MPI_Win win) => win_fence win=1").unwrap_err();
+        assert!(e.contains("names `1`, which is not a parameter"), "{e}");
     }
 }
