@@ -18,9 +18,16 @@ fuzz_target!(|data: &[u8]| {
                 panic!("parse accepted `{}` but rust_type refuses it: {e}", p.c_type);
             }
         }
-        let args = w.role_args();
-        for a in args {
-            assert!(w.params.iter().any(|p| p.name == a));
+        // Every role is a parameter, a number (an `int` role given as a constant) or the
+        // null pointer of an optional role left out.
+        for a in w.role_args() {
+            assert!(
+                w.params.iter().any(|p| p.name == a)
+                    || a.parse::<i64>().is_ok()
+                    || a == "::std::ptr::null_mut()",
+                "role argument `{a}` of {} is neither a parameter, a number nor null",
+                w.name
+            );
         }
     }
 });
