@@ -31,8 +31,6 @@ pub struct CallPrediction {
     pub predicted: Option<f64>,
     /// Contention-free prediction (the replay without penalties), seconds.
     pub free: Option<f64>,
-    /// predicted / free.
-    pub penalty: Option<f64>,
     /// Predicted wait on other ranks (kind and seconds).
     pub wait: Wait,
     /// Measured wait, from the partners' clock-corrected timestamps.
@@ -41,6 +39,16 @@ pub struct CallPrediction {
     pub contention: f64,
     /// Why the prediction is (partly) the measured time, if it is.
     pub reason: Reason,
+}
+
+impl CallPrediction {
+    /// predicted / free (1 where the contention-free time is 0), when both are known.
+    pub fn penalty(&self) -> Option<f64> {
+        match (self.predicted, self.free) {
+            (Some(p), Some(f)) => Some(if f > 0.0 { p / f } else { 1.0 }),
+            _ => None,
+        }
+    }
 }
 
 /// Everything the engine computed for a run.
@@ -66,6 +74,11 @@ pub struct RunPrediction {
     pub tref: Vec<f64>,
     /// Predicted end of each flow (index into `flows`).
     pub flow_end: Vec<f64>,
+    /// Every matched point-to-point message, in matching order: its sending record and
+    /// the call that received it (an Irecv's completion call where one was recorded), by
+    /// global id (the records of the ranks before, in `RunTrace::ranks` order, plus the
+    /// record's index). trace.json draws them as flow arrows.
+    pub arrows: Vec<(u32, u32)>,
 }
 
 /// Resolves the penalty model: `override_name` (incl. "none") or the profile's choice.
@@ -358,7 +371,49 @@ pub fn predict_run_under(
             .collect();
         (d, last(&f.end))
     });
-    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
+    let mut pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
+    // What the reports need of the network first (the interval log moved, not copied),
+    // so that it is never in memory beside a copy while the per-call figures are built.
+    let flows = Flows {
+        flows: pred
+            .flow_msg
+            .iter()
+            .map(|&m| {
+                let msg = &plan.msgs[m as usize];
+                Flow {
+                    src_node: msg.src_node,
+                    dst_node: msg.dst_node,
+                    src_rank: msg.src_rank,
+                    dst_rank: msg.dst_rank,
+                    bytes: msg.bytes,
+                    start: pred.flow_start[m as usize],
+                    owner: plan.refs[msg.send as usize],
+                }
+            })
+            .collect(),
+    };
+    let tref: Vec<f64> = pred
+        .flow_msg
+        .iter()
+        .map(|&m| pred.tref[m as usize])
+        .collect();
+    let flow_end: Vec<f64> = pred
+        .flow_msg
+        .iter()
+        .map(|&m| pred.arrive[m as usize])
+        .collect();
+    let arrows = plan
+        .msgs
+        .iter()
+        .filter(|m| m.recv != u32::MAX)
+        .map(|m| match plan.done_by[m.recv as usize] {
+            u32::MAX => (m.send, m.recv),
+            c => (m.send, c),
+        })
+        .collect();
+    let mut sim = std::mem::take(&mut pred.log);
+    sim.end = pred.inter.iter().map(|&f| flow_end[f as usize]).collect();
+    let inter = pred.inter.iter().map(|&f| f as usize).collect();
     let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
     let measured_times = Times {
         start: &plan.m_start,
@@ -391,11 +446,6 @@ pub fn predict_run_under(
         calls[r.rank as usize][r.rec as usize] = CallPrediction {
             predicted: Some(predicted),
             free: Some(free_d),
-            penalty: Some(if free_d > 0.0 {
-                predicted / free_d
-            } else {
-                1.0
-            }),
             wait,
             measured_wait: replay::wait_of(&plan, &measured_times, g),
             contention,
@@ -404,41 +454,11 @@ pub fn predict_run_under(
     }
     let makespan = last(&pred.end);
     let makespan_free = free.map_or(makespan, |(_, m)| m);
-    let flows = Flows {
-        flows: pred
-            .flow_msg
-            .iter()
-            .map(|&m| {
-                let msg = &plan.msgs[m as usize];
-                Flow {
-                    src_node: msg.src_node,
-                    dst_node: msg.dst_node,
-                    src_rank: msg.src_rank,
-                    dst_rank: msg.dst_rank,
-                    bytes: msg.bytes,
-                    start: pred.flow_start[m as usize],
-                    owner: plan.refs[msg.send as usize],
-                }
-            })
-            .collect(),
-    };
-    let tref: Vec<f64> = pred
-        .flow_msg
-        .iter()
-        .map(|&m| pred.tref[m as usize])
-        .collect();
-    let flow_end: Vec<f64> = pred
-        .flow_msg
-        .iter()
-        .map(|&m| pred.arrive[m as usize])
-        .collect();
-    let mut sim = pred.log.clone();
-    sim.end = pred.inter.iter().map(|&f| flow_end[f as usize]).collect();
     Ok(RunPrediction {
         calls,
         placement: plan.placement.clone(),
         flows,
-        inter: pred.inter.iter().map(|&f| f as usize).collect(),
+        inter,
         sim,
         makespan,
         makespan_free,
@@ -446,6 +466,7 @@ pub fn predict_run_under(
         model: model_name,
         tref,
         flow_end,
+        arrows,
     })
 }
 

@@ -518,7 +518,7 @@ fn write_calls_csv(
         field(&mut w, &secs(start.saturating_sub(origin) as f64 * 1e-9))?;
         field(&mut w, &secs(r.duration_s()))?;
         field(&mut w, &opt(p.predicted))?;
-        field(&mut w, &|b| match p.penalty {
+        field(&mut w, &|b| match p.penalty() {
             Some(x) => write!(b, "{x:.4}"),
             None => Ok(()),
         })?;
