@@ -10,6 +10,7 @@
 
 use crate::predict::{CallPrediction, RunPrediction};
 use crate::replay::own_end;
+use crate::report::number;
 use crate::topo::placement::Placement;
 use crate::trace::{FLAG_NONBLOCKING, RunTrace};
 use std::fmt::Write as _;
@@ -70,27 +71,55 @@ pub fn spread(bins: &mut [f64], width: f64, t0: f64, t1: f64, bytes: f64) {
 }
 
 /// A JSON number, or null for NaN/infinity.
-fn num(x: f64) -> String {
+fn put_num(out: &mut String, x: f64) {
     if x.is_finite() {
-        format!("{x:.9}")
+        number::fixed(out, x, 9);
     } else {
-        "null".into()
+        out.push_str("null");
     }
 }
 
-fn opt(x: Option<f64>) -> String {
-    x.map_or_else(|| "null".into(), num)
+fn put_opt(out: &mut String, x: Option<f64>) {
+    match x {
+        Some(x) => put_num(out, x),
+        None => out.push_str("null"),
+    }
 }
 
 /// Microseconds with nanosecond digits, from integer nanoseconds.
 fn us(ns: i64) -> String {
-    let sign = if ns < 0 { "-" } else { "" };
+    let mut s = String::new();
+    put_us(&mut s, ns);
+    s
+}
+
+fn put_us(out: &mut String, ns: i64) {
+    if ns < 0 {
+        out.push('-');
+    }
     let a = ns.unsigned_abs();
-    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+    number::uint(out, a / 1000);
+    let f = a % 1000;
+    out.push('.');
+    out.push(char::from(b'0' + (f / 100) as u8));
+    out.push(char::from(b'0' + (f / 10 % 10) as u8));
+    out.push(char::from(b'0' + (f % 10) as u8));
 }
 
 fn jstr(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
+}
+
+/// A JSON string: as is between quotes when nothing in it needs escaping (call names),
+/// else as serde_json writes it.
+fn put_jstr(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&jstr(s));
+    }
 }
 
 /// Where each call's slice goes, computed from its record when asked (nothing is kept per
@@ -390,11 +419,6 @@ fn counter_events(run: &RunTrace, placement: &Placement, out: &mut String) {
     }
 }
 
-/// Peer of a call as JSON: a WORLD rank, or null where it has none.
-fn peer_json(p: i32) -> String {
-    if p >= 0 { p.to_string() } else { "null".into() }
-}
-
 fn slice_event(
     run: &RunTrace,
     pred: &RunPrediction,
@@ -420,26 +444,48 @@ fn slice_event(
         .map(String::as_str)
         .unwrap_or_else(|| crate::trace::call_name(r.call));
     let nb = r.flags & FLAG_NONBLOCKING != 0;
-    let _ = writeln!(
-        out,
-        "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{\"measured_s\":{},\"predicted_s\":{},\"free_s\":{},\"wait_kind\":{},\"wait_s\":{},\"pred_wait_s\":{},\"contention_s\":{},\"bytes\":{},\"peer\":{},\"tag\":{},\"nonblocking\":{nb},\"reason\":{}}}}},",
-        jstr(name),
-        pid,
-        tid,
-        us(start_ns),
-        us(end_ns - start_ns),
-        num(r.duration_s()),
-        opt(p.predicted),
-        opt(p.free),
-        jstr(p.measured_wait.kind.name()),
-        num(p.measured_wait.seconds),
-        num(p.wait.seconds),
-        num(p.contention),
-        r.bytes_send + r.bytes_recv,
-        peer_json(r.peer),
-        r.tag,
-        jstr(p.reason.name()),
-    );
+    out.push_str("{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
+    put_jstr(out, name);
+    out.push_str(",\"pid\":");
+    number::uint(out, pid as u64);
+    out.push_str(",\"tid\":");
+    number::uint(out, tid);
+    out.push_str(",\"ts\":");
+    put_us(out, start_ns);
+    out.push_str(",\"dur\":");
+    put_us(out, end_ns - start_ns);
+    out.push_str(",\"args\":{\"measured_s\":");
+    put_num(out, r.duration_s());
+    out.push_str(",\"predicted_s\":");
+    put_opt(out, p.predicted);
+    out.push_str(",\"free_s\":");
+    put_opt(out, p.free);
+    out.push_str(",\"wait_kind\":");
+    put_jstr(out, p.measured_wait.kind.name());
+    out.push_str(",\"wait_s\":");
+    put_num(out, p.measured_wait.seconds);
+    out.push_str(",\"pred_wait_s\":");
+    put_num(out, p.wait.seconds);
+    out.push_str(",\"contention_s\":");
+    put_num(out, p.contention);
+    out.push_str(",\"bytes\":");
+    number::uint(out, r.bytes_send + r.bytes_recv);
+    // The peer as a WORLD rank, or null where the call has none.
+    out.push_str(",\"peer\":");
+    if r.peer >= 0 {
+        number::int(out, r.peer as i64);
+    } else {
+        out.push_str("null");
+    }
+    out.push_str(",\"tag\":");
+    number::int(out, r.tag as i64);
+    out.push_str(if nb {
+        ",\"nonblocking\":true,\"reason\":"
+    } else {
+        ",\"nonblocking\":false,\"reason\":"
+    });
+    put_jstr(out, p.reason.name());
+    out.push_str("}},\n");
 }
 
 /// A flow's two events, bound to their enclosing slices at the slices' midpoints.
@@ -449,22 +495,28 @@ fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut String) {
         let (s, e) = sl.span(ri, i);
         (sl.track(ri, i), s + (e - s) / 2)
     };
-    let (((pa, ta), ma), ((pb, tb), mb)) = (at(a), at(b));
-    let id = i + 1;
-    let _ = writeln!(
-        out,
-        "{{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}},",
-        pa,
-        ta,
-        us(ma)
-    );
-    let _ = writeln!(
-        out,
-        "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}},",
-        pb,
-        tb,
-        us(mb)
-    );
+    let id = i as u64 + 1;
+    for (head, g) in [
+        (
+            "{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":",
+            a,
+        ),
+        (
+            "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":",
+            b,
+        ),
+    ] {
+        let ((pid, tid), mid) = at(g);
+        out.push_str(head);
+        number::uint(out, id);
+        out.push_str(",\"pid\":");
+        number::uint(out, pid as u64);
+        out.push_str(",\"tid\":");
+        number::uint(out, tid);
+        out.push_str(",\"ts\":");
+        put_us(out, mid);
+        out.push_str("},\n");
+    }
 }
 
 #[cfg(test)]
@@ -505,6 +557,13 @@ mod tests {
         assert_eq!(us(1_234_567), "1234.567");
         assert_eq!(us(5), "0.005");
         assert_eq!(us(-1500), "-1.500");
-        assert_eq!(num(f64::NAN), "null");
+        assert_eq!(us(-1), "-0.001");
+        let mut s = String::new();
+        put_num(&mut s, f64::NAN);
+        assert_eq!(s, "null");
+        s.clear();
+        put_jstr(&mut s, "MPI_Send");
+        put_jstr(&mut s, "a\"b\\c\u{1}é");
+        assert_eq!(s, format!("\"MPI_Send\"{}", jstr("a\"b\\c\u{1}é")));
     }
 }

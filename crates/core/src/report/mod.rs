@@ -8,6 +8,7 @@ pub mod chrome_trace;
 pub mod hotspots;
 pub mod html;
 pub mod live;
+pub mod number;
 pub mod whatif;
 
 use crate::predict::{self, CallPrediction, RunPrediction};
@@ -483,11 +484,24 @@ fn write_calls_csv(
         f(&mut buf).map_err(|e| e.to_string())?;
         w.write_field(buf.as_bytes()).map_err(err)
     };
-    let secs = |x: f64| move |b: &mut String| write!(b, "{x:.9}");
+    let secs = |x: f64| {
+        move |b: &mut String| {
+            number::fixed(b, x, 9);
+            Ok(())
+        }
+    };
     let opt = |v: Option<f64>| {
-        move |b: &mut String| match v {
-            Some(x) => write!(b, "{x:.9}"),
-            None => Ok(()),
+        move |b: &mut String| {
+            if let Some(x) = v {
+                number::fixed(b, x, 9);
+            }
+            Ok(())
+        }
+    };
+    let int = |n: i64| {
+        move |b: &mut String| {
+            number::int(b, n);
+            Ok(())
         }
     };
     // A rank field: empty where not applicable.
@@ -496,7 +510,10 @@ fn write_calls_csv(
             NO_RANK => Ok(()),
             PROC_NULL => b.write_str("PROC_NULL"),
             UNKNOWN_RANK => b.write_str("unknown"),
-            r => write!(b, "{r}"),
+            r => {
+                number::int(b, r as i64);
+                Ok(())
+            }
         }
     };
     for (start, ri, i) in timeline(run) {
@@ -508,36 +525,47 @@ fn write_calls_csv(
             .calls
             .get(r.call as usize)
             .map_or_else(|| trace::call_name(r.call), String::as_str);
-        field(&mut w, &|b| write!(b, "{}", rk.meta.rank))?;
+        field(&mut w, &int(rk.meta.rank as i64))?;
         field(&mut w, &|b| b.write_str(&rk.meta.node))?;
         field(&mut w, &|b| b.write_str(name))?;
         field(&mut w, &rank(r.peer))?;
         field(&mut w, &rank(r.root))?;
-        field(&mut w, &|b| write!(b, "{}", r.bytes_send + r.bytes_recv))?;
-        field(&mut w, &|b| write!(b, "{}", r.comm_size))?;
+        field(&mut w, &|b| {
+            number::uint(b, r.bytes_send + r.bytes_recv);
+            Ok(())
+        })?;
+        field(&mut w, &int(r.comm_size as i64))?;
         field(&mut w, &secs(start.saturating_sub(origin) as f64 * 1e-9))?;
         field(&mut w, &secs(r.duration_s()))?;
         field(&mut w, &opt(p.predicted))?;
         field(&mut w, &|b| match p.penalty() {
-            Some(x) => write!(b, "{x:.4}"),
+            Some(x) => {
+                number::fixed(b, x, 4);
+                Ok(())
+            }
             None => Ok(()),
         })?;
         field(&mut w, &opt(p.free))?;
-        field(&mut w, &|b| write!(b, "{}", r.thread))?;
-        field(&mut w, &|b| write!(b, "{}", r.tag))?;
+        field(&mut w, &int(r.thread as i64))?;
+        field(&mut w, &int(r.tag as i64))?;
         field(&mut w, &|b| {
             if r.comm == u32::MAX {
                 Ok(())
             } else {
-                write!(b, "{}", r.comm)
+                number::int(b, r.comm as i64);
+                Ok(())
             }
         })?;
-        field(&mut w, &|b| write!(b, "{}", r.bytes_send))?;
-        field(&mut w, &|b| write!(b, "{}", r.bytes_recv))?;
-        field(&mut w, &rank(r.peer2))?;
         field(&mut w, &|b| {
-            write!(b, "{}", (r.flags & FLAG_NONBLOCKING != 0) as u8)
+            number::uint(b, r.bytes_send);
+            Ok(())
         })?;
+        field(&mut w, &|b| {
+            number::uint(b, r.bytes_recv);
+            Ok(())
+        })?;
+        field(&mut w, &rank(r.peer2))?;
+        field(&mut w, &int((r.flags & FLAG_NONBLOCKING != 0) as i64))?;
         field(&mut w, &|b| b.write_str(p.measured_wait.kind.name()))?;
         field(&mut w, &secs(p.measured_wait.seconds))?;
         field(
