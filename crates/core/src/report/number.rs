@@ -41,24 +41,38 @@ pub fn fixed(out: &mut String, x: f64, prec: usize) {
             q
         }
     };
-    if bits >> 63 == 1 {
-        out.push('-');
+    // q < 10^9 · 10^9 + 1: fits u64. Digits from the right: the decimals, the point,
+    // at least one integer digit, the sign.
+    let mut q = q as u64;
+    let mut buf = [0u8; 32];
+    let mut i = buf.len();
+    for _ in 0..prec {
+        i -= 1;
+        buf[i] = b'0' + (q % 10) as u8;
+        q /= 10;
     }
-    // q < 10^9 · 10^9 + 1: fits u64.
-    let q = q as u64;
-    let (int, dec) = (q / scale, q % scale);
-    uint(out, int);
     if prec > 0 {
-        out.push('.');
-        let mut digits = [b'0'; 9];
-        let mut d = dec;
-        for slot in digits[..prec].iter_mut().rev() {
-            *slot = b'0' + (d % 10) as u8;
-            d /= 10;
-        }
-        // ASCII digits only.
-        out.push_str(std::str::from_utf8(&digits[..prec]).unwrap_or_default());
+        i -= 1;
+        buf[i] = b'.';
     }
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (q % 10) as u8;
+        q /= 10;
+        if q == 0 {
+            break;
+        }
+    }
+    if bits >> 63 == 1 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    push_ascii(out, &buf[i..]);
+}
+
+/// Appends ASCII bytes (digits, signs, points) without validating them as UTF-8.
+fn push_ascii(out: &mut String, bytes: &[u8]) {
+    out.extend(bytes.iter().map(|&b| char::from(b)));
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
@@ -73,7 +87,7 @@ pub fn uint(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
+    push_ascii(out, &digits[i..]);
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
