@@ -338,10 +338,47 @@ pub fn predict_run_under(
     cond: &Conditions,
 ) -> Result<RunPrediction, String> {
     let model = penalty_model(profile, model_override)?;
+    let plan = Plan::for_run(run, cond.placement.clone());
+    let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+    Ok(predict_plan(plan, &lens, profile, model, assume, cond))
+}
+
+/// [`predict_run_with`], releasing every rank's records once the plan is made (the replay
+/// needs the plan alone), so that the records of a long run are not in memory beside the
+/// replays: afterwards `run` has its metadata and no records (the report reads them again
+/// with [`crate::trace::reload_records`]).
+pub fn predict_run_releasing(
+    run: &mut RunTrace,
+    profile: &Profile,
+    model_override: Option<&str>,
+    assume: &Assumptions,
+) -> Result<RunPrediction, String> {
+    let model = penalty_model(profile, model_override)?;
+    let cond = Conditions {
+        placement: Placement::from_run(run),
+        clusters: None,
+        alltoall: AlltoallAlgo::Direct,
+    };
+    let plan = Plan::for_run(run, cond.placement.clone());
+    let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+    for rk in &mut run.ranks {
+        rk.records = Vec::new();
+    }
+    Ok(predict_plan(plan, &lens, profile, model, assume, &cond))
+}
+
+/// The replays of a planned run (`lens`: each rank's number of records).
+fn predict_plan(
+    mut plan: Plan,
+    lens: &[usize],
+    profile: &Profile,
+    model: Option<Box<dyn PenaltyModel>>,
+    assume: &Assumptions,
+    cond: &Conditions,
+) -> RunPrediction {
     let model_name = model
         .as_ref()
         .map_or("none".to_string(), |m| m.name().to_string());
-    let plan = Plan::for_run(run, cond.placement.clone());
     let costs: Vec<CollCost> = plan
         .instances
         .iter()
@@ -414,6 +451,13 @@ pub fn predict_run_under(
     let mut sim = std::mem::take(&mut pred.log);
     sim.end = pred.inter.iter().map(|&f| flow_end[f as usize]).collect();
     let inter = pred.inter.iter().map(|&f| f as usize).collect();
+    // What only the replays read, released before the per-call figures are built (the
+    // peak): the streams and gaps, the peers, the matching times.
+    plan.streams = Vec::new();
+    plan.gap = Vec::new();
+    plan.peer = Vec::new();
+    plan.peer2 = Vec::new();
+    pred.matched = Vec::new();
     let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
     let measured_times = Times {
         start: &plan.m_start,
@@ -427,10 +471,9 @@ pub fn predict_run_under(
         send_post: &pred.send_post,
         recv_post: &pred.recv_post,
     };
-    let mut calls: Vec<Vec<CallPrediction>> = run
-        .ranks
+    let mut calls: Vec<Vec<CallPrediction>> = lens
         .iter()
-        .map(|r| vec![CallPrediction::default(); r.records.len()])
+        .map(|&n| vec![CallPrediction::default(); n])
         .collect();
     for g in 0..plan.ops.len() {
         let r = plan.refs[g];
@@ -454,7 +497,7 @@ pub fn predict_run_under(
     }
     let makespan = last(&pred.end);
     let makespan_free = free.map_or(makespan, |(_, m)| m);
-    Ok(RunPrediction {
+    RunPrediction {
         calls,
         placement: plan.placement.clone(),
         flows,
@@ -467,7 +510,7 @@ pub fn predict_run_under(
         tref,
         flow_end,
         arrows,
-    })
+    }
 }
 
 /// Replayed duration of record `g`: a nonblocking operation runs from its post to the end

@@ -222,10 +222,14 @@ pub fn write_report(dir: &Path) -> Result<ReportStats, String> {
 /// Loads the run in `dir`, predicts every call and writes `calls.csv`, `summary.json`
 /// and `hotspots.json` there.
 pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats, String> {
-    let run = trace::load_run(dir)?;
+    let mut run = trace::load_run(dir)?;
     let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
-    let pred = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)?;
+    // The records are not in memory during the replays (the peak); the reports read
+    // them again.
+    let counts: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+    let pred = predict::predict_run_releasing(&mut run, &profile, model.as_deref(), &assume)?;
+    trace::reload_records(dir, &mut run, &counts)?;
     write_calls_csv(&run, &pred.calls, &dir.join("calls.csv"))?;
     let summary = summary_with_prediction(&run, &pred, &source);
     write_json(&dir.join("summary.json"), &summary)?;

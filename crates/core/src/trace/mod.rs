@@ -408,6 +408,50 @@ mod tests {
         );
     }
 
+    /// Records released and read again are the records loaded; a spool that lost records
+    /// meanwhile is an error, one that gained some gives the first ones.
+    #[test]
+    fn released_records_read_again_are_the_same() {
+        let dir = std::env::temp_dir().join(format!("pmpi-trace-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recs: Vec<Record> = (0..3000u64)
+            .map(|i| Record {
+                t_start: i,
+                tag: i as i32,
+                ..Default::default()
+            })
+            .collect();
+        for rank in 0..2 {
+            let m = RankMeta {
+                rank,
+                world_size: 2,
+                ..Default::default()
+            };
+            write_meta(&dir, &m).unwrap();
+            write_spool(&dir, rank, &recs[..1000 * (rank as usize + 1)]).unwrap();
+        }
+        let mut run = load_run(&dir).unwrap();
+        let before = run.clone();
+        let counts: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+        assert_eq!(counts, [1000, 2000]);
+        for rk in &mut run.ranks {
+            rk.records = Vec::new();
+        }
+        reload_records(&dir, &mut run, &counts).unwrap();
+        assert_eq!(run.ranks[0].records, before.ranks[0].records);
+        assert_eq!(run.ranks[1].records, before.ranks[1].records);
+        write_spool(&dir, 0, &recs).unwrap();
+        reload_records(&dir, &mut run, &counts).unwrap();
+        assert_eq!(run.ranks[0].records, before.ranks[0].records);
+        write_spool(&dir, 1, &recs[..10]).unwrap();
+        assert!(
+            reload_records(&dir, &mut run, &counts)
+                .unwrap_err()
+                .contains("spool changed")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn bad_spool_is_an_error() {
         assert!(parse_spool(b"short").is_err());
@@ -647,6 +691,33 @@ pub fn merge_dirs(into: &Path, from: &[&Path]) -> Result<Vec<i32>, String> {
     }
     copied.sort_unstable();
     Ok(copied)
+}
+
+/// Reads again the records of a run loaded from `dir` whose records were released (see
+/// `predict::predict_run_releasing`): each rank's first `counts[i]` records, the ones the
+/// first load found. A spool that now holds fewer is an error (the run changed meanwhile).
+pub fn reload_records(dir: &Path, run: &mut RunTrace, counts: &[usize]) -> Result<(), String> {
+    for (rk, &n) in run.ranks.iter_mut().zip(counts) {
+        if n == 0 {
+            continue;
+        }
+        let path = spool_path(dir, rk.meta.rank);
+        let f = std::fs::File::open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let mut s = read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if s.records.len() < n {
+            return Err(format!(
+                "{}: {} records where {n} were read before (the spool changed during the analysis)",
+                path.display(),
+                s.records.len()
+            ));
+        }
+        s.records.truncate(n);
+        s.records.shrink_to_fit();
+        rk.records = s.records;
+    }
+    Ok(())
 }
 
 /// Loads every rank's metadata and spool from a run's output directory.
