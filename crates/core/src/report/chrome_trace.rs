@@ -71,39 +71,41 @@ pub fn spread(bins: &mut [f64], width: f64, t0: f64, t1: f64, bytes: f64) {
 }
 
 /// A JSON number, or null for NaN/infinity.
-fn put_num(out: &mut String, x: f64) {
+fn put_num(out: &mut Vec<u8>, x: f64) {
     if x.is_finite() {
         number::fixed(out, x, 9);
     } else {
-        out.push_str("null");
+        out.extend_from_slice(b"null");
     }
 }
 
-fn put_opt(out: &mut String, x: Option<f64>) {
+fn put_opt(out: &mut Vec<u8>, x: Option<f64>) {
     match x {
         Some(x) => put_num(out, x),
-        None => out.push_str("null"),
+        None => out.extend_from_slice(b"null"),
     }
 }
 
 /// Microseconds with nanosecond digits, from integer nanoseconds.
 fn us(ns: i64) -> String {
-    let mut s = String::new();
+    let mut s = Vec::new();
     put_us(&mut s, ns);
-    s
+    String::from_utf8(s).unwrap_or_default()
 }
 
-fn put_us(out: &mut String, ns: i64) {
+fn put_us(out: &mut Vec<u8>, ns: i64) {
     if ns < 0 {
-        out.push('-');
+        out.push(b'-');
     }
     let a = ns.unsigned_abs();
     number::uint(out, a / 1000);
     let f = a % 1000;
-    out.push('.');
-    out.push(char::from(b'0' + (f / 100) as u8));
-    out.push(char::from(b'0' + (f / 10 % 10) as u8));
-    out.push(char::from(b'0' + (f % 10) as u8));
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (f / 100) as u8,
+        b'0' + (f / 10 % 10) as u8,
+        b'0' + (f % 10) as u8,
+    ]);
 }
 
 fn jstr(s: &str) -> String {
@@ -112,13 +114,13 @@ fn jstr(s: &str) -> String {
 
 /// A JSON string: as is between quotes when nothing in it needs escaping (call names),
 /// else as serde_json writes it.
-fn put_jstr(out: &mut String, s: &str) {
+fn put_jstr(out: &mut Vec<u8>, s: &str) {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
     } else {
-        out.push_str(&jstr(s));
+        out.extend_from_slice(jstr(s).as_bytes());
     }
 }
 
@@ -230,7 +232,7 @@ pub fn write_trace(
     // Sizes of what sampling can leave out, per window of the call (a flow counts in its
     // sender's window).
     let mut window_bytes = vec![0u64; WINDOWS];
-    let mut buf = String::new();
+    let mut buf: Vec<u8> = Vec::new();
     for (_, ri, i) in sl.all() {
         buf.clear();
         let span = sl.span(ri, i);
@@ -276,14 +278,14 @@ pub fn write_trace(
         }
         buf.clear();
         slice_event(run, pred, &sl, ri, i, span, &mut buf);
-        w.write_all(buf.as_bytes()).map_err(io)?;
+        w.write_all(&buf).map_err(io)?;
     }
     let mut flows = 0;
     for (i, &(a, b)) in arrows.iter().enumerate() {
         if keep(a as usize) && keep(b as usize) {
             buf.clear();
             flow_events(&sl, i, a, b, &mut buf);
-            w.write_all(buf.as_bytes()).map_err(io)?;
+            w.write_all(&buf).map_err(io)?;
             flows += 1;
         }
     }
@@ -426,7 +428,7 @@ fn slice_event(
     ri: usize,
     i: usize,
     (start_ns, end_ns): (i64, i64),
-    out: &mut String,
+    out: &mut Vec<u8>,
 ) {
     let rk = &run.ranks[ri];
     let r = &rk.records[i];
@@ -444,52 +446,52 @@ fn slice_event(
         .map(String::as_str)
         .unwrap_or_else(|| crate::trace::call_name(r.call));
     let nb = r.flags & FLAG_NONBLOCKING != 0;
-    out.push_str("{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
+    out.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
     put_jstr(out, name);
-    out.push_str(",\"pid\":");
+    out.extend_from_slice(b",\"pid\":");
     number::uint(out, pid as u64);
-    out.push_str(",\"tid\":");
+    out.extend_from_slice(b",\"tid\":");
     number::uint(out, tid);
-    out.push_str(",\"ts\":");
+    out.extend_from_slice(b",\"ts\":");
     put_us(out, start_ns);
-    out.push_str(",\"dur\":");
+    out.extend_from_slice(b",\"dur\":");
     put_us(out, end_ns - start_ns);
-    out.push_str(",\"args\":{\"measured_s\":");
+    out.extend_from_slice(b",\"args\":{\"measured_s\":");
     put_num(out, r.duration_s());
-    out.push_str(",\"predicted_s\":");
+    out.extend_from_slice(b",\"predicted_s\":");
     put_opt(out, p.predicted);
-    out.push_str(",\"free_s\":");
+    out.extend_from_slice(b",\"free_s\":");
     put_opt(out, p.free);
-    out.push_str(",\"wait_kind\":");
+    out.extend_from_slice(b",\"wait_kind\":");
     put_jstr(out, p.measured_wait.kind.name());
-    out.push_str(",\"wait_s\":");
+    out.extend_from_slice(b",\"wait_s\":");
     put_num(out, p.measured_wait.seconds);
-    out.push_str(",\"pred_wait_s\":");
+    out.extend_from_slice(b",\"pred_wait_s\":");
     put_num(out, p.wait.seconds);
-    out.push_str(",\"contention_s\":");
+    out.extend_from_slice(b",\"contention_s\":");
     put_num(out, p.contention);
-    out.push_str(",\"bytes\":");
+    out.extend_from_slice(b",\"bytes\":");
     number::uint(out, r.bytes_send + r.bytes_recv);
     // The peer as a WORLD rank, or null where the call has none.
-    out.push_str(",\"peer\":");
+    out.extend_from_slice(b",\"peer\":");
     if r.peer >= 0 {
         number::int(out, r.peer as i64);
     } else {
-        out.push_str("null");
+        out.extend_from_slice(b"null");
     }
-    out.push_str(",\"tag\":");
+    out.extend_from_slice(b",\"tag\":");
     number::int(out, r.tag as i64);
-    out.push_str(if nb {
-        ",\"nonblocking\":true,\"reason\":"
+    out.extend_from_slice(if nb {
+        b",\"nonblocking\":true,\"reason\":"
     } else {
-        ",\"nonblocking\":false,\"reason\":"
+        b",\"nonblocking\":false,\"reason\":"
     });
     put_jstr(out, p.reason.name());
-    out.push_str("}},\n");
+    out.extend_from_slice(b"}},\n");
 }
 
 /// A flow's two events, bound to their enclosing slices at the slices' midpoints.
-fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut String) {
+fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut Vec<u8>) {
     let at = |g: u32| {
         let (ri, i) = sl.locate(g as usize);
         let (s, e) = sl.span(ri, i);
@@ -498,24 +500,24 @@ fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut String) {
     let id = i as u64 + 1;
     for (head, g) in [
         (
-            "{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":",
+            &b"{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
             a,
         ),
         (
-            "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":",
+            &b"{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
             b,
         ),
     ] {
         let ((pid, tid), mid) = at(g);
-        out.push_str(head);
+        out.extend_from_slice(head);
         number::uint(out, id);
-        out.push_str(",\"pid\":");
+        out.extend_from_slice(b",\"pid\":");
         number::uint(out, pid as u64);
-        out.push_str(",\"tid\":");
+        out.extend_from_slice(b",\"tid\":");
         number::uint(out, tid);
-        out.push_str(",\"ts\":");
+        out.extend_from_slice(b",\"ts\":");
         put_us(out, mid);
-        out.push_str("},\n");
+        out.extend_from_slice(b"},\n");
     }
 }
 
@@ -558,12 +560,15 @@ mod tests {
         assert_eq!(us(5), "0.005");
         assert_eq!(us(-1500), "-1.500");
         assert_eq!(us(-1), "-0.001");
-        let mut s = String::new();
+        let mut s = Vec::new();
         put_num(&mut s, f64::NAN);
-        assert_eq!(s, "null");
+        assert_eq!(s, b"null");
         s.clear();
         put_jstr(&mut s, "MPI_Send");
         put_jstr(&mut s, "a\"b\\c\u{1}é");
-        assert_eq!(s, format!("\"MPI_Send\"{}", jstr("a\"b\\c\u{1}é")));
+        assert_eq!(
+            s,
+            format!("\"MPI_Send\"{}", jstr("a\"b\\c\u{1}é")).as_bytes()
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Numbers as report text, fast: fixed-point decimals and integers appended to a buffer,
+//! Numbers as report text, fast: fixed-point decimals and integers appended to a byte buffer,
 //! byte for byte what `write!(out, "{x:.9}")` and `write!(out, "{n}")` give, without the
 //! formatting machinery (calls.csv and trace.json print tens of millions of them).
 
@@ -6,9 +6,9 @@
 /// the binary value rounded to the nearest multiple of 10^-prec, ties to even, and a minus
 /// sign whenever the sign bit is set (so `-0.000000000`). Values of 10^9 and above,
 /// infinities and NaN go through `std::fmt`.
-pub fn fixed(out: &mut String, x: f64, prec: usize) {
+pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
     if prec > 9 || x.is_nan() || x.abs() >= 1e9 {
-        use std::fmt::Write as _;
+        use std::io::Write as _;
         let _ = write!(out, "{x:.prec$}");
         return;
     }
@@ -67,16 +67,11 @@ pub fn fixed(out: &mut String, x: f64, prec: usize) {
         i -= 1;
         buf[i] = b'-';
     }
-    push_ascii(out, &buf[i..]);
-}
-
-/// Appends ASCII bytes (digits, signs, points) without validating them as UTF-8.
-fn push_ascii(out: &mut String, bytes: &[u8]) {
-    out.extend(bytes.iter().map(|&b| char::from(b)));
+    out.extend_from_slice(&buf[i..]);
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
-pub fn uint(out: &mut String, mut n: u64) {
+pub fn uint(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
@@ -87,13 +82,13 @@ pub fn uint(out: &mut String, mut n: u64) {
             break;
         }
     }
-    push_ascii(out, &digits[i..]);
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
-pub fn int(out: &mut String, n: i64) {
+pub fn int(out: &mut Vec<u8>, n: i64) {
     if n < 0 {
-        out.push('-');
+        out.push(b'-');
     }
     uint(out, n.unsigned_abs());
 }
@@ -105,9 +100,13 @@ mod tests {
     /// The `std::fmt` oracle: every value the reports can meet formats alike.
     fn check(x: f64) {
         for prec in [0, 1, 4, 9] {
-            let mut fast = String::new();
+            let mut fast = Vec::new();
             fixed(&mut fast, x, prec);
-            assert_eq!(fast, format!("{x:.prec$}"), "{x:e} at {prec} decimals");
+            assert_eq!(
+                fast,
+                format!("{x:.prec$}").as_bytes(),
+                "{x:e} at {prec} decimals"
+            );
         }
     }
 
@@ -167,14 +166,14 @@ mod tests {
     #[test]
     fn integers_are_std_fmt() {
         for n in [0, 1, 9, 10, 99, 100, u64::MAX, 1 << 40, 12_345_678_901] {
-            let mut a = String::new();
+            let mut a = Vec::new();
             uint(&mut a, n);
-            assert_eq!(a, n.to_string());
+            assert_eq!(a, n.to_string().as_bytes());
         }
         for n in [0, -1, i64::MIN, i64::MAX, -1500, 42] {
-            let mut a = String::new();
+            let mut a = Vec::new();
             int(&mut a, n);
-            assert_eq!(a, n.to_string());
+            assert_eq!(a, n.to_string().as_bytes());
         }
     }
 }
