@@ -128,7 +128,7 @@ fn digest(p: &RunPrediction) -> u64 {
     };
     let opt = |x: Option<f64>| x.map_or(u64::MAX, f64::to_bits);
     for c in p.calls.iter().flatten() {
-        for x in [c.predicted, c.free, c.penalty] {
+        for x in [c.predicted, c.free, c.penalty()] {
             eat(opt(x));
         }
         for w in [c.wait, c.measured_wait] {

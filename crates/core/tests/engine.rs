@@ -107,7 +107,7 @@ fn two_messages_that_overlap_half_their_time() {
     assert!(close(a.predicted.unwrap(), 2.5), "{a:?}");
     assert!(close(b.predicted.unwrap(), 2.5), "{b:?}");
     assert!(close(a.free.unwrap(), 2.0));
-    assert!(close(a.penalty.unwrap(), 1.25));
+    assert!(close(a.penalty().unwrap(), 1.25));
     // Without a penalty model each takes its contention-free time.
     let q = predict_run(&r, &profile(), Some("none")).unwrap();
     assert!(close(q.calls[0][0].predicted.unwrap(), 2.0));
@@ -126,7 +126,7 @@ fn three_arc_outgoing_conflict() {
     for c in &p.calls[0] {
         // 3 · β = 2.25 on a 1 s message.
         assert!(close(c.predicted.unwrap(), 2.25), "{c:?}");
-        assert!(close(c.penalty.unwrap(), 2.25));
+        assert!(close(c.penalty().unwrap(), 2.25));
     }
     // The intervals: one, with three arcs at 2.25.
     assert_eq!(p.sim.intervals.len(), 1);
@@ -231,7 +231,7 @@ fn intra_node_messages_take_intra_parameters_and_no_penalty() {
     let expect = prof.hockney.intra.time_bytes(1000.0);
     for c in &p.calls[0] {
         assert!(close(c.predicted.unwrap(), expect));
-        assert!(close(c.penalty.unwrap(), 1.0));
+        assert!(close(c.penalty().unwrap(), 1.0));
     }
     assert!(p.sim.intervals.is_empty());
 }
@@ -609,7 +609,7 @@ fn a_single_node_run_has_no_contention() {
     let p = predict_run(&run(ranks), &profile(), Some("gige")).unwrap();
     for cs in &p.calls {
         assert_eq!(cs[0].contention, 0.0, "{:?}", cs[0]);
-        assert!(close(cs[0].penalty.unwrap(), 1.0));
+        assert!(close(cs[0].penalty().unwrap(), 1.0));
         assert_eq!(cs[0].reason, Reason::None);
     }
     assert!(p.sim.intervals.is_empty());

@@ -31,8 +31,6 @@ pub struct CallPrediction {
     pub predicted: Option<f64>,
     /// Contention-free prediction (the replay without penalties), seconds.
     pub free: Option<f64>,
-    /// predicted / free.
-    pub penalty: Option<f64>,
     /// Predicted wait on other ranks (kind and seconds).
     pub wait: Wait,
     /// Measured wait, from the partners' clock-corrected timestamps.
@@ -41,6 +39,16 @@ pub struct CallPrediction {
     pub contention: f64,
     /// Why the prediction is (partly) the measured time, if it is.
     pub reason: Reason,
+}
+
+impl CallPrediction {
+    /// predicted / free (1 where the contention-free time is 0), when both are known.
+    pub fn penalty(&self) -> Option<f64> {
+        match (self.predicted, self.free) {
+            (Some(p), Some(f)) => Some(if f > 0.0 { p / f } else { 1.0 }),
+            _ => None,
+        }
+    }
 }
 
 /// Everything the engine computed for a run.
@@ -66,6 +74,11 @@ pub struct RunPrediction {
     pub tref: Vec<f64>,
     /// Predicted end of each flow (index into `flows`).
     pub flow_end: Vec<f64>,
+    /// Every matched point-to-point message, in matching order: its sending record and
+    /// the call that received it (an Irecv's completion call where one was recorded), by
+    /// global id (the records of the ranks before, in `RunTrace::ranks` order, plus the
+    /// record's index). trace.json draws them as flow arrows.
+    pub arrows: Vec<(u32, u32)>,
 }
 
 /// Resolves the penalty model: `override_name` (incl. "none") or the profile's choice.
@@ -325,10 +338,47 @@ pub fn predict_run_under(
     cond: &Conditions,
 ) -> Result<RunPrediction, String> {
     let model = penalty_model(profile, model_override)?;
+    let plan = Plan::for_run(run, cond.placement.clone());
+    let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+    Ok(predict_plan(plan, &lens, profile, model, assume, cond))
+}
+
+/// [`predict_run_with`], releasing every rank's records once the plan is made (the replay
+/// needs the plan alone), so that the records of a long run are not in memory beside the
+/// replays: afterwards `run` has its metadata and no records (the report reads them again
+/// with [`crate::trace::reload_records`]).
+pub fn predict_run_releasing(
+    run: &mut RunTrace,
+    profile: &Profile,
+    model_override: Option<&str>,
+    assume: &Assumptions,
+) -> Result<RunPrediction, String> {
+    let model = penalty_model(profile, model_override)?;
+    let cond = Conditions {
+        placement: Placement::from_run(run),
+        clusters: None,
+        alltoall: AlltoallAlgo::Direct,
+    };
+    let plan = Plan::for_run(run, cond.placement.clone());
+    let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+    for rk in &mut run.ranks {
+        rk.records = Vec::new();
+    }
+    Ok(predict_plan(plan, &lens, profile, model, assume, &cond))
+}
+
+/// The replays of a planned run (`lens`: each rank's number of records).
+fn predict_plan(
+    mut plan: Plan,
+    lens: &[usize],
+    profile: &Profile,
+    model: Option<Box<dyn PenaltyModel>>,
+    assume: &Assumptions,
+    cond: &Conditions,
+) -> RunPrediction {
     let model_name = model
         .as_ref()
         .map_or("none".to_string(), |m| m.name().to_string());
-    let plan = Plan::for_run(run, cond.placement.clone());
     let costs: Vec<CollCost> = plan
         .instances
         .iter()
@@ -358,52 +408,9 @@ pub fn predict_run_under(
             .collect();
         (d, last(&f.end))
     });
-    let pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
-    let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
-    let measured_times = Times {
-        start: &plan.m_start,
-        end: &plan.m_end,
-        send_post: &m_send_post,
-        recv_post: &m_recv_post,
-    };
-    let pred_times = Times {
-        start: &pred.start,
-        end: &pred.end,
-        send_post: &pred.send_post,
-        recv_post: &pred.recv_post,
-    };
-    let mut calls: Vec<Vec<CallPrediction>> = run
-        .ranks
-        .iter()
-        .map(|r| vec![CallPrediction::default(); r.records.len()])
-        .collect();
-    for g in 0..plan.ops.len() {
-        let r = plan.refs[g];
-        let predicted = duration(&plan, &pred, g);
-        let free_d = match &free {
-            Some((d, _)) => d[g],
-            None => predicted,
-        };
-        let wait = replay::wait_of(&plan, &pred_times, g);
-        let contention = contention(&plan, &pred, g)
-            .min((predicted - wait.seconds).max(0.0))
-            .max(0.0);
-        calls[r.rank as usize][r.rec as usize] = CallPrediction {
-            predicted: Some(predicted),
-            free: Some(free_d),
-            penalty: Some(if free_d > 0.0 {
-                predicted / free_d
-            } else {
-                1.0
-            }),
-            wait,
-            measured_wait: replay::wait_of(&plan, &measured_times, g),
-            contention,
-            reason: pred.reason[g],
-        };
-    }
-    let makespan = last(&pred.end);
-    let makespan_free = free.map_or(makespan, |(_, m)| m);
+    let mut pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
+    // What the reports need of the network first (the interval log moved, not copied),
+    // so that it is never in memory beside a copy while the per-call figures are built.
     let flows = Flows {
         flows: pred
             .flow_msg
@@ -432,13 +439,69 @@ pub fn predict_run_under(
         .iter()
         .map(|&m| pred.arrive[m as usize])
         .collect();
-    let mut sim = pred.log.clone();
+    let arrows = plan
+        .msgs
+        .iter()
+        .filter(|m| m.recv != u32::MAX)
+        .map(|m| match plan.done_by[m.recv as usize] {
+            u32::MAX => (m.send, m.recv),
+            c => (m.send, c),
+        })
+        .collect();
+    let mut sim = std::mem::take(&mut pred.log);
     sim.end = pred.inter.iter().map(|&f| flow_end[f as usize]).collect();
-    Ok(RunPrediction {
+    let inter = pred.inter.iter().map(|&f| f as usize).collect();
+    // What only the replays read, released before the per-call figures are built (the
+    // peak): the streams and gaps, the peers, the matching times.
+    plan.streams = Vec::new();
+    plan.gap = Vec::new();
+    plan.peer = Vec::new();
+    plan.peer2 = Vec::new();
+    pred.matched = Vec::new();
+    let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
+    let measured_times = Times {
+        start: &plan.m_start,
+        end: &plan.m_end,
+        send_post: &m_send_post,
+        recv_post: &m_recv_post,
+    };
+    let pred_times = Times {
+        start: &pred.start,
+        end: &pred.end,
+        send_post: &pred.send_post,
+        recv_post: &pred.recv_post,
+    };
+    let mut calls: Vec<Vec<CallPrediction>> = lens
+        .iter()
+        .map(|&n| vec![CallPrediction::default(); n])
+        .collect();
+    for g in 0..plan.ops.len() {
+        let r = plan.refs[g];
+        let predicted = duration(&plan, &pred, g);
+        let free_d = match &free {
+            Some((d, _)) => d[g],
+            None => predicted,
+        };
+        let wait = replay::wait_of(&plan, &pred_times, g);
+        let contention = contention(&plan, &pred, g)
+            .min((predicted - wait.seconds).max(0.0))
+            .max(0.0);
+        calls[r.rank as usize][r.rec as usize] = CallPrediction {
+            predicted: Some(predicted),
+            free: Some(free_d),
+            wait,
+            measured_wait: replay::wait_of(&plan, &measured_times, g),
+            contention,
+            reason: pred.reason[g],
+        };
+    }
+    let makespan = last(&pred.end);
+    let makespan_free = free.map_or(makespan, |(_, m)| m);
+    RunPrediction {
         calls,
         placement: plan.placement.clone(),
         flows,
-        inter: pred.inter.iter().map(|&f| f as usize).collect(),
+        inter,
         sim,
         makespan,
         makespan_free,
@@ -446,7 +509,8 @@ pub fn predict_run_under(
         model: model_name,
         tref,
         flow_end,
-    })
+        arrows,
+    }
 }
 
 /// Replayed duration of record `g`: a nonblocking operation runs from its post to the end

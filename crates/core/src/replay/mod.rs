@@ -165,7 +165,6 @@ pub struct Plan {
     pub base: Vec<u32>,
     /// (rank index, record index) of every global id.
     pub refs: Vec<CallRef>,
-    pub kinds: Vec<&'static str>,
     pub ops: Vec<Op>,
     /// Streams (one per thread of each rank): global ids in call order.
     pub streams: Vec<Vec<u32>>,
@@ -434,10 +433,11 @@ impl Plan {
         }
         let (inst_of, instances) =
             collective_instances(run, &base, &order, &refs, &kinds, &placement);
+        // The kinds served matching and instances only: not kept (16 bytes a record).
+        drop(kinds);
         Plan {
             base,
             refs,
-            kinds,
             ops,
             streams,
             gap,
@@ -517,7 +517,7 @@ impl FxHasher {
 }
 
 /// Local end of a record's own call: a nonblocking operation's post returns at `t_posted`.
-fn own_end(r: &Record) -> u64 {
+pub(crate) fn own_end(r: &Record) -> u64 {
     if r.flags & FLAG_NONBLOCKING != 0 {
         r.t_posted
     } else {

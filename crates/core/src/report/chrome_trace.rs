@@ -9,7 +9,8 @@
 //! sampling is said in `otherData` and on stderr.
 
 use crate::predict::{CallPrediction, RunPrediction};
-use crate::replay::Plan;
+use crate::replay::own_end;
+use crate::report::number;
 use crate::topo::placement::Placement;
 use crate::trace::{FLAG_NONBLOCKING, RunTrace};
 use std::fmt::Write as _;
@@ -25,7 +26,6 @@ const BIN_S: f64 = 0.010;
 const MAX_BINS: usize = 2000;
 /// Room kept for the header and `otherData`.
 const HEADER_RESERVE: u64 = 1024;
-const NONE: u32 = u32::MAX;
 
 /// What writing trace.json did.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,35 +71,113 @@ pub fn spread(bins: &mut [f64], width: f64, t0: f64, t1: f64, bytes: f64) {
 }
 
 /// A JSON number, or null for NaN/infinity.
-fn num(x: f64) -> String {
+fn put_num(out: &mut Vec<u8>, x: f64) {
     if x.is_finite() {
-        format!("{x:.9}")
+        number::fixed(out, x, 9);
     } else {
-        "null".into()
+        out.extend_from_slice(b"null");
     }
 }
 
-fn opt(x: Option<f64>) -> String {
-    x.map_or_else(|| "null".into(), num)
+fn put_opt(out: &mut Vec<u8>, x: Option<f64>) {
+    match x {
+        Some(x) => put_num(out, x),
+        None => out.extend_from_slice(b"null"),
+    }
 }
 
 /// Microseconds with nanosecond digits, from integer nanoseconds.
 fn us(ns: i64) -> String {
-    let sign = if ns < 0 { "-" } else { "" };
+    let mut s = Vec::new();
+    put_us(&mut s, ns);
+    String::from_utf8(s).unwrap_or_default()
+}
+
+fn put_us(out: &mut Vec<u8>, ns: i64) {
+    if ns < 0 {
+        out.push(b'-');
+    }
     let a = ns.unsigned_abs();
-    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+    number::uint(out, a / 1000);
+    let f = a % 1000;
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (f / 100) as u8,
+        b'0' + (f / 10 % 10) as u8,
+        b'0' + (f % 10) as u8,
+    ]);
 }
 
 fn jstr(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
 }
 
-/// Everything the writer needs per record, by global id.
-struct Slices {
-    start_ns: Vec<i64>,
-    end_ns: Vec<i64>,
+/// A JSON string: as is between quotes when nothing in it needs escaping (call names),
+/// else as serde_json writes it.
+fn put_jstr(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(jstr(s).as_bytes());
+    }
+}
+
+/// Where each call's slice goes, computed from its record when asked (nothing is kept per
+/// record). Calls are numbered by global id: the records of the ranks before (in
+/// `RunTrace::ranks` order), then the record's index, as the engine numbers them.
+struct Slices<'a> {
+    run: &'a RunTrace,
+    /// Global id of each rank's first record.
+    base: Vec<usize>,
+    origin: i64,
+    /// Thread `t` of rank `r` is track `r + t · world`.
+    world: u64,
+    /// Node of each rank index.
     pid: Vec<u32>,
-    tid: Vec<u64>,
+}
+
+impl Slices<'_> {
+    /// (rank index, record index) of global id `g`.
+    fn locate(&self, g: usize) -> (usize, usize) {
+        let ri = self.base.partition_point(|&b| b <= g) - 1;
+        (ri, g - self.base[ri])
+    }
+
+    /// Start and end of the slice of record `i` of rank index `ri`, ns from the origin:
+    /// its own call at its measured, clock-corrected time, both rounded from one clock so
+    /// that consecutive slices of a thread never overlap.
+    fn span(&self, ri: usize, i: usize) -> (i64, i64) {
+        let rk = &self.run.ranks[ri];
+        let r = &rk.records[i];
+        let m_start = RunTrace::seconds_since(&rk.meta, r.t_start, self.origin);
+        let op_dur = own_end(r).saturating_sub(r.t_start) as f64 * 1e-9;
+        let s = (m_start * 1e9).round() as i64;
+        let e = ((m_start + op_dur) * 1e9).round() as i64;
+        (s, e.max(s))
+    }
+
+    fn span_of(&self, g: usize) -> (i64, i64) {
+        let (ri, i) = self.locate(g);
+        self.span(ri, i)
+    }
+
+    /// Track (pid, tid) of record `i` of rank index `ri`.
+    fn track(&self, ri: usize, i: usize) -> (u32, u64) {
+        let rk = &self.run.ranks[ri];
+        (
+            self.pid[ri],
+            rk.meta.rank.max(0) as u64 + rk.records[i].thread as u64 * self.world,
+        )
+    }
+
+    /// Every global id in order, with its rank index and record index.
+    fn all(&self) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        self.run.ranks.iter().enumerate().flat_map(move |(ri, rk)| {
+            (0..rk.records.len()).map(move |i| (self.base[ri] + i, ri, i))
+        })
+    }
 }
 
 /// Writes trace.json to `path`, at most about `max_bytes` long.
@@ -109,64 +187,57 @@ pub fn write_trace(
     pred: &RunPrediction,
     max_bytes: u64,
 ) -> Result<TraceStats, String> {
-    // The plan knows which receive matched each send and which call completed each
-    // nonblocking operation: the two ends of a flow arrow.
-    let plan = Plan::for_run(run, Placement::from_run(run));
-    let n = plan.refs.len();
+    let placement = Placement::from_run(run);
+    let mut base = Vec::with_capacity(run.ranks.len());
+    let mut n = 0;
+    for rk in &run.ranks {
+        base.push(n);
+        n += rk.records.len();
+    }
     let world = run
         .world_size
         .max(run.ranks.iter().map(|r| r.meta.rank + 1).max().unwrap_or(0))
         .max(1) as u64;
-    let mut sl = Slices {
-        start_ns: Vec::with_capacity(n),
-        end_ns: Vec::with_capacity(n),
-        pid: Vec::with_capacity(n),
-        tid: Vec::with_capacity(n),
+    let sl = Slices {
+        run,
+        base,
+        origin: run.origin_ns(),
+        world,
+        pid: run
+            .ranks
+            .iter()
+            .map(|rk| placement.node(rk.meta.rank).unwrap_or(0))
+            .collect(),
     };
-    for g in 0..n {
-        let cr = plan.refs[g];
-        let rk = &run.ranks[cr.rank as usize];
-        let r = &rk.records[cr.rec as usize];
-        // Rounded from one clock so that consecutive slices of a thread never overlap.
-        let s = (plan.m_start[g] * 1e9).round() as i64;
-        let e = ((plan.m_start[g] + plan.op_dur[g]) * 1e9).round() as i64;
-        sl.start_ns.push(s);
-        sl.end_ns.push(e.max(s));
-        sl.pid.push(plan.placement.node(rk.meta.rank).unwrap_or(0));
-        sl.tid
-            .push(rk.meta.rank.max(0) as u64 + r.thread as u64 * world);
-    }
-    let t_end = sl.end_ns.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let window_of = |g: usize| {
-        ((sl.start_ns[g].max(0) as f64 / t_end * WINDOWS as f64) as usize).min(WINDOWS - 1)
+    let t_end = sl
+        .all()
+        .map(|(_, ri, i)| sl.span(ri, i).1)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let window_at = |start_ns: i64| {
+        ((start_ns.max(0) as f64 / t_end * WINDOWS as f64) as usize).min(WINDOWS - 1)
     };
+    let window_of = |g: usize| window_at(sl.span_of(g).0);
 
-    // The flow arrows: sending slice → receiving slice (an Irecv's completion call).
-    let mut arrows: Vec<(u32, u32)> = Vec::new();
-    for m in &plan.msgs {
-        if m.recv == NONE {
-            continue;
-        }
-        let to = match plan.done_by[m.recv as usize] {
-            NONE => m.recv,
-            c => c,
-        };
-        arrows.push((m.send, to));
-    }
+    // The flow arrows: sending slice → receiving slice (an Irecv's completion call), as
+    // the engine matched them.
+    let arrows = &pred.arrows;
 
     // The fixed part (metadata, counters) is bounded by nodes × bins and ranks.
     let mut fixed = String::new();
-    metadata_events(run, &plan, &sl, &mut fixed);
-    counter_events(run, &plan, &mut fixed);
+    metadata_events(run, &placement, &sl, &mut fixed);
+    counter_events(run, &placement, &mut fixed);
 
     // Sizes of what sampling can leave out, per window of the call (a flow counts in its
     // sender's window).
     let mut window_bytes = vec![0u64; WINDOWS];
-    let mut buf = String::new();
-    for g in 0..n {
+    let mut buf: Vec<u8> = Vec::new();
+    for (_, ri, i) in sl.all() {
         buf.clear();
-        slice_event(run, pred, &plan, &sl, g, &mut buf);
-        window_bytes[window_of(g)] += buf.len() as u64 + 1;
+        let span = sl.span(ri, i);
+        slice_event(run, pred, &sl, ri, i, span, &mut buf);
+        window_bytes[window_at(span.0)] += buf.len() as u64 + 1;
     }
     for (i, &(a, b)) in arrows.iter().enumerate() {
         buf.clear();
@@ -180,8 +251,12 @@ pub fn write_trace(
     } else {
         choose_stride(&window_bytes, budget)
     };
-    let keep = |g: usize| stride.is_some_and(|k| window_of(g) % k == 0);
-    let kept_calls = (0..n).filter(|&g| keep(g)).count();
+    let keep_window = |w: usize| stride.is_some_and(|k| w.is_multiple_of(k));
+    let keep = |g: usize| keep_window(window_of(g));
+    let kept_calls = sl
+        .all()
+        .filter(|&(_, ri, i)| keep_window(window_at(sl.span(ri, i).0)))
+        .count();
     let sampled = kept_calls < n;
 
     let file =
@@ -196,17 +271,21 @@ pub fn write_trace(
     )
     .map_err(io)?;
     w.write_all(fixed.as_bytes()).map_err(io)?;
-    for g in (0..n).filter(|&g| keep(g)) {
+    for (_, ri, i) in sl.all() {
+        let span = sl.span(ri, i);
+        if !keep_window(window_at(span.0)) {
+            continue;
+        }
         buf.clear();
-        slice_event(run, pred, &plan, &sl, g, &mut buf);
-        w.write_all(buf.as_bytes()).map_err(io)?;
+        slice_event(run, pred, &sl, ri, i, span, &mut buf);
+        w.write_all(&buf).map_err(io)?;
     }
     let mut flows = 0;
     for (i, &(a, b)) in arrows.iter().enumerate() {
         if keep(a as usize) && keep(b as usize) {
             buf.clear();
             flow_events(&sl, i, a, b, &mut buf);
-            w.write_all(buf.as_bytes()).map_err(io)?;
+            w.write_all(&buf).map_err(io)?;
             flows += 1;
         }
     }
@@ -236,8 +315,8 @@ pub fn write_trace(
     })
 }
 
-fn metadata_events(run: &RunTrace, plan: &Plan, sl: &Slices, out: &mut String) {
-    for (id, name) in plan.placement.names.iter().enumerate() {
+fn metadata_events(run: &RunTrace, placement: &Placement, sl: &Slices, out: &mut String) {
+    for (id, name) in placement.names.iter().enumerate() {
         let _ = writeln!(
             out,
             "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{id},\"tid\":0,\"args\":{{\"name\":{}}}}},",
@@ -251,15 +330,14 @@ fn metadata_events(run: &RunTrace, plan: &Plan, sl: &Slices, out: &mut String) {
     // One track per (rank, thread) that has calls; thread 0 of rank r is tid r.
     let mut seen = std::collections::BTreeSet::new();
     for (ri, rk) in run.ranks.iter().enumerate() {
-        let base = plan.base[ri] as usize;
-        let pid = plan.placement.node(rk.meta.rank).unwrap_or(0);
+        let pid = sl.pid[ri];
         let mut threads: Vec<u16> = rk.records.iter().map(|r| r.thread).collect();
         threads.push(0);
         threads.sort_unstable();
         threads.dedup();
         for t in threads {
             let tid = match rk.records.iter().position(|r| r.thread == t) {
-                Some(i) => sl.tid[base + i],
+                Some(i) => sl.track(ri, i).1,
                 None => rk.meta.rank.max(0) as u64,
             };
             if !seen.insert((pid, tid)) {
@@ -285,28 +363,37 @@ fn metadata_events(run: &RunTrace, plan: &Plan, sl: &Slices, out: &mut String) {
 
 /// Per node, the MPI bytes its ranks sent and received per second: each call's bytes
 /// spread evenly over its measured span (a nonblocking one: post to completion).
-fn counter_events(run: &RunTrace, plan: &Plan, out: &mut String) {
-    let n = plan.refs.len();
-    let t_end = (0..n).map(|g| plan.m_end[g]).fold(0.0, f64::max);
+fn counter_events(run: &RunTrace, placement: &Placement, out: &mut String) {
+    let origin = run.origin_ns();
+    let n: usize = run.ranks.iter().map(|rk| rk.records.len()).sum();
+    let t_end = run
+        .ranks
+        .iter()
+        .flat_map(|rk| {
+            rk.records
+                .iter()
+                .map(|r| RunTrace::seconds_since(&rk.meta, r.t_end, origin))
+        })
+        .fold(0.0, f64::max);
     if n == 0 || t_end <= 0.0 {
         return;
     }
     let width = BIN_S.max(t_end / MAX_BINS as f64);
     let nbins = ((t_end / width).ceil() as usize).clamp(1, MAX_BINS);
-    let nodes = plan.placement.nodes().max(1);
+    let nodes = placement.nodes().max(1);
     let mut sent = vec![vec![0.0; nbins]; nodes];
     let mut recv = vec![vec![0.0; nbins]; nodes];
-    for g in 0..n {
-        let cr = plan.refs[g];
-        let rk = &run.ranks[cr.rank as usize];
-        let r = &rk.records[cr.rec as usize];
-        let node = plan.placement.node(rk.meta.rank).unwrap_or(0) as usize;
+    for rk in &run.ranks {
+        let node = placement.node(rk.meta.rank).unwrap_or(0) as usize;
         if node >= nodes {
             continue;
         }
-        let (t0, t1) = (plan.m_start[g], plan.m_end[g]);
-        spread(&mut sent[node], width, t0, t1, r.bytes_send as f64);
-        spread(&mut recv[node], width, t0, t1, r.bytes_recv as f64);
+        for r in &rk.records {
+            let t0 = RunTrace::seconds_since(&rk.meta, r.t_start, origin);
+            let t1 = RunTrace::seconds_since(&rk.meta, r.t_end, origin);
+            spread(&mut sent[node], width, t0, t1, r.bytes_send as f64);
+            spread(&mut recv[node], width, t0, t1, r.bytes_recv as f64);
+        }
     }
     for node in 0..nodes {
         let mut last = (-1.0, -1.0);
@@ -334,26 +421,22 @@ fn counter_events(run: &RunTrace, plan: &Plan, out: &mut String) {
     }
 }
 
-/// Peer of a call as JSON: a WORLD rank, or null where it has none.
-fn peer_json(p: i32) -> String {
-    if p >= 0 { p.to_string() } else { "null".into() }
-}
-
 fn slice_event(
     run: &RunTrace,
     pred: &RunPrediction,
-    plan: &Plan,
     sl: &Slices,
-    g: usize,
-    out: &mut String,
+    ri: usize,
+    i: usize,
+    (start_ns, end_ns): (i64, i64),
+    out: &mut Vec<u8>,
 ) {
-    let cr = plan.refs[g];
-    let rk = &run.ranks[cr.rank as usize];
-    let r = &rk.records[cr.rec as usize];
+    let rk = &run.ranks[ri];
+    let r = &rk.records[i];
+    let (pid, tid) = sl.track(ri, i);
     let p: CallPrediction = pred
         .calls
-        .get(cr.rank as usize)
-        .and_then(|c| c.get(cr.rec as usize))
+        .get(ri)
+        .and_then(|c| c.get(i))
         .copied()
         .unwrap_or_default();
     let name = rk
@@ -363,47 +446,79 @@ fn slice_event(
         .map(String::as_str)
         .unwrap_or_else(|| crate::trace::call_name(r.call));
     let nb = r.flags & FLAG_NONBLOCKING != 0;
-    let _ = writeln!(
-        out,
-        "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{\"measured_s\":{},\"predicted_s\":{},\"free_s\":{},\"wait_kind\":{},\"wait_s\":{},\"pred_wait_s\":{},\"contention_s\":{},\"bytes\":{},\"peer\":{},\"tag\":{},\"nonblocking\":{nb},\"reason\":{}}}}},",
-        jstr(name),
-        sl.pid[g],
-        sl.tid[g],
-        us(sl.start_ns[g]),
-        us(sl.end_ns[g] - sl.start_ns[g]),
-        num(r.duration_s()),
-        opt(p.predicted),
-        opt(p.free),
-        jstr(p.measured_wait.kind.name()),
-        num(p.measured_wait.seconds),
-        num(p.wait.seconds),
-        num(p.contention),
-        r.bytes_send + r.bytes_recv,
-        peer_json(r.peer),
-        r.tag,
-        jstr(p.reason.name()),
-    );
+    out.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
+    put_jstr(out, name);
+    out.extend_from_slice(b",\"pid\":");
+    number::uint(out, pid as u64);
+    out.extend_from_slice(b",\"tid\":");
+    number::uint(out, tid);
+    out.extend_from_slice(b",\"ts\":");
+    put_us(out, start_ns);
+    out.extend_from_slice(b",\"dur\":");
+    put_us(out, end_ns - start_ns);
+    out.extend_from_slice(b",\"args\":{\"measured_s\":");
+    put_num(out, r.duration_s());
+    out.extend_from_slice(b",\"predicted_s\":");
+    put_opt(out, p.predicted);
+    out.extend_from_slice(b",\"free_s\":");
+    put_opt(out, p.free);
+    out.extend_from_slice(b",\"wait_kind\":");
+    put_jstr(out, p.measured_wait.kind.name());
+    out.extend_from_slice(b",\"wait_s\":");
+    put_num(out, p.measured_wait.seconds);
+    out.extend_from_slice(b",\"pred_wait_s\":");
+    put_num(out, p.wait.seconds);
+    out.extend_from_slice(b",\"contention_s\":");
+    put_num(out, p.contention);
+    out.extend_from_slice(b",\"bytes\":");
+    number::uint(out, r.bytes_send + r.bytes_recv);
+    // The peer as a WORLD rank, or null where the call has none.
+    out.extend_from_slice(b",\"peer\":");
+    if r.peer >= 0 {
+        number::int(out, r.peer as i64);
+    } else {
+        out.extend_from_slice(b"null");
+    }
+    out.extend_from_slice(b",\"tag\":");
+    number::int(out, r.tag as i64);
+    out.extend_from_slice(if nb {
+        b",\"nonblocking\":true,\"reason\":"
+    } else {
+        b",\"nonblocking\":false,\"reason\":"
+    });
+    put_jstr(out, p.reason.name());
+    out.extend_from_slice(b"}},\n");
 }
 
 /// A flow's two events, bound to their enclosing slices at the slices' midpoints.
-fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut String) {
-    let mid = |g: usize| sl.start_ns[g] + (sl.end_ns[g] - sl.start_ns[g]) / 2;
-    let (a, b) = (a as usize, b as usize);
-    let id = i + 1;
-    let _ = writeln!(
-        out,
-        "{{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}},",
-        sl.pid[a],
-        sl.tid[a],
-        us(mid(a))
-    );
-    let _ = writeln!(
-        out,
-        "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{id},\"pid\":{},\"tid\":{},\"ts\":{}}},",
-        sl.pid[b],
-        sl.tid[b],
-        us(mid(b))
-    );
+fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut Vec<u8>) {
+    let at = |g: u32| {
+        let (ri, i) = sl.locate(g as usize);
+        let (s, e) = sl.span(ri, i);
+        (sl.track(ri, i), s + (e - s) / 2)
+    };
+    let id = i as u64 + 1;
+    for (head, g) in [
+        (
+            &b"{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
+            a,
+        ),
+        (
+            &b"{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
+            b,
+        ),
+    ] {
+        let ((pid, tid), mid) = at(g);
+        out.extend_from_slice(head);
+        number::uint(out, id);
+        out.extend_from_slice(b",\"pid\":");
+        number::uint(out, pid as u64);
+        out.extend_from_slice(b",\"tid\":");
+        number::uint(out, tid);
+        out.extend_from_slice(b",\"ts\":");
+        put_us(out, mid);
+        out.extend_from_slice(b"},\n");
+    }
 }
 
 #[cfg(test)]
@@ -444,6 +559,16 @@ mod tests {
         assert_eq!(us(1_234_567), "1234.567");
         assert_eq!(us(5), "0.005");
         assert_eq!(us(-1500), "-1.500");
-        assert_eq!(num(f64::NAN), "null");
+        assert_eq!(us(-1), "-0.001");
+        let mut s = Vec::new();
+        put_num(&mut s, f64::NAN);
+        assert_eq!(s, b"null");
+        s.clear();
+        put_jstr(&mut s, "MPI_Send");
+        put_jstr(&mut s, "a\"b\\c\u{1}é");
+        assert_eq!(
+            s,
+            format!("\"MPI_Send\"{}", jstr("a\"b\\c\u{1}é")).as_bytes()
+        );
     }
 }

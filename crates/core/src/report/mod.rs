@@ -8,6 +8,7 @@ pub mod chrome_trace;
 pub mod hotspots;
 pub mod html;
 pub mod live;
+pub mod number;
 pub mod whatif;
 
 use crate::predict::{self, CallPrediction, RunPrediction};
@@ -221,10 +222,14 @@ pub fn write_report(dir: &Path) -> Result<ReportStats, String> {
 /// Loads the run in `dir`, predicts every call and writes `calls.csv`, `summary.json`
 /// and `hotspots.json` there.
 pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats, String> {
-    let run = trace::load_run(dir)?;
+    let mut run = trace::load_run(dir)?;
     let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
-    let pred = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)?;
+    // The records are not in memory during the replays (the peak); the reports read
+    // them again.
+    let counts: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+    let pred = predict::predict_run_releasing(&mut run, &profile, model.as_deref(), &assume)?;
+    trace::reload_records(dir, &mut run, &counts)?;
     write_calls_csv(&run, &pred.calls, &dir.join("calls.csv"))?;
     let summary = summary_with_prediction(&run, &pred, &source);
     write_json(&dir.join("summary.json"), &summary)?;
@@ -464,40 +469,49 @@ pub fn timeline(run: &RunTrace) -> Vec<(i64, usize, usize)> {
     rows
 }
 
+/// Appends a text field of calls.csv: between quotes, quotes doubled, when it holds a
+/// comma, a quote or a line break (the csv crate's `QuoteStyle::Necessary`), else as is.
+fn csv_text(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n')) {
+        out.push(b'"');
+        for b in s.bytes() {
+            if b == b'"' {
+                out.push(b'"');
+            }
+            out.push(b);
+        }
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
 fn write_calls_csv(
     run: &RunTrace,
     preds: &[Vec<CallPrediction>],
     path: &Path,
 ) -> Result<(), String> {
-    use std::fmt::Write as _;
-    let err = |e: csv::Error| format!("cannot write {}: {e}", path.display());
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    w.write_record(CSV_COLUMNS).map_err(err)?;
+    use std::io::Write as _;
+    let io = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let mut w =
+        std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(path).map_err(io)?);
+    w.write_all(CSV_COLUMNS.join(",").as_bytes()).map_err(io)?;
+    w.write_all(b"\n").map_err(io)?;
     let origin = run.origin_ns();
-    // Every field is formatted into one reused buffer: no allocation per row.
-    let mut buf = String::new();
-    let mut field = |w: &mut csv::Writer<std::fs::File>,
-                     f: &dyn Fn(&mut String) -> std::fmt::Result|
-     -> Result<(), String> {
-        buf.clear();
-        f(&mut buf).map_err(|e| e.to_string())?;
-        w.write_field(buf.as_bytes()).map_err(err)
-    };
-    let secs = |x: f64| move |b: &mut String| write!(b, "{x:.9}");
-    let opt = |v: Option<f64>| {
-        move |b: &mut String| match v {
-            Some(x) => write!(b, "{x:.9}"),
-            None => Ok(()),
+    // Each row is formatted into one reused buffer: no allocation per row.
+    let mut row: Vec<u8> = Vec::with_capacity(512);
+    let secs = |b: &mut Vec<u8>, x: f64| number::fixed(b, x, 9);
+    let opt = |b: &mut Vec<u8>, v: Option<f64>| {
+        if let Some(x) = v {
+            number::fixed(b, x, 9);
         }
     };
     // A rank field: empty where not applicable.
-    let rank = |r: i32| {
-        move |b: &mut String| match r {
-            NO_RANK => Ok(()),
-            PROC_NULL => b.write_str("PROC_NULL"),
-            UNKNOWN_RANK => b.write_str("unknown"),
-            r => write!(b, "{r}"),
-        }
+    let rank = |b: &mut Vec<u8>, r: i32| match r {
+        NO_RANK => {}
+        PROC_NULL => b.extend_from_slice(b"PROC_NULL"),
+        UNKNOWN_RANK => b.extend_from_slice(b"unknown"),
+        r => number::int(b, r as i64),
     };
     for (start, ri, i) in timeline(run) {
         let rk = &run.ranks[ri];
@@ -508,54 +522,73 @@ fn write_calls_csv(
             .calls
             .get(r.call as usize)
             .map_or_else(|| trace::call_name(r.call), String::as_str);
-        field(&mut w, &|b| write!(b, "{}", rk.meta.rank))?;
-        field(&mut w, &|b| b.write_str(&rk.meta.node))?;
-        field(&mut w, &|b| b.write_str(name))?;
-        field(&mut w, &rank(r.peer))?;
-        field(&mut w, &rank(r.root))?;
-        field(&mut w, &|b| write!(b, "{}", r.bytes_send + r.bytes_recv))?;
-        field(&mut w, &|b| write!(b, "{}", r.comm_size))?;
-        field(&mut w, &secs(start.saturating_sub(origin) as f64 * 1e-9))?;
-        field(&mut w, &secs(r.duration_s()))?;
-        field(&mut w, &opt(p.predicted))?;
-        field(&mut w, &|b| match p.penalty {
-            Some(x) => write!(b, "{x:.4}"),
-            None => Ok(()),
-        })?;
-        field(&mut w, &opt(p.free))?;
-        field(&mut w, &|b| write!(b, "{}", r.thread))?;
-        field(&mut w, &|b| write!(b, "{}", r.tag))?;
-        field(&mut w, &|b| {
-            if r.comm == u32::MAX {
-                Ok(())
-            } else {
-                write!(b, "{}", r.comm)
-            }
-        })?;
-        field(&mut w, &|b| write!(b, "{}", r.bytes_send))?;
-        field(&mut w, &|b| write!(b, "{}", r.bytes_recv))?;
-        field(&mut w, &rank(r.peer2))?;
-        field(&mut w, &|b| {
-            write!(b, "{}", (r.flags & FLAG_NONBLOCKING != 0) as u8)
-        })?;
-        field(&mut w, &|b| b.write_str(p.measured_wait.kind.name()))?;
-        field(&mut w, &secs(p.measured_wait.seconds))?;
-        field(
-            &mut w,
-            &secs((r.duration_s() - p.measured_wait.seconds).max(0.0)),
-        )?;
-        field(&mut w, &|b| b.write_str(p.wait.kind.name()))?;
-        field(&mut w, &secs(p.wait.seconds))?;
-        field(
-            &mut w,
-            &opt(p.predicted.map(|x| (x - p.wait.seconds).max(0.0))),
-        )?;
-        field(&mut w, &secs(p.contention))?;
-        field(&mut w, &|b| b.write_str(p.reason.name()))?;
-        w.write_record(None::<&[u8]>).map_err(err)?;
+        let b = &mut row;
+        b.clear();
+        number::int(b, rk.meta.rank as i64);
+        b.push(b',');
+        csv_text(b, &rk.meta.node);
+        b.push(b',');
+        csv_text(b, name);
+        b.push(b',');
+        rank(b, r.peer);
+        b.push(b',');
+        rank(b, r.root);
+        b.push(b',');
+        number::uint(b, r.bytes_send + r.bytes_recv);
+        b.push(b',');
+        number::uint(b, r.comm_size as u64);
+        b.push(b',');
+        secs(b, start.saturating_sub(origin) as f64 * 1e-9);
+        b.push(b',');
+        secs(b, r.duration_s());
+        b.push(b',');
+        opt(b, p.predicted);
+        b.push(b',');
+        if let Some(x) = p.penalty() {
+            number::fixed(b, x, 4);
+        }
+        b.push(b',');
+        opt(b, p.free);
+        b.push(b',');
+        number::uint(b, r.thread as u64);
+        b.push(b',');
+        number::int(b, r.tag as i64);
+        b.push(b',');
+        if r.comm != u32::MAX {
+            number::uint(b, r.comm as u64);
+        }
+        b.push(b',');
+        number::uint(b, r.bytes_send);
+        b.push(b',');
+        number::uint(b, r.bytes_recv);
+        b.push(b',');
+        rank(b, r.peer2);
+        b.push(b',');
+        b.push(if r.flags & FLAG_NONBLOCKING != 0 {
+            b'1'
+        } else {
+            b'0'
+        });
+        b.push(b',');
+        csv_text(b, p.measured_wait.kind.name());
+        b.push(b',');
+        secs(b, p.measured_wait.seconds);
+        b.push(b',');
+        secs(b, (r.duration_s() - p.measured_wait.seconds).max(0.0));
+        b.push(b',');
+        csv_text(b, p.wait.kind.name());
+        b.push(b',');
+        secs(b, p.wait.seconds);
+        b.push(b',');
+        opt(b, p.predicted.map(|x| (x - p.wait.seconds).max(0.0)));
+        b.push(b',');
+        secs(b, p.contention);
+        b.push(b',');
+        csv_text(b, p.reason.name());
+        b.push(b'\n');
+        w.write_all(b).map_err(io)?;
     }
-    w.flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    w.flush().map_err(io)
 }
 
 #[derive(Default)]
@@ -657,4 +690,31 @@ pub fn summary(run: &RunTrace) -> Value {
         "timestamps": timestamps(run),
         "ranks": ranks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_text_quotes_as_the_csv_crate_does() {
+        for s in [
+            "n0",
+            "",
+            "a,b",
+            "say \"hi\"",
+            "two\nlines",
+            "cr\r",
+            "é,ü",
+            "#x",
+        ] {
+            let mut w = csv::Writer::from_writer(vec![]);
+            w.write_record([s, "x"]).unwrap();
+            let theirs = w.into_inner().unwrap();
+            let mut ours = Vec::new();
+            csv_text(&mut ours, s);
+            ours.extend_from_slice(b",x\n");
+            assert_eq!(ours, theirs, "{s:?}");
+        }
+    }
 }

@@ -127,11 +127,42 @@ pub struct SpoolRead {
 }
 
 /// Reads a whole spool. A truncated final record is reported, not an error.
-pub fn read_spool<R: Read>(mut r: R) -> Result<SpoolRead, String> {
-    let mut data = Vec::new();
-    r.read_to_end(&mut data)
+pub fn read_spool<R: Read>(r: R) -> Result<SpoolRead, String> {
+    read_spool_sized(r, 0)
+}
+
+/// [`read_spool`] of a spool about `len` bytes long: the records are parsed as the bytes
+/// arrive, a few hundred KiB at a time, into a vector of the right size, so that the file's
+/// bytes and its records are never in memory together.
+fn read_spool_sized<R: Read>(mut r: R, len: u64) -> Result<SpoolRead, String> {
+    let mut head = Vec::with_capacity(SPOOL_HEADER);
+    (&mut r)
+        .take(SPOOL_HEADER as u64)
+        .read_to_end(&mut head)
         .map_err(|e| format!("read error: {e}"))?;
-    parse_spool(&data)
+    let mut out = parse_spool(&head)?;
+    out.records
+        .reserve((len.saturating_sub(SPOOL_HEADER as u64) / RECORD_SIZE as u64) as usize);
+    let mut buf = vec![0u8; 4096 * RECORD_SIZE];
+    let mut have = 0;
+    loop {
+        match r.read(&mut buf[have..]) {
+            Ok(0) => break,
+            Ok(k) => have += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("read error: {e}")),
+        }
+        let whole = have - have % RECORD_SIZE;
+        out.records.extend(
+            buf[..whole]
+                .chunks_exact(RECORD_SIZE)
+                .map(|c| Record::from_bytes(c.try_into().unwrap())),
+        );
+        buf.copy_within(whole..have, 0);
+        have -= whole;
+    }
+    out.trailing_bytes = have;
+    Ok(out)
 }
 
 /// Parses spool bytes.
@@ -330,6 +361,95 @@ mod tests {
         let s = parse_spool(&buf).unwrap();
         assert_eq!(s.records, vec![r]);
         assert_eq!(s.trailing_bytes, 3);
+    }
+
+    /// Read in pieces, a spool gives what its bytes parsed at once give: records split
+    /// across reads, a cut final record, a header alone, a short header.
+    #[test]
+    fn spool_read_in_pieces_is_spool_parsed_whole() {
+        /// Returns at most 7 bytes per read.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+                let k = b.len().min(7).min(self.0.len());
+                b[..k].copy_from_slice(&self.0[..k]);
+                self.0 = &self.0[k..];
+                Ok(k)
+            }
+        }
+        let mut buf = Vec::new();
+        write_spool_header(&mut buf).unwrap();
+        for i in 0..5000u64 {
+            let r = Record {
+                t_start: i,
+                t_end: i * 3,
+                peer: i as i32,
+                ..Default::default()
+            };
+            buf.extend_from_slice(r.as_bytes());
+        }
+        buf.extend_from_slice(&[9; 40]);
+        for cut in [
+            buf.len(),
+            buf.len() - 40,
+            SPOOL_HEADER,
+            1000 * RECORD_SIZE + 5,
+        ] {
+            let whole = parse_spool(&buf[..cut]).unwrap();
+            let read = read_spool(Trickle(&buf[..cut])).unwrap();
+            assert_eq!(read.records, whole.records);
+            assert_eq!(read.trailing_bytes, whole.trailing_bytes);
+            let sized = read_spool_sized(&buf[..cut], cut as u64).unwrap();
+            assert_eq!(sized.records, whole.records);
+        }
+        assert_eq!(
+            read_spool(&buf[..10]).unwrap_err(),
+            parse_spool(&buf[..10]).unwrap_err()
+        );
+    }
+
+    /// Records released and read again are the records loaded; a spool that lost records
+    /// meanwhile is an error, one that gained some gives the first ones.
+    #[test]
+    fn released_records_read_again_are_the_same() {
+        let dir = std::env::temp_dir().join(format!("pmpi-trace-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recs: Vec<Record> = (0..3000u64)
+            .map(|i| Record {
+                t_start: i,
+                tag: i as i32,
+                ..Default::default()
+            })
+            .collect();
+        for rank in 0..2 {
+            let m = RankMeta {
+                rank,
+                world_size: 2,
+                ..Default::default()
+            };
+            write_meta(&dir, &m).unwrap();
+            write_spool(&dir, rank, &recs[..1000 * (rank as usize + 1)]).unwrap();
+        }
+        let mut run = load_run(&dir).unwrap();
+        let before = run.clone();
+        let counts: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+        assert_eq!(counts, [1000, 2000]);
+        for rk in &mut run.ranks {
+            rk.records = Vec::new();
+        }
+        reload_records(&dir, &mut run, &counts).unwrap();
+        assert_eq!(run.ranks[0].records, before.ranks[0].records);
+        assert_eq!(run.ranks[1].records, before.ranks[1].records);
+        write_spool(&dir, 0, &recs).unwrap();
+        reload_records(&dir, &mut run, &counts).unwrap();
+        assert_eq!(run.ranks[0].records, before.ranks[0].records);
+        write_spool(&dir, 1, &recs[..10]).unwrap();
+        assert!(
+            reload_records(&dir, &mut run, &counts)
+                .unwrap_err()
+                .contains("spool changed")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -573,6 +693,33 @@ pub fn merge_dirs(into: &Path, from: &[&Path]) -> Result<Vec<i32>, String> {
     Ok(copied)
 }
 
+/// Reads again the records of a run loaded from `dir` whose records were released (see
+/// `predict::predict_run_releasing`): each rank's first `counts[i]` records, the ones the
+/// first load found. A spool that now holds fewer is an error (the run changed meanwhile).
+pub fn reload_records(dir: &Path, run: &mut RunTrace, counts: &[usize]) -> Result<(), String> {
+    for (rk, &n) in run.ranks.iter_mut().zip(counts) {
+        if n == 0 {
+            continue;
+        }
+        let path = spool_path(dir, rk.meta.rank);
+        let f = std::fs::File::open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let mut s = read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if s.records.len() < n {
+            return Err(format!(
+                "{}: {} records where {n} were read before (the spool changed during the analysis)",
+                path.display(),
+                s.records.len()
+            ));
+        }
+        s.records.truncate(n);
+        s.records.shrink_to_fit();
+        rk.records = s.records;
+    }
+    Ok(())
+}
+
 /// Loads every rank's metadata and spool from a run's output directory.
 pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
     let entries = std::fs::read_dir(dir)
@@ -597,7 +744,7 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
     for meta in metas {
         let path = spool_path(dir, meta.rank);
         let (records, trailing_bytes, spool_error) = match std::fs::File::open(&path) {
-            Ok(f) => match read_spool(std::io::BufReader::new(f)) {
+            Ok(f) => match read_spool_sized(&f, f.metadata().map_or(0, |m| m.len())) {
                 Ok(s) => (s.records, s.trailing_bytes, None),
                 Err(e) => (Vec::new(), 0, Some(format!("{}: {e}", path.display()))),
             },

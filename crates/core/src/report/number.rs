@@ -1,0 +1,179 @@
+//! Numbers as report text, fast: fixed-point decimals and integers appended to a byte buffer,
+//! byte for byte what `write!(out, "{x:.9}")` and `write!(out, "{n}")` give, without the
+//! formatting machinery (calls.csv and trace.json print tens of millions of them).
+
+/// Appends `x` with `prec` decimals (at most 9), exactly as `write!(out, "{x:.prec$}")`:
+/// the binary value rounded to the nearest multiple of 10^-prec, ties to even, and a minus
+/// sign whenever the sign bit is set (so `-0.000000000`). Values of 10^9 and above,
+/// infinities and NaN go through `std::fmt`.
+pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
+    if prec > 9 || x.is_nan() || x.abs() >= 1e9 {
+        use std::io::Write as _;
+        let _ = write!(out, "{x:.prec$}");
+        return;
+    }
+    let scale = 10u64.pow(prec as u32);
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    // |x| = m · 2^e exactly.
+    let (m, e) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
+    // |x| · 10^prec = p · 2^e, with p < 2^83.
+    let p = m as u128 * scale as u128;
+    let q: u128 = if e >= 0 {
+        // Not reached below 10^9 (a normal m is at least 2^52); exact all the same.
+        p << e
+    } else if -e >= 128 {
+        // p · 2^e < 2^-45: rounds to 0.
+        0
+    } else {
+        let sh = -e as u32;
+        let q = p >> sh;
+        let rem = p & ((1u128 << sh) - 1);
+        let half = 1u128 << (sh - 1);
+        if rem > half || (rem == half && q & 1 == 1) {
+            q + 1
+        } else {
+            q
+        }
+    };
+    // q < 10^9 · 10^9 + 1: fits u64. Digits from the right: the decimals, the point,
+    // at least one integer digit, the sign.
+    let mut q = q as u64;
+    let mut buf = [0u8; 32];
+    let mut i = buf.len();
+    for _ in 0..prec {
+        i -= 1;
+        buf[i] = b'0' + (q % 10) as u8;
+        q /= 10;
+    }
+    if prec > 0 {
+        i -= 1;
+        buf[i] = b'.';
+    }
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (q % 10) as u8;
+        q /= 10;
+        if q == 0 {
+            break;
+        }
+    }
+    if bits >> 63 == 1 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Appends `n` in decimal, as `write!(out, "{n}")`.
+pub fn uint(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `n` in decimal, as `write!(out, "{n}")`.
+pub fn int(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    uint(out, n.unsigned_abs());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `std::fmt` oracle: every value the reports can meet formats alike.
+    fn check(x: f64) {
+        for prec in [0, 1, 4, 9] {
+            let mut fast = Vec::new();
+            fixed(&mut fast, x, prec);
+            assert_eq!(
+                fast,
+                format!("{x:.prec$}").as_bytes(),
+                "{x:e} at {prec} decimals"
+            );
+        }
+    }
+
+    #[test]
+    fn fixed_is_std_fmt() {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -1e-12,
+            0.5,
+            1.5,
+            2.5,
+            0.25,
+            0.0009765625,
+            0.0029296875,
+            0.00048828125,
+            1e-9,
+            5e-10,
+            999_999_999.999_999_9,
+            1e9,
+            -1e9,
+            123_456_789.123_456_79,
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::MAX,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            check(x);
+        }
+        // Ties at 9 decimals: odd multiples of 2^-k·10^-9 that are exactly representable.
+        for k in 1..12 {
+            for j in 0..2000u64 {
+                let x = (2 * j + 1) as f64 / (1u64 << k) as f64 * 1e-9;
+                check(x);
+                check(j as f64 + 0.5);
+                check((2 * j + 1) as f64 / 1024.0);
+            }
+        }
+        // Pseudo-random doubles over every exponent a report can print, and integers of
+        // nanoseconds scaled as the reports scale them.
+        let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let x = f64::from_bits(s);
+            check(x);
+            check(x.abs() % 1e4);
+            check((s % 10_000_000_000_000) as f64 * 1e-9);
+            check((s >> 40) as f64 / (1u64 << (s % 50)) as f64);
+        }
+    }
+
+    #[test]
+    fn integers_are_std_fmt() {
+        for n in [0, 1, 9, 10, 99, 100, u64::MAX, 1 << 40, 12_345_678_901] {
+            let mut a = Vec::new();
+            uint(&mut a, n);
+            assert_eq!(a, n.to_string().as_bytes());
+        }
+        for n in [0, -1, i64::MIN, i64::MAX, -1500, 42] {
+            let mut a = Vec::new();
+            int(&mut a, n);
+            assert_eq!(a, n.to_string().as_bytes());
+        }
+    }
+}
