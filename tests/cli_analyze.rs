@@ -263,3 +263,46 @@ fn analyze_merges_directories_copied_from_each_node() {
     let out = bin().arg("analyze").arg(&a).arg(&empty).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Exit status by kind of failure: a report that cannot be written is an I/O error (74),
+/// not bad input (2); a missing run directory is bad input.
+#[test]
+fn an_unwritable_report_exits_74_and_a_missing_run_exits_2() {
+    let dir = make_run("cli-analyze-unwritable", true);
+    // A directory where calls.csv goes: creating the file fails as it would on a full
+    // disk (root ignores permissions).
+    std::fs::create_dir(dir.join("calls.csv")).unwrap();
+    let out = bin()
+        .arg("analyze")
+        .arg(&dir)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(74), "{err}");
+    assert!(
+        err.contains("cannot write") && err.contains("calls.csv"),
+        "{err}"
+    );
+
+    let out = bin()
+        .arg("analyze")
+        .arg(dir.join("no-such-run"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+
+    // replay's output directory cannot be made where a file stands.
+    let _ = std::fs::remove_dir(dir.join("calls.csv"));
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = bin()
+        .arg("replay")
+        .arg(&dir)
+        .arg("-o")
+        .arg(file.join("sub"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(74), "{err}");
+}

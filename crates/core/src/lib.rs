@@ -7,6 +7,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod config;
+pub mod error;
 pub mod graph;
 pub mod model;
 pub mod predict;

@@ -157,7 +157,8 @@ pub fn utc_now() -> String {
 }
 
 /// Runs the calibration on every rank; rank 0 writes the profile. Returns the exit status
-/// (0 ok, 2 cannot calibrate with these ranks, 1 other failure).
+/// (0 ok, 2 cannot calibrate with these ranks, 69 MPI failed to start, 70 the fit gave an
+/// invalid profile, 74 the profile cannot be written).
 pub fn run(opts: &Options) -> i32 {
     if !under_launcher() {
         eprintln!("pmpi-predict: {NEED_RANKS}");
@@ -167,7 +168,7 @@ pub fn run(opts: &Options) -> i32 {
         Ok(m) => m,
         Err(e) => {
             eprintln!("pmpi-predict: {e}");
-            return 1;
+            return crate::cli::EXIT_MPI;
         }
     };
     if mpi.size < 2 {
@@ -575,14 +576,14 @@ pub fn run(opts: &Options) -> i32 {
     profile.residuals = Some(Value::Object(res));
     if let Err(e) = profile.validate() {
         eprintln!("pmpi-predict: the fitted profile is invalid ({e}); not written");
-        return 1;
+        return crate::cli::EXIT_INTERNAL;
     }
     let tmp = opts.output.with_extension("json.tmp");
     let write = std::fs::write(&tmp, profile.to_json() + "\n")
         .and_then(|_| std::fs::rename(&tmp, &opts.output));
     if let Err(e) = write {
         eprintln!("pmpi-predict: cannot write {}: {e}", opts.output.display());
-        return 1;
+        return crate::cli::EXIT_IO;
     }
     eprintln!(
         "calibrate: wrote {} in {:.1} s (wall time)",

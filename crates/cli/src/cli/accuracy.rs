@@ -56,7 +56,7 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
             serde_json::json!({"model": pred.model, "groups": groups, "family": fam, "run": whole});
         println!(
             "{}",
-            serde_json::to_string_pretty(&v).map_err(|e| CliError::failure(e.to_string()))?
+            serde_json::to_string_pretty(&v).map_err(|e| CliError::internal(e.to_string()))?
         );
     } else {
         print!("{}", accuracy::table(&groups, &fam));

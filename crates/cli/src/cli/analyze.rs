@@ -47,7 +47,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
         eprintln!("pmpi-predict: {line}");
     }
     let opts = a.engine.options(!a.quiet);
-    let s = crate::report::write_report_with(&a.dir, &opts).map_err(CliError::input)?;
+    let s = crate::report::write_report_with(&a.dir, &opts)?;
     println!(
         "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json, report.html and trace.json in {}",
         s.records,

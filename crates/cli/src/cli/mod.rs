@@ -102,32 +102,71 @@ impl EngineArgs {
     }
 }
 
-/// An error the CLI reports on stderr; `usage` errors (bad input) exit with status 2.
-#[derive(Debug)]
-pub struct CliError {
-    pub message: String,
-    pub usage: bool,
+/// An error the CLI reports on stderr; its kind decides the exit status (README, "Exit
+/// status").
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad input from the user: exit status 2.
+    #[error("{0}")]
+    Input(String),
+    /// Reading or writing failed for a reason that is not the input's fault (a full disk,
+    /// permissions): exit status 74 (`EX_IOERR`).
+    #[error("{0}")]
+    Io(String),
+    /// MPI could not be started or failed: exit status 69 (`EX_UNAVAILABLE`).
+    #[error("{0}")]
+    Mpi(String),
+    /// A bug: exit status 70 (`EX_SOFTWARE`).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
+/// Exit status of a bad input.
+pub const EXIT_INPUT: i32 = 2;
+/// Exit status of an I/O failure (`EX_IOERR`).
+pub const EXIT_IO: i32 = 74;
+/// Exit status of an MPI failure (`EX_UNAVAILABLE`).
+pub const EXIT_MPI: i32 = 69;
+/// Exit status of an internal error (`EX_SOFTWARE`).
+pub const EXIT_INTERNAL: i32 = 70;
+
 impl CliError {
-    /// Bad input from the user: exit status 2.
+    /// Bad input from the user.
     pub fn input(message: impl Into<String>) -> Self {
-        CliError {
-            message: message.into(),
-            usage: true,
-        }
+        CliError::Input(message.into())
     }
-    /// A failure that is not the input's fault: exit status 1.
-    pub fn failure(message: impl Into<String>) -> Self {
-        CliError {
-            message: message.into(),
-            usage: false,
+    /// An I/O failure.
+    pub fn io(message: impl Into<String>) -> Self {
+        CliError::Io(message.into())
+    }
+    /// A bug.
+    pub fn internal(message: impl Into<String>) -> Self {
+        CliError::Internal(message.into())
+    }
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Input(_) => EXIT_INPUT,
+            CliError::Io(_) => EXIT_IO,
+            CliError::Mpi(_) => EXIT_MPI,
+            CliError::Internal(_) => EXIT_INTERNAL,
         }
     }
     /// Prints the message and returns the exit status for it.
     pub fn report(&self) -> i32 {
-        eprintln!("pmpi-predict: {}", self.message);
-        if self.usage { 2 } else { 1 }
+        eprintln!("pmpi-predict: {self}");
+        self.exit_code()
+    }
+}
+
+impl From<pmpi_core::error::Error> for CliError {
+    fn from(e: pmpi_core::error::Error) -> Self {
+        use pmpi_core::error::Error as E;
+        match e {
+            E::Input(m) => CliError::Input(m),
+            e @ E::Io { .. } => CliError::Io(e.to_string()),
+            E::Internal(m) => CliError::Internal(m),
+        }
     }
 }
 

@@ -131,11 +131,11 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     let w = report::build(&run, &recorded, &what, conditions);
     let out = a.out.clone().unwrap_or_else(|| a.dir.join("replay"));
     std::fs::create_dir_all(&out)
-        .map_err(|e| CliError::failure(format!("cannot create {}: {e}", out.display())))?;
+        .map_err(|e| CliError::io(format!("cannot create {}: {e}", out.display())))?;
     let path = out.join("replay.json");
-    let text = serde_json::to_string_pretty(&w).map_err(|e| CliError::failure(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&w).map_err(|e| CliError::internal(e.to_string()))?;
     std::fs::write(&path, text + "\n")
-        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
+        .map_err(|e| CliError::io(format!("cannot write {}: {e}", path.display())))?;
     // The views of the replayed run (its placement, its predictions); no trace.json: the
     // recorded run's own is beside its calls.csv.
     let summary = crate::report::summary_with_prediction(&run, &what, &source);

@@ -148,7 +148,7 @@ fn candidates(exe_dir: &Path) -> Vec<PathBuf> {
 /// The layer for `family`.
 fn find_layer(family: Family) -> Result<PathBuf, CliError> {
     let exe = std::env::current_exe()
-        .map_err(|e| CliError::failure(format!("cannot find this binary: {e}")))?;
+        .map_err(|e| CliError::internal(format!("cannot find this binary: {e}")))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
     let tried = candidates(dir);
     for c in &tried {
@@ -234,7 +234,7 @@ fn run_job(a: &RunArgs) -> Result<i32, CliError> {
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
     let out = a.out.clone().unwrap_or_else(default_out);
     std::fs::create_dir_all(&out)
-        .map_err(|e| CliError::failure(format!("cannot create {}: {e}", out.display())))?;
+        .map_err(|e| CliError::io(format!("cannot create {}: {e}", out.display())))?;
     let out = std::fs::canonicalize(&out).unwrap_or(out);
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), lib.display().to_string()),
@@ -257,7 +257,7 @@ fn run_job(a: &RunArgs) -> Result<i32, CliError> {
     let status = Command::new(&prog_path)
         .args(launch_args(kind, &vars, rest))
         .status()
-        .map_err(|e| CliError::failure(format!("cannot run {}: {e}", prog_path.display())))?;
+        .map_err(|e| CliError::input(format!("cannot run {}: {e}", prog_path.display())))?;
     let code = match status.code() {
         Some(c) => c,
         None => {

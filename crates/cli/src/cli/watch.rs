@@ -162,7 +162,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
             continue;
         }
         for f in ranks.values_mut() {
-            read_new(&a.dir, f).map_err(CliError::failure)?;
+            read_new(&a.dir, f).map_err(CliError::io)?;
         }
         let o = *origin.get_or_insert_with(|| {
             ranks
@@ -186,7 +186,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
         if ended {
             // Written after the last flush: read what is left.
             for f in ranks.values_mut() {
-                read_new(&a.dir, f).map_err(CliError::failure)?;
+                read_new(&a.dir, f).map_err(CliError::io)?;
             }
         }
         let latest = ranks

@@ -11,6 +11,7 @@ pub mod live;
 pub mod number;
 pub mod whatif;
 
+use crate::error::Error;
 use crate::predict::{self, CallPrediction, RunPrediction};
 use crate::profile::Profile;
 use crate::trace::{self, FLAG_NONBLOCKING, NO_RANK, PROC_NULL, Record, RunTrace, UNKNOWN_RANK};
@@ -215,13 +216,13 @@ fn mpi_time_ns(r: &Record) -> u64 {
 
 /// Loads the run in `dir` and writes the report there, configured from the environment
 /// (the layer's entry point at MPI_Finalize).
-pub fn write_report(dir: &Path) -> Result<ReportStats, String> {
+pub fn write_report(dir: &Path) -> Result<ReportStats, Error> {
     write_report_with(dir, &ReportOptions::from_env())
 }
 
 /// Loads the run in `dir`, predicts every call and writes `calls.csv`, `summary.json`
 /// and `hotspots.json` there.
-pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats, String> {
+pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats, Error> {
     let mut run = trace::load_run(dir)?;
     let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
@@ -236,7 +237,7 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
     let hs = hotspots::compute(&run, &pred, 10);
     write_json(
         &dir.join("hotspots.json"),
-        &serde_json::to_value(&hs).map_err(|e| e.to_string())?,
+        &serde_json::to_value(&hs).map_err(|e| Error::Internal(e.to_string()))?,
     )?;
     if opts.print_hotspots {
         if opts.brief {
@@ -266,9 +267,9 @@ pub fn summary_with_prediction(run: &RunTrace, pred: &RunPrediction, source: &st
     s
 }
 
-fn write_json(path: &Path, v: &Value) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+fn write_json(path: &Path, v: &Value) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::Internal(e.to_string()))?;
+    std::fs::write(path, text + "\n").map_err(|e| Error::write(path, e))
 }
 
 /// E_rel of a call in percent: (predicted − measured) / measured · 100.
@@ -490,9 +491,9 @@ fn write_calls_csv(
     run: &RunTrace,
     preds: &[Vec<CallPrediction>],
     path: &Path,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     use std::io::Write as _;
-    let io = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let io = |e: std::io::Error| Error::write(path, e);
     let mut w =
         std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(path).map_err(io)?);
     w.write_all(CSV_COLUMNS.join(",").as_bytes()).map_err(io)?;

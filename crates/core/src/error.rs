@@ -1,0 +1,71 @@
+//! The core's error type: what went wrong decides the CLI's exit status (README, "Exit
+//! status"), so that a full disk is not reported as bad input.
+
+use std::path::{Path, PathBuf};
+
+/// An error of the core.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// What the user gave is wrong: a missing or malformed run directory, profile or map,
+    /// a bad value. The message says which and why.
+    #[error("{0}")]
+    Input(String),
+    /// Reading or writing a file failed for a reason that is not the input's fault (a full
+    /// disk, permissions, an I/O error).
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An invariant of the core broke: a bug to report.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// A failed write of `path`.
+    pub fn write(path: &Path, source: std::io::Error) -> Error {
+        Error::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// The process exit status for this error: 2 bad input, 74 I/O (`EX_IOERR`), 70
+    /// internal (`EX_SOFTWARE`).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Input(_) => 2,
+            Error::Io { .. } => 74,
+            Error::Internal(_) => 70,
+        }
+    }
+}
+
+/// Messages of the functions that still return `String` describe the input.
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error::Input(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_and_messages() {
+        let e = Error::write(
+            Path::new("/x/calls.csv"),
+            std::io::Error::from_raw_os_error(28),
+        );
+        assert_eq!(e.exit_code(), 74);
+        let m = e.to_string();
+        assert!(m.starts_with("cannot write /x/calls.csv: "), "{m}");
+        assert_eq!(Error::from("no spool".to_string()).exit_code(), 2);
+        assert_eq!(Error::Internal("x".into()).exit_code(), 70);
+    }
+}
