@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use pmpi_core::model::{CommGraph, PenaltyModel, penalty_model_by_name};
+use pmpi_core::model::{CommGraph, ModelName, PenaltyModel, penalty_model_by_name};
 
 /// Random graph with `arcs` arcs on `arcs / 4` nodes (average degree 4 in and out), no
 /// self-loops; xorshift with a fixed seed so runs compare.
@@ -31,7 +31,7 @@ fn main() {
         "{:<12}{:>14}{:>14}{:>14}",
         "model", "100 arcs", "1000 arcs", "10000 arcs"
     );
-    for name in ["gige", "infiniband", "maxmin", "myrinet"] {
+    for name in ModelName::ALL.map(ModelName::as_str) {
         let model: Box<dyn PenaltyModel> = match penalty_model_by_name(name, &[]) {
             Ok(m) => m,
             Err(e) => {

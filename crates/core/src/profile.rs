@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::alltoall::Signature;
 use crate::model::{
-    GigabitEthernet, Hockney, InfiniBand, Lom, ModelError, Myrinet, PLogP, PenaltyModel,
+    GigabitEthernet, Hockney, InfiniBand, Lom, ModelError, ModelName, Myrinet, PLogP, PenaltyModel,
     penalty_model_by_name,
 };
 
@@ -270,7 +270,7 @@ impl Profile {
             crate::model::non_negative("upper_lower_gamma", g)?;
         }
         // Every parameter set must build, not only the chosen model's.
-        for m in ["gige", "infiniband", "myrinet", "maxmin"] {
+        for m in ModelName::ALL.map(ModelName::as_str) {
             penalty_model_by_name(m, &self.penalty.params_of(m)).map_err(|why| {
                 ModelError::BadTable {
                     name: format!("penalty.{m}"),

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::alltoall::{Signature, upper_lower_bounds};
 use crate::model::{
-    CommGraph, GigabitEthernet, Hockney, InfiniBand, Lom, PLogP, PenaltyModel, PiecewiseLinear,
-    penalty_model_by_name,
+    CommGraph, GigabitEthernet, Hockney, InfiniBand, Lom, ModelName, PLogP, PenaltyModel,
+    PiecewiseLinear, penalty_model_by_name,
 };
 use crate::profile::{GigeParams, InfinibandParams};
 
@@ -353,7 +353,8 @@ pub fn choose_penalty(schemes: &[SchemePenalties]) -> PenaltyChoice {
     let (gige, eg) = fit_gige(schemes);
     let (infiniband, ei) = fit_infiniband(schemes);
     let mut errors = vec![("gige".to_string(), eg), ("infiniband".to_string(), ei)];
-    for m in ["maxmin", "myrinet"] {
+    // The models without fitted parameters.
+    for m in [ModelName::Maxmin, ModelName::Myrinet].map(ModelName::as_str) {
         if let Ok(model) = penalty_model_by_name(m, &[]) {
             errors.push((m.to_string(), penalty_error(model.as_ref(), schemes)));
         }

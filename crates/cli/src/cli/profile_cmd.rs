@@ -134,7 +134,7 @@ pub fn render(p: &Profile, title: &str) -> String {
                 .join(" ")
         }
     };
-    for m in ["gige", "infiniband", "myrinet", "maxmin"] {
+    for m in crate::model::ModelName::ALL.map(crate::model::ModelName::as_str) {
         let e = errs
             .and_then(|e| e.get(m))
             .and_then(Value::as_f64)

@@ -31,7 +31,7 @@ pub use infiniband::InfiniBand;
 pub use lom::Lom;
 pub use maxmin::MaxMinFair;
 pub use myrinet::Myrinet;
-pub use penalty::{PenaltyModel, penalty_model_by_name};
+pub use penalty::{ModelName, PenaltyModel, penalty_model_by_name};
 pub use plogp::{PLogP, PiecewiseLinear};
 
 /// Contention-free time of one point-to-point message (the paper's T_ref(m)).

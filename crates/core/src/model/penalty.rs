@@ -26,8 +26,60 @@ pub trait PenaltyModel: Send + Sync {
     }
 }
 
-/// Names accepted by [`penalty_model_by_name`].
+/// Names accepted by [`penalty_model_by_name`] (the [`ModelName`]s, in order).
 pub const PENALTY_MODELS: &str = "gige, myrinet, infiniband, maxmin";
+
+/// The penalty models: one name each, parsed and printed in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ModelName {
+    /// Gigabit Ethernet (the bandwidth-sharing paper's model with βs, γo, γi).
+    Gige,
+    /// Myrinet: exact enumeration of conflict sets.
+    Myrinet,
+    /// InfiniBand (βe, βs, γr).
+    Infiniband,
+    /// Max-min fair sharing of the ports.
+    Maxmin,
+}
+
+impl ModelName {
+    /// Every model, in the order of [`PENALTY_MODELS`].
+    pub const ALL: [ModelName; 4] = [
+        ModelName::Gige,
+        ModelName::Myrinet,
+        ModelName::Infiniband,
+        ModelName::Maxmin,
+    ];
+
+    /// The model's name in profiles, options and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelName::Gige => "gige",
+            ModelName::Myrinet => "myrinet",
+            ModelName::Infiniband => "infiniband",
+            ModelName::Maxmin => "maxmin",
+        }
+    }
+}
+
+impl std::fmt::Display for ModelName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ModelName {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<Self, ModelError> {
+        ModelName::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| ModelError::UnknownModel {
+                name: s.to_string(),
+                known: PENALTY_MODELS,
+            })
+    }
+}
 
 /// Builds a penalty model from its name and `(parameter, value)` pairs; parameters not given
 /// keep their defaults. Parameters: gige `beta`, `gamma_o`, `gamma_i`; infiniband `beta_e`,
@@ -46,8 +98,8 @@ fn build(name: &str, params: &[(String, f64)]) -> Result<Box<dyn PenaltyModel>, 
         name: p.to_string(),
         known,
     };
-    match name {
-        "gige" => {
+    match name.parse::<ModelName>()? {
+        ModelName::Gige => {
             let mut m = GigabitEthernet::default();
             for (p, v) in params {
                 match p.as_str() {
@@ -61,7 +113,7 @@ fn build(name: &str, params: &[(String, f64)]) -> Result<Box<dyn PenaltyModel>, 
                 m.beta, m.gamma_o, m.gamma_i,
             )?))
         }
-        "infiniband" => {
+        ModelName::Infiniband => {
             let mut m = InfiniBand::default();
             for (p, v) in params {
                 match p.as_str() {
@@ -73,7 +125,7 @@ fn build(name: &str, params: &[(String, f64)]) -> Result<Box<dyn PenaltyModel>, 
             }
             Ok(Box::new(InfiniBand::new(m.beta_e, m.beta_s, m.gamma_r)?))
         }
-        "myrinet" => {
+        ModelName::Myrinet => {
             let mut m = Myrinet::default();
             for (p, v) in params {
                 match p.as_str() {
@@ -92,14 +144,10 @@ fn build(name: &str, params: &[(String, f64)]) -> Result<Box<dyn PenaltyModel>, 
             }
             Ok(Box::new(m))
         }
-        "maxmin" => match params.first() {
+        ModelName::Maxmin => match params.first() {
             Some((p, _)) => Err(unknown(p, "(none)")),
             None => Ok(Box::new(MaxMinFair)),
         },
-        _ => Err(ModelError::UnknownModel {
-            name: name.to_string(),
-            known: PENALTY_MODELS,
-        }),
     }
 }
 
@@ -109,9 +157,15 @@ mod tests {
 
     #[test]
     fn lookup() {
-        for n in ["gige", "myrinet", "infiniband", "maxmin"] {
-            assert_eq!(penalty_model_by_name(n, &[]).unwrap().name(), n);
+        for m in ModelName::ALL {
+            assert_eq!(
+                penalty_model_by_name(m.as_str(), &[]).unwrap().name(),
+                m.as_str()
+            );
+            assert_eq!(m.as_str().parse::<ModelName>().unwrap(), m);
         }
+        let names: Vec<&str> = ModelName::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(names.join(", "), PENALTY_MODELS);
         let e = penalty_model_by_name("token-ring", &[]).err().unwrap();
         assert!(e.contains("token-ring"), "{e}");
         let e = penalty_model_by_name("gige", &[("gamma".into(), 1.0)])
