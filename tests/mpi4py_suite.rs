@@ -98,15 +98,18 @@ fn mpi4py_test_suite_gives_the_same_verdicts_with_the_layer() {
     assert_eq!(vp, vw, "{}", String::from_utf8_lossy(&with.stderr));
     assert_eq!(plain.status.code(), with.status.code());
 
-    // Both ranks recorded; every probe matched (ANY_TAG, PROC_NULL, matched probes).
+    // Both ranks recorded; every row predicted: probes with ANY_TAG or of PROC_NULL,
+    // matched probes, collectives on intercommunicators.
     let rows = common::read_calls(&out);
     for r in 0..2 {
         let n = rows.iter().filter(|x| x["rank"] == r.to_string()).count();
         assert!(n > 10_000, "rank {r} has {n} rows");
     }
-    let probes_unmatched = rows
+    let unpredicted: Vec<String> = rows
         .iter()
-        .filter(|x| x["call"].contains("probe") && x["reason"] == "unmatched")
-        .count();
-    assert_eq!(probes_unmatched, 0);
+        .filter(|x| !x["reason"].is_empty())
+        .map(|x| format!("{} {}", x["call"], x["reason"]))
+        .take(5)
+        .collect();
+    assert!(unpredicted.is_empty(), "{unpredicted:?}");
 }

@@ -418,25 +418,86 @@ fn forget_key(k: usize) {
     }
 }
 
-/// Every intracommunicator registered, in registration order: id and WORLD ranks of its
-/// members by local rank. Written to the rank's metadata at the end.
-static COMM_LOG: std::sync::Mutex<Vec<(u32, &'static [i32])>> = std::sync::Mutex::new(Vec::new());
+/// Every communicator registered, in registration order: id, WORLD ranks of its members
+/// by local rank (of both groups, sorted, for an intercommunicator) and whether it is an
+/// intercommunicator. Written to the rank's metadata at the end.
+type CommLogEntry = (u32, &'static [i32], bool);
+static COMM_LOG: std::sync::Mutex<Vec<CommLogEntry>> = std::sync::Mutex::new(Vec::new());
 
-/// The communicators registered so far (id, WORLD ranks by local rank).
-pub fn comm_log() -> Vec<(u32, Vec<i32>)> {
+/// The communicators registered so far (id, WORLD ranks, intercommunicator).
+pub fn comm_log() -> Vec<(u32, Vec<i32>, bool)> {
     COMM_LOG
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .map(|(id, w)| (*id, w.to_vec()))
+        .map(|(id, w, inter)| (*id, w.to_vec(), *inter))
         .collect()
+}
+
+/// WORLD ranks of `group`'s members by group rank (`UNKNOWN_RANK` where not in WORLD);
+/// None if MPI refuses.
+///
+/// # Safety
+/// `group` must be a valid group handle.
+unsafe fn group_world(group: ffi::MPI_Group, s: &Sentinels) -> Option<Vec<i32>> {
+    let mut world_group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
+    let mut size: c_int = 0;
+    // SAFETY: PMPI group queries on the caller's valid group and on WORLD's, writing
+    // locals; WORLD's group is freed before returning.
+    unsafe {
+        ffi::PMPI_Group_size(group, &mut size);
+        if ffi::PMPI_Comm_group(ffi::RSMPI_COMM_WORLD, world_group.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let mut world_group = world_group.assume_init();
+        let size = size.max(0);
+        let local: Vec<c_int> = (0..size).collect();
+        let mut world = vec![0 as c_int; size as usize];
+        let rc = ffi::PMPI_Group_translate_ranks(
+            group,
+            size,
+            local.as_ptr(),
+            world_group,
+            world.as_mut_ptr(),
+        );
+        ffi::PMPI_Group_free(&mut world_group);
+        if rc != 0 {
+            return None;
+        }
+        for w in world.iter_mut() {
+            if *w < 0 || *w >= s.world_size {
+                *w = UNKNOWN_RANK;
+            }
+        }
+        Some(world)
+    }
+}
+
+/// Both groups of an intercommunicator as sorted WORLD ranks (cold path: registration).
+///
+/// # Safety
+/// `comm` must be a valid intercommunicator.
+unsafe fn inter_members(comm: ffi::MPI_Comm, remote: &[i32], s: &Sentinels) -> Option<Vec<i32>> {
+    let mut group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
+    // SAFETY: the local group of the caller's valid intercommunicator, freed after use.
+    let local = unsafe {
+        if ffi::PMPI_Comm_group(comm, group.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let mut group = group.assume_init();
+        let w = group_world(group, s);
+        ffi::PMPI_Group_free(&mut group);
+        w?
+    };
+    let mut all: Vec<i32> = local.into_iter().chain(remote.iter().copied()).collect();
+    all.sort_unstable();
+    Some(all)
 }
 
 fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo> {
     let mut inter: c_int = 0;
     let mut my_rank: c_int = 0;
     let mut group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
-    let mut world_group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
     // SAFETY: plain PMPI queries on a communicator handle the application passed us; every
     // out-pointer is a local, and the groups are freed before returning.
     unsafe {
@@ -454,42 +515,24 @@ fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo
             return None;
         }
         let mut group = group.assume_init();
-        let mut size: c_int = 0;
-        ffi::PMPI_Group_size(group, &mut size);
-        if ffi::PMPI_Comm_group(ffi::RSMPI_COMM_WORLD, world_group.as_mut_ptr()) != 0 {
-            ffi::PMPI_Group_free(&mut group);
-            return None;
-        }
-        let mut world_group = world_group.assume_init();
-        let size = size.max(0);
-        let local: Vec<c_int> = (0..size).collect();
-        let mut world = vec![0 as c_int; size as usize];
-        let rc = ffi::PMPI_Group_translate_ranks(
-            group,
-            size,
-            local.as_ptr(),
-            world_group,
-            world.as_mut_ptr(),
-        );
+        let world = group_world(group, s);
         ffi::PMPI_Group_free(&mut group);
-        ffi::PMPI_Group_free(&mut world_group);
-        if rc != 0 {
-            return None;
-        }
-        for w in world.iter_mut() {
-            if *w < 0 || *w >= s.world_size {
-                *w = UNKNOWN_RANK;
-            }
-        }
+        let world = world?;
+        let size = world.len();
         // Leaked on purpose: records in flight may still point at it after MPI_Comm_free.
         let world: &'static [i32] = Box::leak(world.into_boxed_slice());
-        if inter == 0 {
-            // Cold path (communicator creation or first use): the engine needs the members
-            // of every communicator a collective ran on.
+        // Cold path (communicator creation or first use): the engine needs the members of
+        // every communicator a collective ran on, both groups of an intercommunicator.
+        let logged = if inter == 0 {
+            Some(world)
+        } else {
+            inter_members(comm, world, s).map(|v| &*Box::leak(v.into_boxed_slice()))
+        };
+        if let Some(members) = logged {
             COMM_LOG
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push((id, world));
+                .push((id, members, inter != 0));
         }
         let (indeg, outdeg) = if inter == 0 {
             topo_degrees(comm, my_rank)

@@ -420,7 +420,7 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     run.meta.polls = polls();
     run.meta.comms = handles::comm_log()
         .into_iter()
-        .map(|(id, world)| trace::CommMembers { id, world })
+        .map(|(id, world, inter)| trace::CommMembers { id, world, inter })
         .collect();
     run.meta.finalized = ended_by.is_none();
     run.meta.ended_by = ended_by;

@@ -368,6 +368,7 @@ fn collectives_on_sub_communicators_use_their_members() {
     r2.meta.comms = vec![CommMembers {
         id: 7,
         world: vec![2, 0],
+        ..Default::default()
     }];
     let mut r0 = rank(
         0,
@@ -382,6 +383,7 @@ fn collectives_on_sub_communicators_use_their_members() {
     r0.meta.comms = vec![CommMembers {
         id: 3,
         world: vec![2, 0],
+        ..Default::default()
     }];
     let r = run(vec![
         r0,
@@ -1293,4 +1295,39 @@ fn probes_with_any_tag_match_and_probes_of_proc_null_return_at_once() {
         assert!(c.predicted.is_some(), "row {i}");
     }
     assert_eq!(rows[0].predicted.unwrap(), 0.0);
+}
+
+/// mpi4py's intercommunicator tests: a broadcast on an intercommunicator (each rank's
+/// record carries the remote group's size, 1 here) is one operation of both groups, kept
+/// apart from a broadcast on an intracommunicator of the same two ranks.
+#[test]
+fn collectives_on_an_intercommunicator_are_one_operation_of_both_groups() {
+    let bc = |comm: u32, root: i32, t0: u64| Record {
+        comm,
+        root,
+        bytes_send: 8,
+        bytes_recv: 8,
+        ..coll(call::MPI_Bcast, 1, t0, t0 + 1000)
+    };
+    let mut r0 = rank(0, "a", 0, vec![bc(5, trace::NO_RANK, 0)], 2);
+    r0.meta.comms = vec![trace::CommMembers {
+        id: 5,
+        world: vec![0, 1],
+        inter: true,
+    }];
+    let mut r1 = rank(1, "b", 0, vec![bc(9, 0, S)], 2);
+    r1.meta.comms = vec![trace::CommMembers {
+        id: 9,
+        world: vec![0, 1],
+        inter: true,
+    }];
+    let p = predict_run(&run(vec![r0, r1]), &profile(), Some("gige")).unwrap();
+    for r in 0..2 {
+        let c = p.calls[r][0];
+        assert_eq!(c.reason, Reason::None, "rank {r}: {c:?}");
+        assert!(c.predicted.is_some(), "rank {r}");
+    }
+    // The receiving group's member entered 1 s after the root: it does not wait; the root's
+    // group does not wait for it either beyond the broadcast itself.
+    assert!(p.calls[1][0].predicted.unwrap() < 0.5);
 }

@@ -119,7 +119,7 @@ pub fn members_of(meta: &trace::RankMeta, comm: u32, size: u32) -> Option<&[i32]
     meta.comms
         .iter()
         .rev()
-        .find(|c| c.id == comm && c.world.len() == size as usize)
+        .find(|c| c.id == comm && !c.inter && c.world.len() == size as usize)
         .map(|c| c.world.as_slice())
 }
 

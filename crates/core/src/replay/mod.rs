@@ -565,7 +565,10 @@ fn collective_instances(
     let mut groups: Vec<Vec<u32>> = Vec::new();
     // Member lists, numbered once: instances are keyed by (member list, rank among
     // same-member communicators, collective number on it).
-    let mut lists: FxMap<&[i32], u32> = FxMap::default();
+    let mut lists: FxMap<(&[i32], bool), u32> = FxMap::default();
+    // Participants of each group: the communicator's members (both groups of an
+    // intercommunicator).
+    let mut group_n: Vec<u64> = Vec::new();
     let mut index: FxMap<(u32, usize, usize), u32> = FxMap::default();
     let world: Vec<i32> = (0..run.world_size.max(0)).collect();
     for (ri, rk) in run.ranks.iter().enumerate() {
@@ -574,13 +577,15 @@ fn collective_instances(
             .into_iter()
             .map(|k| graph::class_of(k) == CallClass::Collective)
             .collect();
-        let mut ident: FxMap<u32, (&[i32], usize)> = FxMap::default();
-        let mut seen: FxMap<&[i32], usize> = FxMap::default();
-        ident.insert(0, (&world, 0));
-        seen.insert(&world, 1);
+        // An intercommunicator is known by both its groups (sorted) and kept apart from an
+        // intracommunicator of the same ranks.
+        let mut ident: FxMap<u32, (&[i32], usize, bool)> = FxMap::default();
+        let mut seen: FxMap<(&[i32], bool), usize> = FxMap::default();
+        ident.insert(0, (&world, 0, false));
+        seen.insert((&world, false), 1);
         for c in &rk.meta.comms {
-            let k = seen.entry(&c.world).or_insert(0);
-            ident.insert(c.id, (&c.world, *k));
+            let k = seen.entry((&c.world, c.inter)).or_insert(0);
+            ident.insert(c.id, (&c.world, *k, c.inter));
             *k += 1;
         }
         let mut counters: FxMap<u32, usize> = FxMap::default();
@@ -595,21 +600,23 @@ fn collective_instances(
             if !is_coll.get(r.call as usize).copied().unwrap_or(false) {
                 continue;
             }
-            let Some(&(members, ord)) = ident
+            // (An intercommunicator's records carry the remote group's size.)
+            let Some(&(members, ord, inter)) = ident
                 .get(&r.comm)
-                .filter(|(m, _)| m.len() == r.comm_size as usize)
+                .filter(|(m, _, inter)| *inter || m.len() == r.comm_size as usize)
             else {
                 continue;
             };
             let list = {
                 let next = lists.len() as u32;
-                *lists.entry(members).or_insert(next)
+                *lists.entry((members, inter)).or_insert(next)
             };
             let k = counters.entry(r.comm).or_insert(0);
             let next = groups.len() as u32;
             let idx = *index.entry((list, ord, *k)).or_insert(next);
             if idx == next {
                 groups.push(Vec::new());
+                group_n.push(members.len() as u64);
             }
             *k += 1;
             groups[idx as usize].push(g);
@@ -623,9 +630,7 @@ fn collective_instances(
         )
     };
     let mut instances = Vec::new();
-    for members in groups {
-        let (_, r0) = rec(members[0]);
-        let n = r0.comm_size as u64;
+    for (members, n) in groups.into_iter().zip(group_n) {
         if members.len() as u64 != n || n == 0 {
             continue;
         }

@@ -250,11 +250,14 @@ pub struct RankMeta {
     pub tsc_drift_ns: Option<i64>,
 }
 
-/// A communicator's id on this rank and its members' WORLD ranks, by local rank.
+/// A communicator's id on this rank and its members' WORLD ranks, by local rank; for an
+/// intercommunicator (`inter`), the WORLD ranks of both its groups, sorted.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct CommMembers {
     pub id: u32,
     pub world: Vec<i32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inter: bool,
 }
 
 /// Count and total time of unsuccessful polls of one call.
