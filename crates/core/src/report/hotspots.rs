@@ -240,7 +240,9 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
     ranks.sort_by(|a, b| by_excess(a.lost_s, b.lost_s).then(a.rank.cmp(&b.rank)));
     ranks.retain(|r| r.lost_s > 0.0);
     ranks.truncate(top);
-    let mut caused: HashMap<i32, HashMap<&'static str, f64>> = HashMap::new();
+    // By kind name, so that the seconds of a rank's kinds are summed in one order (a hash
+    // map's order changed the last digit of `caused_s` from run to run).
+    let mut caused: HashMap<i32, std::collections::BTreeMap<&'static str, f64>> = HashMap::new();
     for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
         for (_, c) in rk.records.iter().zip(cs) {
             let w = c.measured_wait;

@@ -321,6 +321,20 @@ pub fn task_sums(rk: &trace::RankTrace, calls: &[CallPrediction]) -> (f64, f64, 
     (sm, sp, sf)
 }
 
+/// E_rel of a call's prediction, if predicted.
+fn call_e_rel(r: &Record, c: &CallPrediction) -> Option<f64> {
+    c.predicted.and_then(|p| e_rel(p, r.duration_s()))
+}
+
+/// The value of `key` in `map`, inserted as the default if missing: the key is copied only
+/// then, not once per record.
+fn entry<'m, V: Default>(map: &'m mut BTreeMap<String, V>, key: &str) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
+}
+
 /// The `prediction` section of summary.json.
 fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Value {
     let mut by_call: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
@@ -328,24 +342,18 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
     let mut lost_rank: BTreeMap<i32, f64> = BTreeMap::new();
     let mut lost_node: BTreeMap<String, f64> = BTreeMap::new();
     let mut lost_call: BTreeMap<String, f64> = BTreeMap::new();
-    // E_rel of each call, to average over the arcs of each interval.
-    let mut call_err: Vec<Vec<Option<f64>>> = Vec::with_capacity(run.ranks.len());
     let mut wait_measured: BTreeMap<&'static str, f64> = BTreeMap::new();
     let mut wait_predicted: BTreeMap<&'static str, f64> = BTreeMap::new();
     let mut caused: BTreeMap<i32, f64> = BTreeMap::new();
     let mut reasons: BTreeMap<&'static str, u64> = BTreeMap::new();
     for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        let mut errs = Vec::with_capacity(rk.records.len());
         for (r, c) in rk.records.iter().zip(cs) {
             let name = rk
                 .meta
                 .calls
                 .get(r.call as usize)
-                .cloned()
-                .unwrap_or_else(|| trace::call_name(r.call).into());
-            let m = r.duration_s();
-            let e = c.predicted.and_then(|p| e_rel(p, m));
-            errs.push(e);
+                .map_or_else(|| trace::call_name(r.call), String::as_str);
+            let e = call_e_rel(r, c);
             if c.reason != predict::Reason::None {
                 *reasons.entry(c.reason.name()).or_default() += 1;
             }
@@ -359,20 +367,17 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
                 *wait_predicted.entry(c.wait.kind.name()).or_default() += c.wait.seconds;
             }
             if let Some(e) = e {
-                by_call
-                    .entry(name.clone())
-                    .or_default()
+                entry(&mut by_call, name)
                     .entry(size_class(r.bytes_send + r.bytes_recv))
                     .or_default()
                     .push(e);
             }
             if c.contention > 0.0 {
                 *lost_rank.entry(rk.meta.rank).or_default() += c.contention;
-                *lost_node.entry(rk.meta.node.clone()).or_default() += c.contention;
-                *lost_call.entry(name).or_default() += c.contention;
+                *entry(&mut lost_node, &rk.meta.node) += c.contention;
+                *entry(&mut lost_call, name) += c.contention;
             }
         }
-        call_err.push(errs);
         let (sm, sp, sf) = task_sums(rk, cs);
         tasks.push(json!({
             "rank": rk.meta.rank,
@@ -406,7 +411,8 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             .iter()
             .filter_map(|&(k, _)| {
                 let o = pred.flows.flows[pred.inter[k as usize]].owner;
-                call_err[o.rank as usize][o.rec as usize]
+                let (ri, i) = (o.rank as usize, o.rec as usize);
+                call_e_rel(&run.ranks[ri].records[i], &pred.calls[ri][i])
             })
             .collect();
         if !errs.is_empty() {
@@ -459,15 +465,76 @@ fn timestamps(run: &RunTrace) -> Value {
 
 /// Every record of the run as (global start ns, rank index, record index), by start time.
 pub fn timeline(run: &RunTrace) -> Vec<(i64, usize, usize)> {
-    let mut rows: Vec<(i64, usize, usize)> =
-        Vec::with_capacity(run.ranks.iter().map(|r| r.records.len()).sum());
-    for (ri, rk) in run.ranks.iter().enumerate() {
-        for (i, rec) in rk.records.iter().enumerate() {
-            rows.push((rk.meta.to_global_ns(rec.t_start), ri, i));
+    Timeline::new(run).collect()
+}
+
+/// The records of a run in [`timeline`] order, merged from the ranks as they are read: a
+/// rank whose records are in start order (the usual case) is walked in place, another has
+/// its order sorted once (12 bytes a record of that rank), and a heap holds one record per
+/// rank. By (start, rank index, record index), as sorting them all would give.
+pub struct Timeline<'a> {
+    run: &'a RunTrace,
+    /// Per rank: its records' order, when not their own (record index, start).
+    sorted: Vec<Option<Vec<(i64, u32)>>>,
+    /// Per rank: the position of its next record.
+    next: Vec<usize>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(i64, usize, usize)>>,
+}
+
+impl<'a> Timeline<'a> {
+    pub fn new(run: &'a RunTrace) -> Timeline<'a> {
+        let mut t = Timeline {
+            run,
+            sorted: Vec::with_capacity(run.ranks.len()),
+            next: vec![0; run.ranks.len()],
+            heap: Default::default(),
+        };
+        for rk in &run.ranks {
+            let start = |r: &Record| rk.meta.to_global_ns(r.t_start);
+            let in_order = rk.records.windows(2).all(|w| start(&w[0]) <= start(&w[1]));
+            t.sorted.push((!in_order).then(|| {
+                let mut v: Vec<(i64, u32)> = rk
+                    .records
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (start(r), i as u32))
+                    .collect();
+                v.sort_unstable();
+                v
+            }));
+        }
+        for ri in 0..run.ranks.len() {
+            t.push_next(ri);
+        }
+        t
+    }
+
+    /// Puts rank `ri`'s next record on the heap, if it has one.
+    fn push_next(&mut self, ri: usize) {
+        let pos = self.next[ri];
+        let rk = &self.run.ranks[ri];
+        let item = match &self.sorted[ri] {
+            Some(v) => v.get(pos).map(|&(s, i)| (s, ri, i as usize)),
+            None => rk
+                .records
+                .get(pos)
+                .map(|r| (rk.meta.to_global_ns(r.t_start), ri, pos)),
+        };
+        if let Some(item) = item {
+            self.heap.push(std::cmp::Reverse(item));
+            self.next[ri] = pos + 1;
         }
     }
-    rows.sort_unstable();
-    rows
+}
+
+impl Iterator for Timeline<'_> {
+    type Item = (i64, usize, usize);
+
+    fn next(&mut self) -> Option<(i64, usize, usize)> {
+        let std::cmp::Reverse(item) = self.heap.pop()?;
+        self.push_next(item.1);
+        Some(item)
+    }
 }
 
 /// Appends a text field of calls.csv: between quotes, quotes doubled, when it holds a
@@ -514,7 +581,7 @@ fn write_calls_csv(
         UNKNOWN_RANK => b.extend_from_slice(b"unknown"),
         r => number::int(b, r as i64),
     };
-    for (start, ri, i) in timeline(run) {
+    for (start, ri, i) in Timeline::new(run) {
         let rk = &run.ranks[ri];
         let r = &rk.records[i];
         let p = preds[ri][i];
@@ -613,9 +680,8 @@ pub fn summary(run: &RunTrace) -> Value {
             let name = m
                 .calls
                 .get(r.call as usize)
-                .cloned()
-                .unwrap_or_else(|| trace::call_name(r.call).into());
-            let a = calls.entry(name).or_default();
+                .map_or_else(|| trace::call_name(r.call), String::as_str);
+            let a = entry(&mut calls, name);
             let d = r.t_end.saturating_sub(r.t_start);
             a.count += 1;
             a.bytes += r.bytes_send + r.bytes_recv;
@@ -696,6 +762,49 @@ pub fn summary(run: &RunTrace) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The merged timeline is the sorted one: ranks in and out of start order, ties across
+    /// and within ranks, empty ranks, clock offsets.
+    #[test]
+    fn merged_timeline_is_the_sorted_one() {
+        let rank = |rank: i32, offset_ns: i64, starts: &[u64]| trace::RankTrace {
+            meta: trace::RankMeta {
+                rank,
+                clock_init: Some(trace::ClockSample {
+                    offset_ns,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            records: starts
+                .iter()
+                .map(|&t_start| Record {
+                    t_start,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let run = RunTrace {
+            ranks: vec![
+                rank(0, 0, &[5, 5, 7, 9, 9, 20]),
+                rank(1, 2, &[3, 5, 5, 7, 18]),
+                rank(2, 0, &[]),
+                rank(3, -1, &[10, 6, 8, 6, 30, 1]),
+                rank(4, 0, &[7, 7, 7]),
+            ],
+            world_size: 5,
+            missing: vec![],
+        };
+        let mut all = Vec::new();
+        for (ri, rk) in run.ranks.iter().enumerate() {
+            for (i, r) in rk.records.iter().enumerate() {
+                all.push((rk.meta.to_global_ns(r.t_start), ri, i));
+            }
+        }
+        all.sort_unstable();
+        assert_eq!(timeline(&run), all);
+    }
 
     #[test]
     fn csv_text_quotes_as_the_csv_crate_does() {
