@@ -385,16 +385,60 @@ pub fn calls_rs(wraps: &[Wrap]) -> String {
     for w in wraps {
         let _ = writeln!(s, "    {:?},", w.name);
     }
-    s += "];\n/// Kind of each call (see `wrapspec::KINDS`), indexed by call number.\n";
-    s += "pub const CALL_KINDS: &[&str] = &[\n";
+    s += "];\n";
+    s += &call_kind_rs();
+    s += "/// Kind of each call (see `wrapspec::KINDS`), indexed by call number.\n";
+    s += "pub const CALL_KINDS: &[CallKind] = &[\n";
     for w in wraps {
-        let _ = writeln!(s, "    {:?},", w.kind);
+        let _ = writeln!(s, "    CallKind::{},", camel(&w.kind));
     }
     s += "];\n/// Call numbers by name.\n#[allow(non_upper_case_globals)]\npub mod call {\n";
     for (i, w) in wraps.iter().enumerate() {
         let _ = writeln!(s, "    pub const {}: u16 = {i};", w.name);
     }
     s += "}\n";
+    s
+}
+
+/// `reduce_scatter_block` → `ReduceScatterBlock`.
+fn camel(kind: &str) -> String {
+    kind.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map_or(String::new(), |f| {
+                f.to_ascii_uppercase().to_string() + c.as_str()
+            })
+        })
+        .collect()
+}
+
+/// The `CallKind` enum, one variant per kind of [`KINDS`] and `Unknown` (a call number no
+/// table knows), with its name in both directions.
+fn call_kind_rs() -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "/// What a call does (its kind in `wrappers/`): decides how it is recorded, drawn\n\
+         /// in the graph and replayed.\n\
+         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n\
+         pub enum CallKind {\n",
+    );
+    for (k, _) in KINDS {
+        let _ = writeln!(s, "    /// `{k}`\n    {},", camel(k));
+    }
+    s += "    /// A call number outside the call table.\n    Unknown,\n}\n";
+    s += "impl CallKind {\n    /// Every kind but `Unknown`, in `wrapspec::KINDS` order.\n";
+    s += "    pub const ALL: &[CallKind] = &[\n";
+    for (k, _) in KINDS {
+        let _ = writeln!(s, "        CallKind::{},", camel(k));
+    }
+    s += "    ];\n    /// The kind's name in `wrappers/` (`?` for `Unknown`).\n";
+    s += "    pub fn as_str(self) -> &'static str {\n        match self {\n";
+    for (k, _) in KINDS {
+        let _ = writeln!(s, "            CallKind::{} => {k:?},", camel(k));
+    }
+    s += "            CallKind::Unknown => \"?\",\n        }\n    }\n}\n";
+    s += "impl std::fmt::Display for CallKind {\n    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {\n        f.write_str(self.as_str())\n    }\n}\n";
+    s += "impl std::str::FromStr for CallKind {\n    type Err = String;\n    fn from_str(s: &str) -> Result<Self, String> {\n        CallKind::ALL.iter().copied().find(|k| k.as_str() == s).ok_or_else(|| format!(\"unknown call kind '{s}'\"))\n    }\n}\n";
     s
 }
 

@@ -15,7 +15,7 @@
 //! | Allgather(v) | the rank's block to each other rank |
 //! | Barrier | none |
 
-use crate::trace::Record;
+use crate::trace::{CallKind, Record};
 
 /// Children of virtual rank `v` in a binomial tree of `n` (virtual root 0).
 pub fn binomial_children(v: u32, n: u32) -> Vec<u32> {
@@ -42,7 +42,7 @@ pub fn binomial_parent(v: u32) -> u32 {
 /// Messages `(destination WORLD rank, bytes)` that WORLD rank `me` sends in collective
 /// `kind` on a communicator whose members are `members` (WORLD ranks by local rank), from
 /// its record (whose root is a WORLD rank).
-pub fn messages_in(kind: &str, me: i32, members: &[i32], r: &Record) -> Vec<(i32, u64)> {
+pub fn messages_in(kind: CallKind, me: i32, members: &[i32], r: &Record) -> Vec<(i32, u64)> {
     let Some(me_local) = members.iter().position(|&w| w == me) else {
         return Vec::new();
     };
@@ -63,7 +63,7 @@ pub fn messages_in(kind: &str, me: i32, members: &[i32], r: &Record) -> Vec<(i32
 
 /// Messages `(destination rank, bytes)` that rank `me` sends in collective `kind` among
 /// ranks `0..n`, from its record (root among `0..n` too).
-pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
+pub fn messages(kind: CallKind, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
     if n < 2 || me < 0 {
         return Vec::new();
     }
@@ -73,7 +73,7 @@ pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
     let virt = |x: u32| (x + n - root.max(0) as u32) % n;
     let real = |v: u32| ((v + root.max(0) as u32) % n) as i32;
     match kind {
-        "alltoall" => {
+        CallKind::Alltoall => {
             let m = r.bytes_send / n as u64;
             if m == 0 {
                 Vec::new()
@@ -81,8 +81,8 @@ pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
                 others().map(|q| (q, m)).collect()
             }
         }
-        "alltoallv" | "alltoallw" | "allgatherv" => {
-            let m = if kind != "allgatherv" {
+        CallKind::Alltoallv | CallKind::Alltoallw | CallKind::Allgatherv => {
+            let m = if kind != CallKind::Allgatherv {
                 r.bytes_send / (n as u64 - 1)
             } else {
                 r.bytes_send
@@ -93,14 +93,14 @@ pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
                 others().map(|q| (q, m)).collect()
             }
         }
-        "allgather" => {
+        CallKind::Allgather => {
             if r.bytes_send == 0 {
                 Vec::new()
             } else {
                 others().map(|q| (q, r.bytes_send)).collect()
             }
         }
-        "bcast" if root >= 0 => {
+        CallKind::Bcast if root >= 0 => {
             let m = r.bytes_send.max(r.bytes_recv);
             if m == 0 {
                 return Vec::new();
@@ -110,7 +110,7 @@ pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
                 .map(|c| (real(c), m))
                 .collect()
         }
-        "scatter" | "scatterv" if root == me => {
+        CallKind::Scatter | CallKind::Scatterv if root == me => {
             let m = r.bytes_send / n as u64;
             if m == 0 {
                 Vec::new()
@@ -118,13 +118,13 @@ pub fn messages(kind: &str, me: i32, n: u32, r: &Record) -> Vec<(i32, u64)> {
                 others().map(|q| (q, m)).collect()
             }
         }
-        "gather" | "gatherv" if root >= 0 && root != me && r.bytes_send > 0 => {
+        CallKind::Gather | CallKind::Gatherv if root >= 0 && root != me && r.bytes_send > 0 => {
             vec![(root, r.bytes_send)]
         }
-        "reduce" if root >= 0 && root != me && r.bytes_send > 0 => {
+        CallKind::Reduce if root >= 0 && root != me && r.bytes_send > 0 => {
             vec![(real(binomial_parent(virt(me_u))), r.bytes_send)]
         }
-        "allreduce" if r.bytes_send > 0 => {
+        CallKind::Allreduce if r.bytes_send > 0 => {
             let mut out = Vec::new();
             let mut k = 1u32;
             while k < n {
@@ -175,7 +175,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            messages_in("bcast", 2, &[6, 2, 4], &b),
+            messages_in(CallKind::Bcast, 2, &[6, 2, 4], &b),
             vec![(4, 64), (6, 64)]
         );
         let a = Record {
@@ -184,10 +184,10 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            messages_in("alltoall", 4, &[6, 2, 4], &a),
+            messages_in(CallKind::Alltoall, 4, &[6, 2, 4], &a),
             vec![(6, 100), (2, 100)]
         );
-        assert!(messages_in("alltoall", 5, &[6, 2, 4], &a).is_empty());
+        assert!(messages_in(CallKind::Alltoall, 5, &[6, 2, 4], &a).is_empty());
     }
 
     #[test]
@@ -198,7 +198,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            messages("alltoall", 1, 4, &r),
+            messages(CallKind::Alltoall, 1, 4, &r),
             vec![(0, 1000), (2, 1000), (3, 1000)]
         );
         // Bcast rooted at 2 on 4 ranks: virtual 0 = rank 2 sends to virtual 1, 2 = ranks 3, 0.
@@ -207,26 +207,29 @@ mod tests {
             bytes_send: 256,
             ..Default::default()
         };
-        assert_eq!(messages("bcast", 2, 4, &b), vec![(3, 256), (0, 256)]);
+        assert_eq!(
+            messages(CallKind::Bcast, 2, 4, &b),
+            vec![(3, 256), (0, 256)]
+        );
         let leaf = Record {
             root: 2,
             bytes_recv: 256,
             ..Default::default()
         };
-        assert_eq!(messages("bcast", 3, 4, &leaf), vec![]);
-        assert_eq!(messages("bcast", 0, 4, &leaf), vec![(1, 256)]);
+        assert_eq!(messages(CallKind::Bcast, 3, 4, &leaf), vec![]);
+        assert_eq!(messages(CallKind::Bcast, 0, 4, &leaf), vec![(1, 256)]);
         let sc = Record {
             root: 0,
             bytes_send: 128,
             ..Default::default()
         };
         assert_eq!(
-            messages("scatter", 0, 4, &sc),
+            messages(CallKind::Scatter, 0, 4, &sc),
             vec![(1, 32), (2, 32), (3, 32)]
         );
         assert_eq!(
             messages(
-                "scatter",
+                CallKind::Scatter,
                 1,
                 4,
                 &Record {
@@ -242,6 +245,9 @@ mod tests {
             bytes_recv: 8,
             ..Default::default()
         };
-        assert_eq!(messages("allreduce", 1, 4, &ar), vec![(0, 8), (3, 8)]);
+        assert_eq!(
+            messages(CallKind::Allreduce, 1, 4, &ar),
+            vec![(0, 8), (3, 8)]
+        );
     }
 }

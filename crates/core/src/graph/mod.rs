@@ -11,7 +11,7 @@
 pub mod collectives;
 
 use crate::topo::placement::Placement;
-use crate::trace::{self, RunTrace};
+use crate::trace::{self, CallKind, RunTrace};
 
 /// Which record a flow belongs to: indices into `RunTrace::ranks` and its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,51 +57,54 @@ pub enum CallClass {
 }
 
 /// Class of a call from its kind (see `wrapspec::KINDS`).
-pub fn class_of(kind: &str) -> CallClass {
+pub fn class_of(kind: CallKind) -> CallClass {
+    use CallKind as K;
     match kind {
         // A persistent request's start is recorded under its *_init call.
-        "send" | "isend" | "send_init" => CallClass::Send,
-        "recv" | "irecv" | "recv_init" | "mrecv" | "imrecv" => CallClass::Recv,
-        "sendrecv" => CallClass::SendRecv,
+        K::Send | K::Isend | K::SendInit => CallClass::Send,
+        K::Recv | K::Irecv | K::RecvInit | K::Mrecv | K::Imrecv => CallClass::Recv,
+        K::Sendrecv => CallClass::SendRecv,
         // Nonblocking collectives share their blocking call's kind.
-        "alltoall"
-        | "alltoallv"
-        | "alltoallw"
-        | "allgather"
-        | "allgatherv"
-        | "gather"
-        | "gatherv"
-        | "scatter"
-        | "scatterv"
-        | "bcast"
-        | "reduce"
-        | "allreduce"
-        | "barrier"
-        | "reduce_scatter"
-        | "reduce_scatter_block"
-        | "scan"
-        | "neighbor_allgather"
-        | "neighbor_allgatherv"
-        | "neighbor_alltoall"
-        | "neighbor_alltoallv"
-        | "neighbor_alltoallw"
-        | "win_fence" => CallClass::Collective,
+        K::Alltoall
+        | K::Alltoallv
+        | K::Alltoallw
+        | K::Allgather
+        | K::Allgatherv
+        | K::Gather
+        | K::Gatherv
+        | K::Scatter
+        | K::Scatterv
+        | K::Bcast
+        | K::Reduce
+        | K::Allreduce
+        | K::Barrier
+        | K::ReduceScatter
+        | K::ReduceScatterBlock
+        | K::Scan
+        | K::NeighborAllgather
+        | K::NeighborAllgatherv
+        | K::NeighborAlltoall
+        | K::NeighborAlltoallv
+        | K::NeighborAlltoallw
+        | K::WinFence => CallClass::Collective,
         _ => CallClass::Other,
     }
 }
 
 /// Kind of call `call` of a rank, via the rank's own call table (spools of another build
 /// may number calls differently).
-pub fn kind_of(names: &[String], call: u16) -> &'static str {
+pub fn kind_of(names: &[String], call: u16) -> CallKind {
     let name = names
         .get(call as usize)
         .map(String::as_str)
         .unwrap_or_else(|| trace::call_name(call));
-    trace::call_id(name).map(trace::call_kind).unwrap_or("?")
+    trace::call_id(name)
+        .map(trace::call_kind)
+        .unwrap_or(CallKind::Unknown)
 }
 
 /// The kind of every call number of a rank's call table, looked up once per rank.
-pub fn kind_table(names: &[String]) -> Vec<&'static str> {
+pub fn kind_table(names: &[String]) -> Vec<CallKind> {
     (0..names.len().max(trace::CALL_NAMES.len()))
         .map(|i| kind_of(names, i as u16))
         .collect()
@@ -109,8 +112,11 @@ pub fn kind_table(names: &[String]) -> Vec<&'static str> {
 
 /// Kind of `call` from a table built by [`kind_table`].
 #[inline]
-pub fn kind_in(table: &[&'static str], call: u16) -> &'static str {
-    table.get(call as usize).copied().unwrap_or("?")
+pub fn kind_in(table: &[CallKind], call: u16) -> CallKind {
+    table
+        .get(call as usize)
+        .copied()
+        .unwrap_or(CallKind::Unknown)
 }
 
 /// Members (WORLD ranks by local rank) of communicator `comm` of a rank, if its metadata

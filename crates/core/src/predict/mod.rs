@@ -18,7 +18,7 @@ pub use crate::replay::wait::{Wait, WaitKind};
 pub use crate::replay::whatif::{AlltoallAlgo, Conditions};
 use crate::replay::{self, CollCost, Instance, Op, P2p, Plan, Times, Timing};
 use crate::topo::placement::Placement;
-use crate::trace::RunTrace;
+use crate::trace::{CallKind, RunTrace};
 
 /// Model names accepted by `PMPI_PREDICT_MODEL` and `--model`.
 pub const MODELS: &str = "gige, myrinet, infiniband, maxmin, none";
@@ -153,30 +153,37 @@ pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
 /// member's total bytes sent or received; MPI_Win_fence: ⌈log2 n⌉·α + β·m with m the most
 /// bytes a member put or got in the epoch. A nonblocking collective costs what its
 /// blocking form does, from its post to its completion.
-pub fn free_collective(kind: &str, h: &Hockney, n: u64, m: u64) -> Option<f64> {
+pub fn free_collective(kind: CallKind, h: &Hockney, n: u64, m: u64) -> Option<f64> {
     if n < 2 {
         return Some(0.0);
     }
     let lg = (64 - (n - 1).leading_zeros()) as f64;
     let step = h.alpha + h.beta * m as f64;
     match kind {
-        "barrier" => Some(lg * h.alpha),
-        "reduce" | "allreduce" => Some(lg * step),
-        "gather" | "gatherv" | "allgather" | "allgatherv" | "alltoallv" | "alltoallw" => {
-            Some((n - 1) as f64 * step)
-        }
+        CallKind::Barrier => Some(lg * h.alpha),
+        CallKind::Reduce | CallKind::Allreduce => Some(lg * step),
+        CallKind::Gather
+        | CallKind::Gatherv
+        | CallKind::Allgather
+        | CallKind::Allgatherv
+        | CallKind::Alltoallv
+        | CallKind::Alltoallw => Some((n - 1) as f64 * step),
         // Ring reduce-scatter: n−1 steps of one block each.
-        "reduce_scatter" | "reduce_scatter_block" => Some((n - 1) as f64 * step),
+        CallKind::ReduceScatter | CallKind::ReduceScatterBlock => Some((n - 1) as f64 * step),
         // Recursive doubling, as Allreduce (Scan, Exscan).
-        "scan" => Some(lg * step),
+        CallKind::Scan => Some(lg * step),
         // MPI_Win_fence: a barrier, then the epoch's largest transfer.
-        "win_fence" => Some(lg * h.alpha + h.beta * m as f64),
+        CallKind::WinFence => Some(lg * h.alpha + h.beta * m as f64),
         // Neighbourhood collectives: the rank's messages leave back to back over its port
         // (m: the most any member sends or receives in all), their latencies overlap.
-        k if k.starts_with("neighbor_") => Some(h.alpha + h.beta * m as f64),
-        "bcast" => Some(lg * step),
-        "scatter" | "scatterv" => Some((n - 1) as f64 * step),
-        "alltoall" => alltoall::lower_bound(h, n, m).ok(),
+        CallKind::NeighborAllgather
+        | CallKind::NeighborAllgatherv
+        | CallKind::NeighborAlltoall
+        | CallKind::NeighborAlltoallv
+        | CallKind::NeighborAlltoallw => Some(h.alpha + h.beta * m as f64),
+        CallKind::Bcast => Some(lg * step),
+        CallKind::Scatter | CallKind::Scatterv => Some((n - 1) as f64 * step),
+        CallKind::Alltoall => alltoall::lower_bound(h, n, m).ok(),
         _ => None,
     }
 }
@@ -201,10 +208,10 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     };
     let step_s = if n >= 2 { h.time_bytes(m as f64) } else { 0.0 };
     let free = match kind {
-        "bcast" if n >= 2 => bcast::predict(&plogp, assume.bcast_for(n, m), n, m)
+        CallKind::Bcast if n >= 2 => bcast::predict(&plogp, assume.bcast_for(n, m), n, m)
             .ok()
             .map(|x| x.seconds),
-        "scatter" if n >= 2 => scatter::predict(&plogp, assume.scatter_for(), n, m)
+        CallKind::Scatter if n >= 2 => scatter::predict(&plogp, assume.scatter_for(), n, m)
             .ok()
             .map(|x| x.seconds),
         _ => free_collective(kind, &h, n, m),
@@ -224,7 +231,9 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     let wire = |gamma: f64| (n.saturating_sub(1)) as f64 * h.beta * m as f64 * gamma;
     let (free, model) = match kind {
         // Alltoallv: the signature at the mean block (per-destination counts are not recorded).
-        "alltoall" | "alltoallv" | "alltoallw" if n >= 2 && inst.multi_node => {
+        CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw
+            if n >= 2 && inst.multi_node =>
+        {
             let extra = port_load - 1.0;
             let model = profile
                 .alltoall
@@ -273,7 +282,11 @@ pub fn coll_cost_under(
     let wan = cl.wan;
     let step_s = wan.time_bytes(m as f64);
     let free_other = free_collective(inst.kind, &wan, n, m).unwrap_or(0.0);
-    if !matches!(inst.kind, "alltoall" | "alltoallv" | "alltoallw") || per.len() != 2 {
+    if !matches!(
+        inst.kind,
+        CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw
+    ) || per.len() != 2
+    {
         return CollCost {
             model_s: free_other,
             free_s: free_other,

@@ -20,7 +20,7 @@ pub mod whatif;
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};
 use crate::topo::placement::Placement;
-use crate::trace::{FLAG_NONBLOCKING, Record, RunTrace};
+use crate::trace::{CallKind, FLAG_NONBLOCKING, Record, RunTrace};
 use net::Net;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -115,10 +115,10 @@ pub enum CollShape {
 }
 
 /// Shape of collective `kind`.
-pub fn coll_shape(kind: &str) -> CollShape {
+pub fn coll_shape(kind: CallKind) -> CollShape {
     match kind {
-        "bcast" | "scatter" | "scatterv" => CollShape::FromRoot,
-        "reduce" | "gather" | "gatherv" => CollShape::ToRoot,
+        CallKind::Bcast | CallKind::Scatter | CallKind::Scatterv => CollShape::FromRoot,
+        CallKind::Reduce | CallKind::Gather | CallKind::Gatherv => CollShape::ToRoot,
         _ => CollShape::All,
     }
 }
@@ -144,7 +144,7 @@ pub struct Msg {
 /// One collective operation across its members.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Instance {
-    pub kind: &'static str,
+    pub kind: CallKind,
     /// Members' records (global ids).
     pub members: Vec<u32>,
     /// Index into `members` of the root's record, if rooted and found.
@@ -257,7 +257,7 @@ impl Plan {
                     op_of(kind, name)
                 })
                 .collect();
-            let unknown = op_of("?", "");
+            let unknown = op_of(CallKind::Unknown, "");
             for (i, r) in rk.records.iter().enumerate() {
                 refs.push(CallRef {
                     rank: ri as u32,
@@ -525,22 +525,30 @@ pub(crate) fn own_end(r: &Record) -> u64 {
     }
 }
 
-fn op_of(kind: &str, name: &str) -> Op {
+fn op_of(kind: CallKind, name: &str) -> Op {
     let sync = name.starts_with("MPI_Ss") || name.starts_with("MPI_Iss");
     let buffered = name.starts_with("MPI_Bs") || name.starts_with("MPI_Ibs");
     match kind {
-        "send" => Op::Send { sync, buffered },
+        CallKind::Send => Op::Send { sync, buffered },
         // A start of a persistent request (recorded under its *_init call) is a
         // nonblocking send or receive.
-        "isend" | "send_init" => Op::Isend { sync, buffered },
-        "recv" | "mrecv" => Op::Recv,
-        "irecv" | "recv_init" | "imrecv" => Op::Irecv,
-        "sendrecv" => Op::SendRecv,
-        "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-        | "testsome" => Op::Complete,
-        "probe" | "iprobe" | "mprobe" | "improbe" => Op::Probe,
-        "rma_put" | "rma_get" | "rma_get_acc" => Op::Rma,
-        "win_open" | "win_open_rank" | "win_done" | "win_done_rank" => Op::RmaSync,
+        CallKind::Isend | CallKind::SendInit => Op::Isend { sync, buffered },
+        CallKind::Recv | CallKind::Mrecv => Op::Recv,
+        CallKind::Irecv | CallKind::RecvInit | CallKind::Imrecv => Op::Irecv,
+        CallKind::Sendrecv => Op::SendRecv,
+        CallKind::Wait
+        | CallKind::Waitall
+        | CallKind::Waitany
+        | CallKind::Waitsome
+        | CallKind::Test
+        | CallKind::Testall
+        | CallKind::Testany
+        | CallKind::Testsome => Op::Complete,
+        CallKind::Probe | CallKind::Iprobe | CallKind::Mprobe | CallKind::Improbe => Op::Probe,
+        CallKind::RmaPut | CallKind::RmaGet | CallKind::RmaGetAcc => Op::Rma,
+        CallKind::WinOpen | CallKind::WinOpenRank | CallKind::WinDone | CallKind::WinDoneRank => {
+            Op::RmaSync
+        }
         k if graph::class_of(k) == CallClass::Collective => Op::Coll,
         _ => Op::Other,
     }
@@ -557,7 +565,7 @@ fn collective_instances(
     base: &[u32],
     order: &[Vec<u32>],
     refs: &[CallRef],
-    kinds: &[&'static str],
+    kinds: &[CallKind],
     placement: &Placement,
 ) -> (Vec<u32>, Vec<Instance>) {
     let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
@@ -673,14 +681,18 @@ fn collective_instances(
 }
 
 /// Bytes per block of a collective call, as the collective models take it.
-pub fn block_of(kind: &str, r: &Record) -> u64 {
+pub fn block_of(kind: CallKind, r: &Record) -> u64 {
     let n = (r.comm_size as u64).max(1);
     match kind {
-        "alltoall" | "alltoallv" | "alltoallw" => r.bytes_send.max(r.bytes_recv) / n,
-        "reduce_scatter" | "reduce_scatter_block" => r.bytes_recv.max(r.bytes_send / n),
-        "scatter" | "scatterv" => r.bytes_recv.max(r.bytes_send / n),
-        "gather" | "gatherv" => r.bytes_send.max(r.bytes_recv / n),
-        "allgather" | "allgatherv" => r.bytes_send,
+        CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw => {
+            r.bytes_send.max(r.bytes_recv) / n
+        }
+        CallKind::ReduceScatter | CallKind::ReduceScatterBlock => {
+            r.bytes_recv.max(r.bytes_send / n)
+        }
+        CallKind::Scatter | CallKind::Scatterv => r.bytes_recv.max(r.bytes_send / n),
+        CallKind::Gather | CallKind::Gatherv => r.bytes_send.max(r.bytes_recv / n),
+        CallKind::Allgather | CallKind::Allgatherv => r.bytes_send,
         _ => r.bytes_send.max(r.bytes_recv),
     }
 }
@@ -1527,7 +1539,7 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
     let root = inst.root.map(|k| inst.members[k]);
     match coll_shape(inst.kind) {
         CollShape::All => {
-            let kind = if inst.kind == "barrier" {
+            let kind = if inst.kind == CallKind::Barrier {
                 WaitKind::Barrier
             } else {
                 WaitKind::NxN

@@ -8,7 +8,7 @@
 
 use crate::graph;
 use crate::predict::RunPrediction;
-use crate::trace::RunTrace;
+use crate::trace::{CallKind, RunTrace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -99,8 +99,8 @@ fn samples(
             if is_op {
                 let n = r.comm_size.max(1) as u64;
                 let bytes = match kind {
-                    "alltoall" => r.bytes_send.max(r.bytes_recv) / n,
-                    "scatter" => r.bytes_recv.max(r.bytes_send / n),
+                    CallKind::Alltoall => r.bytes_send.max(r.bytes_recv) / n,
+                    CallKind::Scatter => r.bytes_recv.max(r.bytes_send / n),
                     _ => r.bytes_send.max(r.bytes_recv),
                 };
                 let e = ops

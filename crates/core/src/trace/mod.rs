@@ -83,8 +83,11 @@ pub fn call_id(name: &str) -> Option<u16> {
 }
 
 /// What a call does, for the graph and the reports.
-pub fn call_kind(id: u16) -> &'static str {
-    CALL_KINDS.get(id as usize).copied().unwrap_or("?")
+pub fn call_kind(id: u16) -> CallKind {
+    CALL_KINDS
+        .get(id as usize)
+        .copied()
+        .unwrap_or(CallKind::Unknown)
 }
 
 impl Record {
