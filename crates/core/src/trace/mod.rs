@@ -25,7 +25,7 @@ pub const FLAG_INCOMPLETE: u16 = 8;
 /// One MPI call, as recorded on the hot path. Fixed size, plain old data: spool files
 /// are these records back to back in native byte order.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Record {
     /// Entry time, ns, on the rank's monotonic clock.
     pub t_start: u64,
@@ -93,19 +93,13 @@ pub fn call_kind(id: u16) -> CallKind {
 impl Record {
     /// The record as bytes, for the spool writer.
     pub fn as_bytes(&self) -> &[u8; RECORD_SIZE] {
-        // SAFETY: Record is repr(C), Copy, has no padding (asserted size = sum of fields)
-        // and every bit pattern of its integer fields is valid.
-        unsafe { &*(self as *const Record as *const [u8; RECORD_SIZE]) }
+        // Plain old data without padding (derived `Pod`): a byte view costs nothing.
+        bytemuck::cast_ref(self)
     }
 
     /// Parses one record from bytes written by `as_bytes` on a machine of the same endianness.
     pub fn from_bytes(b: &[u8; RECORD_SIZE]) -> Record {
-        let mut r = Record::default();
-        // SAFETY: Record is plain old data of exactly RECORD_SIZE bytes; any bytes are a valid value.
-        unsafe {
-            std::ptr::copy_nonoverlapping(b.as_ptr(), &mut r as *mut Record as *mut u8, RECORD_SIZE)
-        };
-        r
+        bytemuck::pod_read_unaligned(b)
     }
 
     /// Duration in seconds (rank clock).
