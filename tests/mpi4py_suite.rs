@@ -35,20 +35,35 @@ fn suite_dir() -> PathBuf {
     d
 }
 
-/// The unittest verdict lines of every rank: "Ran N tests" and "OK (skipped=K)" /
-/// "FAILED (...)", sorted.
+/// The unittest verdicts of every rank, sorted: "Ran N tests" and "OK (skipped=K)" /
+/// "FAILED (...)". Found anywhere in the output, not only at line starts: the launcher
+/// forwards each rank's stream on its own, so one rank's progress dots can share a line
+/// with the other's verdict.
 fn verdicts(o: &Output) -> Vec<String> {
-    let mut v: Vec<String> = String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .chain(String::from_utf8_lossy(&o.stdout).lines())
-        .map(|l| l.trim().to_string())
-        .filter(|l| l.starts_with("Ran ") || l.starts_with("OK") || l.starts_with("FAILED"))
-        .map(|l| match l.find(" in ") {
-            // "Ran 1358 tests in 11.7s": the time is not a verdict.
-            Some(i) if l.starts_with("Ran ") => l[..i].to_string(),
-            _ => l,
-        })
-        .collect();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let mut v = Vec::new();
+    for pat in ["Ran ", "OK", "FAILED ("] {
+        for (i, _) in text.match_indices(pat) {
+            let tail = &text[i..];
+            let line = &tail[..tail.find('\n').unwrap_or(tail.len())];
+            let item = match pat {
+                // "Ran 1358 tests in 4.4s": the time is not a verdict.
+                "Ran " => line.find(" tests").map(|j| &line[..j + 6]),
+                // "OK", or "OK (skipped=180)".
+                "OK" if line.starts_with("OK (") => line.find(')').map(|j| &line[..=j]),
+                "OK" if line.len() == 2 || !line.as_bytes()[2].is_ascii_alphanumeric() => {
+                    Some("OK")
+                }
+                "FAILED (" => line.find(')').map(|j| &line[..=j]),
+                _ => None,
+            };
+            v.extend(item.map(str::to_string));
+        }
+    }
     v.sort();
     v
 }
