@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The interpreter Debian's mpi4py is built for (not a virtualenv's or pyenv's).
@@ -35,37 +35,50 @@ fn suite_dir() -> PathBuf {
     d
 }
 
-/// The unittest verdicts of every rank, sorted: "Ran N tests" and "OK (skipped=K)" /
-/// "FAILED (...)". Found anywhere in the output, not only at line starts: the launcher
-/// forwards each rank's stream on its own, so one rank's progress dots can share a line
-/// with the other's verdict.
-fn verdicts(o: &Output) -> Vec<String> {
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        String::from_utf8_lossy(&o.stdout)
-    );
-    let mut v = Vec::new();
-    for pat in ["Ran ", "OK", "FAILED ("] {
-        for (i, _) in text.match_indices(pat) {
-            let tail = &text[i..];
-            let line = &tail[..tail.find('\n').unwrap_or(tail.len())];
-            let item = match pat {
-                // "Ran 1358 tests in 4.4s": the time is not a verdict.
-                "Ran " => line.find(" tests").map(|j| &line[..j + 6]),
-                // "OK", or "OK (skipped=180)".
-                "OK" if line.starts_with("OK (") => line.find(')').map(|j| &line[..=j]),
-                "OK" if line.len() == 2 || !line.as_bytes()[2].is_ascii_alphanumeric() => {
-                    Some("OK")
-                }
-                "FAILED (" => line.find(')').map(|j| &line[..=j]),
-                _ => None,
-            };
-            v.extend(item.map(str::to_string));
+/// Runs the suite on 2 ranks (with the layer when `env` is Some) and returns the launcher's
+/// output and the unittest verdict lines of every rank ("Ran N tests", "OK (skipped=K)"
+/// or "FAILED (...)"), sorted. Each rank's stderr is read from its own file
+/// (`--output-filename`): in the launcher's merged stream one rank's output can split the
+/// other's lines.
+fn run_suite(suite: &Path, env: Option<&[(&str, &str)]>, files: &Path) -> (Output, Vec<String>) {
+    let (l, prefix, _) = common::launch_prefix(2);
+    let mut c = Command::new(l);
+    c.args(&prefix).arg("--output-filename").arg(files);
+    if let Some(env) = env {
+        c.arg("-x")
+            .arg(format!("LD_PRELOAD={}", common::layer().display()));
+        for (k, v) in env {
+            c.arg("-x").arg(format!("{k}={v}"));
         }
     }
+    c.arg(PYTHON).args([
+        "test/runtests.py",
+        "--no-builddir",
+        "-q",
+        "-e",
+        "spawn",
+        "-e",
+        "dynproc",
+    ]);
+    c.current_dir(suite)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let _ = std::fs::remove_dir_all(files);
+    let out = c.output().expect("launcher runs");
+    let mut v = Vec::new();
+    for rank in 0..2 {
+        let f = files.join(format!("1/rank.{rank}/stderr"));
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        v.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("Ran ") || l.starts_with("OK") || l.starts_with("FAILED"))
+                // "Ran 1358 tests in 4.4s": the time is not a verdict.
+                .map(|l| l.find(" in ").map_or(l, |i| &l[..i]).to_string()),
+        );
+    }
     v.sort();
-    v
+    (out, v)
 }
 
 #[test]
@@ -78,28 +91,15 @@ fn mpi4py_test_suite_gives_the_same_verdicts_with_the_layer() {
     let suite = suite_dir();
     let dir = common::scratch("mpi4py_suite");
     let out = dir.join("out");
-    let py = std::path::Path::new(PYTHON);
-    let args = [
-        "test/runtests.py",
-        "--no-builddir",
-        "-q",
-        "-e",
-        "spawn",
-        "-e",
-        "dynproc",
-    ];
-    let plain = common::mpirun(2, py, &args, None, &suite);
-    let with = common::mpirun(
-        2,
-        py,
-        &args,
+    let (plain, vp) = run_suite(&suite, None, &dir.join("plain"));
+    let (with, vw) = run_suite(
+        &suite,
         Some(&[
             ("PMPI_PREDICT_OUT", out.to_str().unwrap()),
             ("PMPI_PREDICT_TRACE_MAX_MB", "1"),
         ]),
-        &suite,
+        &dir.join("with"),
     );
-    let (vp, vw) = (verdicts(&plain), verdicts(&with));
     assert_eq!(
         vp.iter().filter(|l| l.starts_with("Ran ")).count(),
         2,
