@@ -34,6 +34,20 @@ impl Error {
         }
     }
 
+    /// A failed read of `path`: a file that is not there is the input's fault, any
+    /// other failure (permissions, an I/O error) is not.
+    pub fn read(path: &Path, source: std::io::Error) -> Error {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            Error::Input(format!("cannot read {}: {source}", path.display()))
+        } else {
+            Error::Io {
+                action: "read",
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    }
+
     /// The process exit status for this error: 2 bad input, 74 I/O (`EX_IOERR`), 70
     /// internal (`EX_SOFTWARE`).
     pub fn exit_code(&self) -> i32 {
@@ -66,6 +80,11 @@ mod tests {
         let m = e.to_string();
         assert!(m.starts_with("cannot write /x/calls.csv: "), "{m}");
         assert_eq!(Error::from("no spool".to_string()).exit_code(), 2);
+        let gone = Error::read(Path::new("/r"), std::io::ErrorKind::NotFound.into());
+        assert_eq!(gone.exit_code(), 2);
+        assert!(gone.to_string().starts_with("cannot read /r: "), "{gone}");
+        let eio = Error::read(Path::new("/r"), std::io::Error::from_raw_os_error(5));
+        assert_eq!(eio.exit_code(), 74);
         assert_eq!(Error::Internal("x".into()).exit_code(), 70);
     }
 }

@@ -45,7 +45,7 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
     }
     let opts = a.engine.options(false);
     let (profile, model, _) = opts.resolve().map_err(CliError::input)?;
-    let run = crate::trace::load_run(&a.dir).map_err(CliError::input)?;
+    let run = crate::trace::load_run(&a.dir)?;
     let assume = opts.assumptions().map_err(CliError::input)?;
     let pred = crate::predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
         .map_err(CliError::input)?;

@@ -33,7 +33,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     }
     if !a.more.is_empty() {
         let from: Vec<&std::path::Path> = a.more.iter().map(PathBuf::as_path).collect();
-        let got = crate::trace::merge_dirs(&a.dir, &from).map_err(CliError::input)?;
+        let got = crate::trace::merge_dirs(&a.dir, &from)?;
         eprintln!(
             "pmpi-predict: merged {} ranks into {}",
             got.len(),
@@ -42,7 +42,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     }
     // Said before the report, so that a run some ranks never joined is not mistaken
     // for a complete one.
-    let missing = crate::trace::missing_ranks(&a.dir).map_err(CliError::input)?;
+    let missing = crate::trace::missing_ranks(&a.dir)?;
     for line in missing_lines(&missing) {
         eprintln!("pmpi-predict: {line}");
     }

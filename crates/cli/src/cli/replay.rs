@@ -94,7 +94,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     let opts = a.engine.options(false);
     let (profile, model, source) = opts.resolve().map_err(CliError::input)?;
     let assume = opts.assumptions().map_err(CliError::input)?;
-    let run = crate::trace::load_run(&a.dir).map_err(CliError::input)?;
+    let run = crate::trace::load_run(&a.dir)?;
     if run.ranks.is_empty() {
         return Err(CliError::input(format!(
             "{}: no recorded ranks (rank-*.json)",

@@ -1,6 +1,7 @@
 //! The trace format shared by the recorder, `analyze` and the engine: the fixed-size
 //! record, the per-rank spool file and its JSON metadata.
 
+use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -277,10 +278,10 @@ pub fn write_meta(dir: &Path, m: &RankMeta) -> Result<(), String> {
 }
 
 /// Reads a rank's metadata.
-pub fn read_meta(path: &Path) -> Result<RankMeta, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: malformed metadata: {e}", path.display()))
+pub fn read_meta(path: &Path) -> Result<RankMeta, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::Input(format!("{}: malformed metadata: {e}", path.display())))
 }
 
 /// True when two offset samples differ by more than their uncertainty (half of each
@@ -627,20 +628,26 @@ pub struct MissingRanks {
     pub no_spool: Vec<i32>,
 }
 
-/// Which ranks of the run in `dir` left no metadata or no spool.
-pub fn missing_ranks(dir: &Path) -> Result<MissingRanks, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
+/// The metadata of every rank in `dir` (`rank-NNNNN.json`), in directory order; an error
+/// if there is none.
+fn read_metas(dir: &Path) -> Result<Vec<RankMeta>, Error> {
     let mut metas = Vec::new();
-    for e in entries.filter_map(Result::ok) {
+    for e in std::fs::read_dir(dir).map_err(|e| Error::read(dir, e))? {
+        let e = e.map_err(|e| Error::read(dir, e))?;
         let name = e.file_name().to_string_lossy().into_owned();
         if name.starts_with("rank-") && name.ends_with(".json") {
             metas.push(read_meta(&e.path())?);
         }
     }
     if metas.is_empty() {
-        return Err(no_ranks(dir));
+        return Err(Error::Input(no_ranks(dir)));
     }
+    Ok(metas)
+}
+
+/// Which ranks of the run in `dir` left no metadata or no spool.
+pub fn missing_ranks(dir: &Path) -> Result<MissingRanks, Error> {
+    let metas = read_metas(dir)?;
     let world_size = metas.iter().map(|m| m.world_size).max().unwrap_or(0);
     let have: std::collections::BTreeSet<i32> = metas.iter().map(|m| m.rank).collect();
     Ok(MissingRanks {
@@ -658,34 +665,27 @@ pub fn missing_ranks(dir: &Path) -> Result<MissingRanks, String> {
 /// `from` that `into` lacks: the spools of a run whose ranks wrote to node-local disks,
 /// copied back from each node. A rank found in several directories is taken from the
 /// first that has it. Returns the ranks copied.
-pub fn merge_dirs(into: &Path, from: &[&Path]) -> Result<Vec<i32>, String> {
+pub fn merge_dirs(into: &Path, from: &[&Path]) -> Result<Vec<i32>, Error> {
+    let copy = |from: &Path, to: &Path| {
+        std::fs::copy(from, to).map_err(|e| Error::Io {
+            action: "copy",
+            path: from.to_path_buf(),
+            source: e,
+        })
+    };
     let mut copied = Vec::new();
     for dir in from {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
-        let mut metas: Vec<RankMeta> = Vec::new();
-        for e in entries.filter_map(Result::ok) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("rank-") && name.ends_with(".json") {
-                metas.push(read_meta(&e.path())?);
-            }
-        }
-        if metas.is_empty() {
-            return Err(no_ranks(dir));
-        }
-        for m in metas {
+        for m in read_metas(dir)? {
             let meta_name = format!("rank-{:05}.json", m.rank);
             if into.join(&meta_name).exists() {
                 continue;
             }
             let spool = spool_path(dir, m.rank);
             if spool.exists() {
-                std::fs::copy(&spool, spool_path(into, m.rank))
-                    .map_err(|e| format!("cannot copy {}: {e}", spool.display()))?;
+                copy(&spool, &spool_path(into, m.rank))?;
             }
             // The metadata last: a rank counts as present once its spool is in place.
-            std::fs::copy(dir.join(&meta_name), into.join(&meta_name))
-                .map_err(|e| format!("cannot copy {}: {e}", dir.join(&meta_name).display()))?;
+            copy(&dir.join(&meta_name), &into.join(&meta_name))?;
             copied.push(m.rank);
         }
     }
@@ -721,20 +721,8 @@ pub fn reload_records(dir: &Path, run: &mut RunTrace, counts: &[usize]) -> Resul
 }
 
 /// Loads every rank's metadata and spool from a run's output directory.
-pub fn load_run(dir: &Path) -> Result<RunTrace, String> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
-    let mut metas = Vec::new();
-    for e in entries {
-        let e = e.map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with("rank-") && name.ends_with(".json") {
-            metas.push(read_meta(&e.path())?);
-        }
-    }
-    if metas.is_empty() {
-        return Err(no_ranks(dir));
-    }
+pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
+    let mut metas = read_metas(dir)?;
     metas.sort_by_key(|m| m.rank);
     let world_size = metas.iter().map(|m| m.world_size).max().unwrap_or(0);
     let missing = (0..world_size)
