@@ -421,7 +421,7 @@ fn forget_key(k: usize) {
 /// Every communicator registered, in registration order: id, WORLD ranks of its members
 /// by local rank (of both groups, sorted, for an intercommunicator) and whether it is an
 /// intercommunicator. Written to the rank's metadata at the end.
-type CommLogEntry = (u32, &'static [i32], bool);
+type CommLogEntry = (u32, Vec<i32>, bool);
 static COMM_LOG: std::sync::Mutex<Vec<CommLogEntry>> = std::sync::Mutex::new(Vec::new());
 
 /// The communicators registered so far (id, WORLD ranks, intercommunicator).
@@ -430,7 +430,7 @@ pub fn comm_log() -> Vec<(u32, Vec<i32>, bool)> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .map(|(id, w, inter)| (*id, w.to_vec(), *inter))
+        .map(|(id, w, inter)| (*id, w.clone(), *inter))
         .collect()
 }
 
@@ -524,9 +524,9 @@ fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo
         // Cold path (communicator creation or first use): the engine needs the members of
         // every communicator a collective ran on, both groups of an intercommunicator.
         let logged = if inter == 0 {
-            Some(world)
+            Some(world.to_vec())
         } else {
-            inter_members(comm, world, s).map(|v| &*Box::leak(v.into_boxed_slice()))
+            inter_members(comm, world, s)
         };
         if let Some(members) = logged {
             COMM_LOG

@@ -93,6 +93,16 @@ fn us(ns: i64) -> String {
     String::from_utf8(s).unwrap_or_default()
 }
 
+/// `,"pid":P,"tid":T,"ts":TS` of an event (TS in µs from `ns`).
+fn put_place(out: &mut Vec<u8>, pid: u64, tid: u64, ns: i64) {
+    out.extend_from_slice(b",\"pid\":");
+    number::uint(out, pid);
+    out.extend_from_slice(b",\"tid\":");
+    number::uint(out, tid);
+    out.extend_from_slice(b",\"ts\":");
+    put_us(out, ns);
+}
+
 fn put_us(out: &mut Vec<u8>, ns: i64) {
     if ns < 0 {
         out.push(b'-');
@@ -448,12 +458,7 @@ fn slice_event(
     let nb = r.flags & FLAG_NONBLOCKING != 0;
     out.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
     put_jstr(out, name);
-    out.extend_from_slice(b",\"pid\":");
-    number::uint(out, pid as u64);
-    out.extend_from_slice(b",\"tid\":");
-    number::uint(out, tid);
-    out.extend_from_slice(b",\"ts\":");
-    put_us(out, start_ns);
+    put_place(out, pid as u64, tid, start_ns);
     out.extend_from_slice(b",\"dur\":");
     put_us(out, end_ns - start_ns);
     out.extend_from_slice(b",\"args\":{\"measured_s\":");
@@ -511,12 +516,7 @@ fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut Vec<u8>) {
         let ((pid, tid), mid) = at(g);
         out.extend_from_slice(head);
         number::uint(out, id);
-        out.extend_from_slice(b",\"pid\":");
-        number::uint(out, pid as u64);
-        out.extend_from_slice(b",\"tid\":");
-        number::uint(out, tid);
-        out.extend_from_slice(b",\"ts\":");
-        put_us(out, mid);
+        put_place(out, pid as u64, tid, mid);
         out.extend_from_slice(b"},\n");
     }
 }
