@@ -15,9 +15,11 @@ fn late_sender_and_barrier_waits_are_measured_and_predicted_and_one_node_has_no_
         String::from_utf8_lossy(&run.stderr)
     );
     let rows = read_calls(&out);
+    // A rank's last call of its kind: the program's first barrier only lines the ranks up.
     let row = |rank: &str, call: &str| {
         rows.iter()
-            .find(|r| r["rank"] == rank && r["call"] == call)
+            .filter(|r| r["rank"] == rank && r["call"] == call)
+            .max_by(|a, b| f(a, "start_s").total_cmp(&f(b, "start_s")))
             .unwrap_or_else(|| panic!("no {call} on rank {rank}"))
     };
     // Rank 0's receive waited for rank 1's sleep: measured and, since the replay keeps
@@ -66,9 +68,18 @@ fn late_sender_and_barrier_waits_are_measured_and_predicted_and_one_node_has_no_
     let hot: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("hotspots.json")).unwrap()).unwrap();
     assert_eq!(hot["ranks"], serde_json::json!([]));
-    let top: Vec<i64> = hot["waited_for"].as_array().unwrap()[..2]
+    // Ranks 1 and 2 made others wait; how long the first barrier's latecomer (whoever left
+    // MPI_Init last) made them wait is the launcher's business, so no order is asserted.
+    let waited: Vec<(i64, f64)> = hot["waited_for"]
+        .as_array()
+        .unwrap()
         .iter()
-        .map(|w| w["rank"].as_i64().unwrap())
+        .map(|w| (w["rank"].as_i64().unwrap(), w["caused_s"].as_f64().unwrap()))
         .collect();
-    assert!(top.contains(&1) && top.contains(&2), "{top:?}");
+    for rank in [1, 2] {
+        assert!(
+            waited.iter().any(|&(r, s)| r == rank && s > 0.1),
+            "{waited:?}"
+        );
+    }
 }

@@ -1,6 +1,8 @@
-/* Wait states with known causes, for tests/mpi_waits.rs. Rank 1 sleeps 200 ms before its
- * send to rank 0 (a late sender); rank 2 sleeps 400 ms before a barrier (the others wait
- * at the barrier); every rank then exchanges 1 MB with its ring neighbours. */
+/* Wait states with known causes, for tests/mpi_waits.rs. A first barrier lines the ranks
+ * up (MPI_Init returns up to 0.1 s apart under MPICH, which would eat into the late
+ * sender's wait). Then rank 1 sleeps 200 ms before its send to rank 0 (a late sender);
+ * rank 2 sleeps 400 ms before a second barrier (the others wait at the barrier); every
+ * rank then exchanges 1 MB with its ring neighbours. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int v = rank;
+    MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1) {
         usleep(200000);
         MPI_Send(&v, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
