@@ -403,6 +403,7 @@ fn predict_plan(
         plogp_inter: profile.plogp_or_hockney(),
         plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
         wan: cond.clusters.clone(),
+        reverse: profile.penalty.reverse,
     };
     // Without a penalty model ("none") nothing is contended, collectives included.
     let last = |v: &[f64]| {

@@ -717,6 +717,8 @@ pub struct P2p {
     /// Clusters joined by a wide-area link (what-if replay): messages between clusters
     /// take its parameters.
     pub wan: Option<whatif::Clusters>,
+    /// Penalty factor of a flow while its reverse flow runs (see [`Net::with_reverse`]).
+    pub reverse: f64,
 }
 
 impl P2p {
@@ -901,7 +903,8 @@ pub fn replay(
             },
         ),
         _ => Net::new(model),
-    };
+    }
+    .with_reverse(p2p.reverse, plan.protocol.eager_inter);
     let net = if log { net } else { net.without_log() };
     let n = plan.ops.len();
     let nm = plan.msgs.len();
