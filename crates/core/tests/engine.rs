@@ -592,6 +592,49 @@ fn a_late_rank_makes_the_others_wait_at_the_barrier() {
 }
 
 #[test]
+fn a_zero_count_broadcast_waits_for_nobody() {
+    // The root reaches both broadcasts 2 s after the others. The zero-count one returns at
+    // once on every rank (the library does not communicate): its measured microsecond,
+    // predicted, no wait. The 8-byte one after it is the communicator's first operation
+    // on every rank and waits for the root.
+    let bcast = |bytes: u64, root: bool, t0: u64, t1: u64| Record {
+        root: 0,
+        bytes_send: if root { bytes } else { 0 },
+        bytes_recv: if root { 0 } else { bytes },
+        ..coll(call::MPI_Bcast, 3, t0, t1)
+    };
+    let ranks = (0..3)
+        .map(|r| {
+            let records = if r == 0 {
+                vec![
+                    bcast(0, true, 2 * S, 2 * S + 1000),
+                    bcast(8, true, 2 * S + 2000, 2 * S + 3000),
+                ]
+            } else {
+                vec![
+                    bcast(0, false, 0, 1000),
+                    bcast(8, false, 2000, 2 * S + 3000),
+                ]
+            };
+            rank(r, &format!("n{r}"), 0, records, 3)
+        })
+        .collect();
+    let p = predict_run(&run(ranks), &profile(), Some("gige")).unwrap();
+    for r in 0..3 {
+        let zero = p.calls[r][0];
+        assert_eq!(zero.reason, Reason::None, "{zero:?}");
+        assert!(close(zero.predicted.unwrap(), 1e-6), "{zero:?}");
+        assert_eq!(zero.wait.kind, WaitKind::None, "{zero:?}");
+    }
+    for r in 1..3 {
+        let eight = p.calls[r][1];
+        assert_eq!(eight.wait.kind, WaitKind::LateBroadcast, "{eight:?}");
+        assert!(eight.wait.seconds > 1.9, "{eight:?}");
+        assert_eq!(eight.wait.on, 0);
+    }
+}
+
+#[test]
 fn a_single_node_run_has_no_contention() {
     // Four ranks on one node exchange large messages at once: no network, no penalty.
     let m = 10_000_000;
