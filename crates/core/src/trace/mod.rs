@@ -33,7 +33,8 @@ pub const FLAG_ARCS: u16 = 16;
 pub const FLAG_ARCS_CAPPED: u16 = 32;
 
 /// One MPI call, as recorded on the hot path. Fixed size, plain old data: spool files
-/// are these records back to back in native byte order.
+/// are these records back to back in native byte order (with, after a v/w collective's,
+/// continuation records of its per-peer bytes: [`arcs`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Record {
