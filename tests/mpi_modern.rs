@@ -28,6 +28,22 @@ fn tally<K: std::hash::Hash + Eq, I: IntoIterator<Item = K>>(it: I) -> HashMap<K
     m
 }
 
+/// The keys on which two tallies differ, with each side's count, sorted.
+fn differences<'a, K: Ord + std::hash::Hash>(
+    got: &'a HashMap<K, usize>,
+    want: &'a HashMap<K, usize>,
+) -> Vec<(&'a K, Option<&'a usize>, Option<&'a usize>)> {
+    let mut d: Vec<_> = got
+        .keys()
+        .chain(want.keys())
+        .filter(|k| got.get(*k) != want.get(*k))
+        .map(|k| (k, got.get(k), want.get(k)))
+        .collect();
+    d.sort();
+    d.dedup();
+    d
+}
+
 #[test]
 fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
     let dir = scratch("modern");
@@ -109,14 +125,7 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
             );
         }
     }
-    let mut differ: Vec<_> = census
-        .keys()
-        .chain(own_counts.keys())
-        .filter(|k| census.get(*k) != own_counts.get(*k))
-        .map(|k| (k, census.get(k), own_counts.get(k)))
-        .collect();
-    differ.sort();
-    differ.dedup();
+    let differ = differences(&census, &own_counts);
     assert!(
         differ.is_empty(),
         "(rank, call): recorded, counted by the program: {differ:?}"
@@ -182,14 +191,7 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
         assert_eq!(flagged, rk.arcs.len(), "rank {}", rk.meta.rank);
     }
     let (got_arcs, want_arcs) = (tally(arcs), tally(expected_arcs));
-    let mut differ: Vec<_> = got_arcs
-        .keys()
-        .chain(want_arcs.keys())
-        .filter(|k| got_arcs.get(*k) != want_arcs.get(*k))
-        .map(|k| (k, got_arcs.get(k), want_arcs.get(k)))
-        .collect();
-    differ.sort();
-    differ.dedup();
+    let differ = differences(&got_arcs, &want_arcs);
     assert!(
         want_arcs.len() > 100 && differ.is_empty(),
         "(rank, call, dir, peer, bytes): recorded, expected: {differ:#?}"
