@@ -174,6 +174,82 @@ fn all_to_all_round(call: u16) {
     }
 }
 
+/// An MPI_Alltoallv of unequal counts whose per-destination bytes were recorded (as the
+/// layer writes them: continuation records in the spools): each arc is a transfer of its
+/// own size, and the exchange takes the block of its busiest member.
+#[test]
+fn an_alltoallv_with_recorded_arcs_moves_each_arcs_bytes() {
+    const M: u64 = 1_000_000;
+    // sent[r][q]: bytes rank r sends rank q (its own block and an empty arc included).
+    let sent = [[5 * M, M, 3 * M], [2 * M, M, 0], [4 * M, 6 * M, 0]];
+    let dir = std::env::temp_dir().join(format!("pmpi-engine-arcs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (r, row) in sent.iter().enumerate() {
+        let out: Vec<(i32, u64)> = (0..3)
+            .map(|q| (q as i32, row[q]))
+            .filter(|p| p.1 > 0)
+            .collect();
+        let inn: Vec<(i32, u64)> = (0..3)
+            .map(|q| (q as i32, sent[q][r]))
+            .filter(|p| p.1 > 0)
+            .collect();
+        let rec = Record {
+            bytes_send: out.iter().map(|p| p.1).sum(),
+            bytes_recv: inn.iter().map(|p| p.1).sum(),
+            flags: trace::FLAG_ARCS,
+            ..coll(call::MPI_Alltoallv, 3, S, 2 * S)
+        };
+        // The receive side before its call, as a nonblocking call's would be.
+        let recs = vec![
+            trace::arcs::continuation(&rec, true, 0, inn.len() as u32, &inn),
+            rec,
+            trace::arcs::continuation(&rec, false, 0, out.len() as u32, &out),
+        ];
+        trace::write_spool(&dir, r as i32, &recs).unwrap();
+        trace::write_meta(&dir, &rank(r as i32, &format!("n{r}"), 0, vec![], 3).meta).unwrap();
+    }
+    let loaded = trace::load_run(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(loaded.ranks.iter().all(|rk| rk.records.len() == 1));
+    let flows = pmpi_core::graph::build(&loaded, &Placement::from_run(&loaded));
+    let mut arcs: Vec<(i32, i32, u64)> = flows
+        .flows
+        .iter()
+        .map(|f| (f.src_rank, f.dst_rank, f.bytes))
+        .collect();
+    arcs.sort_unstable();
+    assert_eq!(
+        arcs,
+        vec![
+            (0, 1, M),
+            (0, 2, 3 * M),
+            (1, 0, 2 * M),
+            (2, 0, 4 * M),
+            (2, 1, 6 * M)
+        ]
+    );
+    // Busiest member: rank 2 sends 10 MB to the others, a block of 5 MB per other; the
+    // linear exchange takes (n−1)·β·m = 2 · 1e-8 · 5e6 = 0.1 s for everyone.
+    let p = predict_run(&loaded, &profile(), Some("none")).unwrap();
+    for r in 0..3 {
+        let c = p.calls[r][0];
+        assert!(close(c.predicted.unwrap(), 0.1), "rank {r}: {c:?}");
+    }
+    // The same calls without their arcs (an older spool): the total spread evenly, the
+    // mean block of the largest total, 11 MB / 3.
+    let mut totals = loaded.clone();
+    for rk in &mut totals.ranks {
+        rk.arcs.clear();
+    }
+    let q = predict_run(&totals, &profile(), Some("none")).unwrap();
+    let mean = 2.0 * 1e-8 * (11 * M / 3) as f64;
+    assert!(
+        close(q.calls[0][0].predicted.unwrap(), mean),
+        "{:?}",
+        q.calls[0][0]
+    );
+}
+
 #[test]
 fn clock_offsets_change_which_messages_overlap() {
     // Ranks 0 and 2 share node a and each send 2 s of data to another node, both at 1 s

@@ -20,7 +20,7 @@ pub mod whatif;
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};
 use crate::topo::placement::Placement;
-use crate::trace::{CallKind, FLAG_NONBLOCKING, Record, RunTrace};
+use crate::trace::{CallArcs, CallKind, FLAG_NONBLOCKING, Record, RunTrace};
 use net::Net;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -669,7 +669,15 @@ fn collective_instances(
         });
         let block = members
             .iter()
-            .map(|&g| block_of(kind, rec(g).1))
+            .map(|&g| {
+                let (rk, r) = rec(g);
+                let arcs = if rk.arcs.is_empty() {
+                    None
+                } else {
+                    rk.arcs_of(refs[g as usize].rec as usize)
+                };
+                block_of_call(kind, r, arcs, rk.meta.rank)
+            })
             .max()
             .unwrap_or(0);
         let mut nodes: Vec<u32> = members
@@ -698,6 +706,28 @@ fn collective_instances(
         });
     }
     (inst_of, instances)
+}
+
+/// Bytes per block of a collective call: [`block_of`]; for an all-to-all, gather or scatter
+/// whose per-peer bytes were recorded (`arcs`, of the call of WORLD rank `me`), the bytes it
+/// exchanges with the other members per other member, in its busier direction (its own
+/// block never crosses a link, and the linear exchange the models assume takes n−1 steps).
+pub fn block_of_call(kind: CallKind, r: &Record, arcs: Option<&CallArcs>, me: i32) -> u64 {
+    let n = r.comm_size as u64;
+    let others = |v: &Option<Vec<(i32, u64)>>| {
+        v.as_ref()
+            .map(|v| v.iter().filter(|p| p.0 != me).map(|p| p.1).sum::<u64>())
+    };
+    match (kind, arcs) {
+        (
+            CallKind::Alltoallv | CallKind::Alltoallw | CallKind::Gatherv | CallKind::Scatterv,
+            Some(a),
+        ) if n >= 2 => match others(&a.send).into_iter().chain(others(&a.recv)).max() {
+            Some(b) => b / (n - 1),
+            None => block_of(kind, r),
+        },
+        _ => block_of(kind, r),
+    }
 }
 
 /// Bytes per block of a collective call, as the collective models take it.
