@@ -223,13 +223,31 @@ fn four_ranks_posing_as_four_nodes() {
     let schemes = raw["penalty"]["schemes"].as_array().unwrap();
     assert_eq!(schemes.len(), 9);
     assert_eq!(raw["penalty"]["bytes"], 1048576);
-    // The reverse-flow factor is the bidirectional scheme's penalty, never below 1.
+    // The reverse-flow factor is the bidirectional scheme's mean penalty over its
+    // repetitions, never below 1.
     let bidir = schemes
         .iter()
         .find(|s| s["name"] == "bidirectional")
         .unwrap();
-    let w = bidir["scheme_penalty"].as_f64().unwrap();
-    assert_eq!(prof.penalty.reverse, w.max(1.0));
+    let reps = bidir["reps_s"].as_array().unwrap();
+    let t_ref = raw["penalty"]["t_ref_s"].as_f64().unwrap();
+    let mean = reps
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .fold(0.0, f64::max)
+        })
+        .sum::<f64>()
+        / reps.len() as f64
+        / t_ref;
+    assert!(
+        (prof.penalty.reverse - mean.max(1.0)).abs() < 1e-9,
+        "{} vs {mean}",
+        prof.penalty.reverse
+    );
     assert!(prof.plogp.is_some());
     let res = prof.residuals.as_ref().unwrap();
     assert!(res["penalty"]["mean_abs_rel_error_pct"]["gige"].is_number());

@@ -25,6 +25,7 @@
 //!   },
 //!   "alltoall": {"gamma": 1.0195, "delta": 0.00823, "threshold": 2048},
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
+//!   "socket_buffer": 262144,                   // optional, bytes (default 4 MiB)
 //!   "raw": {...},                              // optional, free-form measurements
 //!   "residuals": {...}                         // optional, free-form fit residuals
 //! }
@@ -68,6 +69,10 @@ pub struct Profile {
     pub alltoall: Signature,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upper_lower_gamma: Option<f64>,
+    /// Bytes a blocking rendezvous send between nodes leaves in the kernel's socket buffer
+    /// when it returns (measured by `calibrate`; absent: Linux's 4 MiB maximum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_buffer: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -230,6 +235,7 @@ impl Profile {
                 threshold: 2048,
             },
             upper_lower_gamma: None,
+            socket_buffer: None,
             raw: None,
             residuals: None,
         }

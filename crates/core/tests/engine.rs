@@ -12,13 +12,16 @@ use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, 
 
 const S: u64 = 1_000_000_000;
 
-/// A profile where a message of `2e8` bytes takes exactly 2 s alone between nodes.
+/// A profile where a message of `2e8` bytes takes exactly 2 s alone between nodes, and
+/// where sockets buffer nothing: a rendezvous send between nodes returns when its data has
+/// arrived (the tests of the socket buffer set one).
 fn profile() -> Profile {
     let mut p = Profile::builtin_default();
     p.hockney.inter = Hockney {
         alpha: 0.0,
         beta: 1e-8,
     };
+    p.socket_buffer = Some(0);
     p
 }
 
@@ -817,6 +820,7 @@ fn a_rendezvous_send_that_fits_the_socket_buffer_returns_after_the_handshake() {
     // waits for the transfer (0.01 s at β = 1e-8).
     let mut prof = profile();
     prof.hockney.inter.alpha = 1e-3;
+    prof.socket_buffer = Some(4 << 20);
     let m = 1_000_000;
     let r = run(vec![
         rank(0, "a", 0, vec![send(call::MPI_Send, 1, m, 0, S / 100)], 2),
@@ -835,6 +839,30 @@ fn a_rendezvous_send_that_fits_the_socket_buffer_returns_after_the_handshake() {
     assert_eq!(s0.wait.kind, WaitKind::LateReceiver);
     let r0 = p.calls[1][0];
     assert!(close(r0.predicted.unwrap(), 1e-3 + 0.01), "{r0:?}");
+}
+
+#[test]
+fn a_rendezvous_send_larger_than_the_socket_buffer_returns_when_all_but_it_has_left() {
+    // 100 MB (1 s at β = 1e-8) through a 10 MB socket buffer, both ranks ready at 0: the
+    // receive ends at the arrival, 1 s; the send when all but the last tenth has left,
+    // 0.9 s. A blocking send and a nonblocking one's request alike.
+    let mut prof = profile();
+    prof.socket_buffer = Some(10_000_000);
+    let m = 100_000_000;
+    for sender in [
+        vec![send(call::MPI_Send, 1, m, 0, S)],
+        vec![isend(1, m, 0, S)],
+    ] {
+        let r = run(vec![
+            rank(0, "a", 0, sender, 2),
+            rank(1, "b", 0, vec![recv_rec(call::MPI_Recv, 0, m, 0, S)], 2),
+        ]);
+        let p = predict_run(&r, &prof, Some("gige")).unwrap();
+        let done = p.calls[0].last().unwrap();
+        assert!((done.predicted.unwrap() - 0.9).abs() < 1e-3, "{done:?}");
+        let r0 = p.calls[1][0];
+        assert!((r0.predicted.unwrap() - 1.0).abs() < 1e-3, "{r0:?}");
+    }
 }
 
 #[test]

@@ -464,6 +464,39 @@ pub fn scatter_gather(ctx: &Ctx, sizes: &[usize], reps: u32) -> (Row, Row) {
     (row(0), row(1))
 }
 
+/// How long a blocking send from `a` to `b` takes against the receive it feeds, the
+/// receive posted first: for each size, the medians over `reps` of the send's time and of
+/// the receive's (both from the end of one barrier). Between nodes the send returns once
+/// all but the socket buffer's worth has left, so the receive outlasts it by that tail.
+pub fn send_return(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: u32) -> Vec<(f64, f64)> {
+    let m = ctx.mpi;
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let mut buf = vec![0u8; max];
+    let mut v = vec![0.0; 2 * sizes.len()];
+    for (i, &s) in sizes.iter().enumerate() {
+        let buf = &mut buf[..s];
+        let mut send = Vec::new();
+        let mut recv = Vec::new();
+        for _ in 0..reps.max(1) {
+            let mut req = (m.rank == b).then(|| m.irecv(buf, a, 3, m.world));
+            m.barrier(m.world);
+            let t = Instant::now();
+            if m.rank == a {
+                m.send(buf, b, 3, m.world);
+                send.push(t.elapsed().as_secs_f64());
+            }
+            if let Some(r) = req.as_mut() {
+                m.wait_all(std::slice::from_mut(r));
+                recv.push(t.elapsed().as_secs_f64());
+            }
+        }
+        v[2 * i] = median(&mut send);
+        v[2 * i + 1] = median(&mut recv);
+    }
+    ctx.share(&mut v);
+    v.chunks(2).map(|p| (p[0], p[1])).collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

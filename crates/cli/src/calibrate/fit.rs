@@ -150,6 +150,24 @@ pub fn build_plogp(rtt0: f64, points: &[PLogPPoint]) -> Result<PLogP, FitError> 
     .map_err(|e| FitError(e.to_string()))
 }
 
+/// The socket buffer from [`crate::calibrate::bench::send_return`]'s (send, receive)
+/// seconds per size on a link of `beta` s/B: for each size whose send waited for the
+/// transfer (it took at least a quarter of the receive's time), the receive's lead over
+/// the send in bytes, at most the size; the median of those. `Err(largest size)` when no
+/// send waited: the buffer holds at least that much.
+pub fn socket_buffer(sizes: &[usize], times: &[(f64, f64)], beta: f64) -> Result<u64, u64> {
+    let mut tails: Vec<f64> = sizes
+        .iter()
+        .zip(times)
+        .filter(|(_, (send, recv))| *recv > 0.0 && *send >= 0.25 * recv)
+        .map(|(&s, (send, recv))| ((recv - send).max(0.0) / beta).min(s as f64))
+        .collect();
+    if tails.is_empty() || beta <= 0.0 {
+        return Err(sizes.iter().copied().max().unwrap_or(0) as u64);
+    }
+    Ok(crate::calibrate::bench::median(&mut tails).round() as u64)
+}
+
 /// One penalty-benchmark scheme: arcs between node indices, and the measured penalty
 /// `T_i / T_ref` of each arc.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -875,6 +893,25 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn socket_buffer_is_the_tail_the_send_does_not_wait_for() {
+        // β = 1e-8 s/B, a 200 kB buffer: a send of up to 200 kB returns at once; a larger
+        // one (s − 200 kB)·β after the start, and the receive s·β after it.
+        let beta = 1e-8;
+        let sizes = [100_000, 400_000, 1_000_000, 2_000_000];
+        let t: Vec<(f64, f64)> = sizes
+            .iter()
+            .map(|&s| {
+                let s = s as f64;
+                ((s - 200_000.0).max(0.0) * beta, s * beta)
+            })
+            .collect();
+        assert_eq!(socket_buffer(&sizes, &t, beta), Ok(200_000));
+        // Every send returned at once: only a lower bound.
+        let quick: Vec<(f64, f64)> = sizes.iter().map(|&s| (1e-5, s as f64 * beta)).collect();
+        assert_eq!(socket_buffer(&sizes, &quick, beta), Err(2_000_000));
     }
 
     #[test]

@@ -404,6 +404,7 @@ fn predict_plan(
         plogp_inter: profile.plogp_or_hockney(),
         plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
         wan: cond.clusters.clone(),
+        socket_buffer: profile.socket_buffer.unwrap_or(replay::SOCKET_BUFFER),
         reverse: profile.penalty.reverse,
     };
     // Without a penalty model ("none") nothing is contended, collectives included.

@@ -39,10 +39,6 @@ pub struct Protocol {
     pub eager_inter: u64,
     /// Within a node (Open MPI: `btl_vader_eager_limit`).
     pub eager_intra: u64,
-    /// Between nodes, a rendezvous send returns once the receiver has matched and its data
-    /// is in the kernel's socket buffer (TCP): up to this many bytes it does not wait for the
-    /// transfer itself, which the receiver's completion then waits for.
-    pub socket_buffer: u64,
 }
 
 impl Protocol {
@@ -53,20 +49,19 @@ impl Protocol {
             Protocol {
                 eager_inter: 128 * 1024,
                 eager_intra: 128 * 1024,
-                socket_buffer: SOCKET_BUFFER,
             }
         } else {
             Protocol {
                 eager_inter: 64 * 1024,
                 eager_intra: 4 * 1024,
-                socket_buffer: SOCKET_BUFFER,
             }
         }
     }
 }
 
 /// Linux's default maximum TCP send buffer (`net.ipv4.tcp_wmem`), which both libraries'
-/// TCP transports leave to the kernel by default.
+/// TCP transports leave to the kernel by default: the socket buffer of a profile that does
+/// not give the one `calibrate` measured.
 pub const SOCKET_BUFFER: u64 = 4 * 1024 * 1024;
 
 /// What a call does in the replay.
@@ -767,6 +762,9 @@ pub struct P2p {
     /// Clusters joined by a wide-area link (what-if replay): messages between clusters
     /// take its parameters.
     pub wan: Option<whatif::Clusters>,
+    /// Between nodes, a rendezvous send returns once the receiver has matched and all but
+    /// this many bytes have left (TCP: the rest waits in the kernel's socket buffer).
+    pub socket_buffer: u64,
     /// Penalty factor of a flow while its reverse flow runs (see [`Net::with_reverse`]).
     pub reverse: f64,
 }
@@ -1351,29 +1349,40 @@ impl Engine<'_> {
         self.p2p.overhead(&self.plan.msgs[m as usize], true)
     }
 
-    /// When the sender of rendezvous message `m` is done, no sooner than `floor`: between
-    /// nodes, when the data fits in the socket buffer, one latency after the receiver matched
-    /// plus the copy into the buffer (memory speed: the intra-node β); otherwise, and
-    /// within a node (the receiver copies), when the data has arrived.
+    /// When the sender of rendezvous message `m` is done, no sooner than `floor`. Within a
+    /// node (the receiver copies), when the data has arrived. Between nodes, one latency
+    /// after the receiver matched plus the copy into the socket buffer (memory speed: the
+    /// intra-node β); and when the message is larger than the socket buffer, not before
+    /// all but its last `socket_buffer` bytes have left: the arrival less that tail's share
+    /// of the message's time on the network.
     fn rendezvous_send_done(&self, m: u32, floor: f64) -> Result<f64, Block> {
         let mi = m as usize;
         let msg = &self.plan.msgs[mi];
-        let intra = msg.src_node == msg.dst_node;
-        if !intra && msg.bytes <= self.plan.protocol.socket_buffer {
-            let matched = self.t.matched[mi];
-            if matched.is_nan() {
-                return Err(Block::Msg(m));
+        let arrived = || {
+            let a = self.t.arrive[mi];
+            if a.is_nan() {
+                Err(Block::Msg(m))
+            } else {
+                Ok(a)
             }
-            let copy = self.p2p.intra.beta * msg.bytes as f64;
-            let alpha = self.p2p.hockney(msg.src_node, msg.dst_node).alpha;
-            return Ok(floor.max(matched + alpha + copy));
+        };
+        if msg.src_node == msg.dst_node {
+            return Ok(arrived()?.max(floor));
         }
-        let a = self.t.arrive[mi];
-        if a.is_nan() {
-            Err(Block::Msg(m))
-        } else {
-            Ok(a.max(floor))
+        let matched = self.t.matched[mi];
+        if matched.is_nan() {
+            return Err(Block::Msg(m));
         }
+        let buffer = self.p2p.socket_buffer;
+        let copy = self.p2p.intra.beta * msg.bytes.min(buffer) as f64;
+        let alpha = self.p2p.hockney(msg.src_node, msg.dst_node).alpha;
+        let handshake = floor.max(matched + alpha + copy);
+        if msg.bytes <= buffer {
+            return Ok(handshake);
+        }
+        let a = arrived()?;
+        let tail = buffer as f64 / msg.bytes as f64 * (a - self.t.flow_start[mi]).max(0.0);
+        Ok(handshake.max(a - tail))
     }
 
     /// When nonblocking record `nb` completed in the replay.
@@ -1390,12 +1399,7 @@ impl Engine<'_> {
                 }
                 let msg = &self.plan.msgs[m as usize];
                 if msg.rendezvous {
-                    let a = self.t.arrive[m as usize];
-                    if a.is_nan() {
-                        Err(Block::Msg(m))
-                    } else {
-                        Ok(a.max(posted))
-                    }
+                    self.rendezvous_send_done(m, posted)
                 } else {
                     Ok(posted.max(start + self.send_overhead(m)))
                 }
