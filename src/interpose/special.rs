@@ -235,7 +235,7 @@ fn start_inner() -> Result<(), String> {
                 dir.display()
             )
         })?;
-        trace::write_meta(&dir, &meta)?;
+        trace::write_meta(&dir, &meta).map_err(|e| e.to_string())?;
         let reg = record::init(run.cfg.buffer_records, run.cfg.max_threads);
         Spooler::start(
             &trace::spool_path(&dir, rank),
@@ -426,7 +426,7 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     run.meta.ended_by = ended_by;
     let dir = run.dir.clone()?;
     if let Err(e) = trace::write_meta(&dir, &run.meta) {
-        super::say(&e);
+        super::say(&e.to_string());
     }
     Some(dir)
 }

@@ -158,7 +158,7 @@ fn collective(a: &CollectiveArgs) -> Result<Value, CliError> {
     }
     let (p, m) = (a.procs as u64, a.bytes as u64);
     let profile = match &a.profile {
-        Some(path) => Profile::load(path).map_err(CliError::input)?,
+        Some(path) => Profile::load(path)?,
         None => Profile::builtin_default(),
     };
     let bad = |e: crate::model::ModelError| CliError::input(e.to_string());
