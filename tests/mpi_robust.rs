@@ -151,6 +151,23 @@ fn die(mode: &str) -> std::path::PathBuf {
     for l in prog(&plain).iter().chain(&prog(&with)) {
         assert_eq!(l, "rank 0 received 50", "{mode}");
     }
+    // The program's own SIGTERM handler ran and reset itself, with and without the layer.
+    let own = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with("rank 1 handled"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    if mode == "own" {
+        for o in [&plain, &with] {
+            assert_eq!(
+                own(o),
+                ["rank 1 handled signal 15, reset to default 1"],
+                "{mode}"
+            );
+        }
+    }
     out
 }
 
@@ -182,6 +199,16 @@ fn sigterm_flushes_and_dies_by_the_signal() {
     let a = cli(&["analyze", out.to_str().unwrap()]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(summary(&out)["complete"], false);
+}
+
+/// A program's own SIGTERM handler, installed before MPI_Init, is left as the program set
+/// it: it runs, its one-shot flag (SA_RESETHAND) still resets the action, and the run goes
+/// on to MPI_Finalize and exit status 0 as without the layer.
+#[test]
+fn a_programs_own_sigterm_handler_is_left_untouched() {
+    let out = die("own");
+    assert_eq!(meta_ended(&out, 1), (true, None, 51));
+    assert!(meta_ended(&out, 0).0);
 }
 
 #[test]
