@@ -141,28 +141,23 @@ fn die(mode: &str) -> std::path::PathBuf {
         plain.status.code(),
         "{mode}: exit status"
     );
-    let prog = |o: &std::process::Output| {
+    // The program's lines that start with `prefix`.
+    let prog = |o: &std::process::Output, prefix: &str| {
         String::from_utf8_lossy(&o.stdout)
             .lines()
-            .filter(|l| l.starts_with("rank 0 received"))
+            .filter(|l| l.starts_with(prefix))
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    for l in prog(&plain).iter().chain(&prog(&with)) {
-        assert_eq!(l, "rank 0 received 50", "{mode}");
-    }
-    // The program's own SIGTERM handler ran and reset itself, with and without the layer.
-    let own = |o: &std::process::Output| {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .filter(|l| l.starts_with("rank 1 handled"))
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
-    if mode == "own" {
-        for o in [&plain, &with] {
+    for o in [&plain, &with] {
+        for l in prog(o, "rank 0 received") {
+            assert_eq!(l, "rank 0 received 50", "{mode}");
+        }
+        // The program's own SIGTERM handler ran and reset itself, with and without the
+        // layer.
+        if mode == "own" {
             assert_eq!(
-                own(o),
+                prog(o, "rank 1 handled"),
                 ["rank 1 handled signal 15, reset to default 1"],
                 "{mode}"
             );
