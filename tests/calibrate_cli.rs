@@ -221,8 +221,15 @@ fn four_ranks_posing_as_four_nodes() {
     assert_eq!(prof.nodes, ["node0", "node1", "node2", "node3"]);
     let raw = prof.raw.as_ref().unwrap();
     let schemes = raw["penalty"]["schemes"].as_array().unwrap();
-    assert_eq!(schemes.len(), 8);
+    assert_eq!(schemes.len(), 9);
     assert_eq!(raw["penalty"]["bytes"], 1048576);
+    // The reverse-flow factor is the bidirectional scheme's penalty, never below 1.
+    let bidir = schemes
+        .iter()
+        .find(|s| s["name"] == "bidirectional")
+        .unwrap();
+    let w = bidir["scheme_penalty"].as_f64().unwrap();
+    assert_eq!(prof.penalty.reverse, w.max(1.0));
     assert!(prof.plogp.is_some());
     let res = prof.residuals.as_ref().unwrap();
     assert!(res["penalty"]["mean_abs_rel_error_pct"]["gige"].is_number());

@@ -156,6 +156,25 @@ pub unsafe fn count_at(counts: *const c_int, i: c_int, n: u32, dt: ffi::MPI_Data
     bytes(unsafe { *counts.add(i as usize) }, dt)
 }
 
+/// Entry `i` of MPI_Alltoallw-style count and datatype arrays of `n` entries, in bytes; 0
+/// when `i` is out of range or an array is null.
+///
+/// # Safety
+/// Each array is null or holds `n` entries.
+#[inline]
+pub unsafe fn count_w_at(
+    counts: *const c_int,
+    types: *const ffi::MPI_Datatype,
+    i: u32,
+    n: u32,
+) -> u64 {
+    if counts.is_null() || types.is_null() || i >= n {
+        return 0;
+    }
+    // SAFETY: both arrays hold n entries (the caller's contract); i < n.
+    unsafe { bytes(*counts.add(i as usize), *types.add(i as usize)) }
+}
+
 const EMPTY: usize = 0;
 const BUSY: usize = 1;
 const TOMB: usize = 2;
@@ -180,6 +199,10 @@ pub struct CommInfo {
     /// distributed graph), from which it receives and to which it sends; 0 without one.
     pub indeg: u32,
     pub outdeg: u32,
+    /// Those neighbours as WORLD ranks (or `PROC_NULL`), in the order of the neighbourhood
+    /// collectives' count arrays; empty when MPI would not list them.
+    pub sources: &'static [i32],
+    pub dests: &'static [i32],
 }
 
 impl CommInfo {
@@ -265,6 +288,8 @@ pub fn init_comms(capacity: usize, world_size: c_int, world_rank: c_int) {
         world: None,
         indeg: 0,
         outdeg: 0,
+        sources: &[],
+        dests: &[],
     });
 }
 
@@ -534,18 +559,37 @@ fn describe_comm(comm: ffi::MPI_Comm, s: &Sentinels, id: u32) -> Option<CommInfo
                 .unwrap_or_else(|e| e.into_inner())
                 .push((id, members, inter != 0));
         }
-        let (indeg, outdeg) = if inter == 0 {
-            topo_degrees(comm, my_rank)
+        let t = if inter == 0 {
+            topo_neighbours(comm, my_rank)
         } else {
-            (0, 0)
+            Topo::default()
+        };
+        // WORLD ranks of the neighbours; leaked like `world`, for the same reason.
+        let to_world = |l: Vec<c_int>| -> &'static [i32] {
+            let w: Vec<i32> = l
+                .into_iter()
+                .map(|r| {
+                    if r == s.proc_null {
+                        PROC_NULL
+                    } else {
+                        usize::try_from(r)
+                            .ok()
+                            .and_then(|r| world.get(r).copied())
+                            .unwrap_or(UNKNOWN_RANK)
+                    }
+                })
+                .collect();
+            Box::leak(w.into_boxed_slice())
         };
         Some(CommInfo {
             id,
             size: size as u32,
             my_rank,
             world: Some(world),
-            indeg,
-            outdeg,
+            indeg: t.indeg,
+            outdeg: t.outdeg,
+            sources: to_world(t.sources),
+            dests: to_world(t.dests),
         })
     }
 }
@@ -556,34 +600,85 @@ unsafe extern "C" {
     static pmpi_predict_DIST_GRAPH: c_int;
 }
 
-/// In- and out-degree of `rank` in the virtual topology of `comm` (what the neighbourhood
-/// collectives exchange with); (0, 0) without a topology. Cold path: at registration.
-fn topo_degrees(comm: ffi::MPI_Comm, rank: c_int) -> (u32, u32) {
+/// This rank's place in a communicator's virtual topology: its in- and out-degree and, when
+/// MPI lists them, its neighbours (local ranks, or MPI_PROC_NULL).
+#[derive(Default)]
+struct Topo {
+    indeg: u32,
+    outdeg: u32,
+    sources: Vec<c_int>,
+    dests: Vec<c_int>,
+}
+
+/// The neighbours of `rank` in the virtual topology of `comm` (what the neighbourhood
+/// collectives exchange with, in their count arrays' order); none without a topology.
+/// Cold path: at registration.
+fn topo_neighbours(comm: ffi::MPI_Comm, rank: c_int) -> Topo {
     let mut kind: c_int = 0;
-    // SAFETY: PMPI topology queries on a valid intracommunicator, writing locals only.
+    let mut t = Topo::default();
+    // SAFETY: PMPI topology queries on a valid intracommunicator, writing locals and
+    // vectors of the lengths MPI is told.
     unsafe {
         if ffi::PMPI_Topo_test(comm, &mut kind) != 0 {
-            return (0, 0);
+            return t;
         }
         if kind == pmpi_predict_CART {
             let mut nd: c_int = 0;
             if ffi::PMPI_Cartdim_get(comm, &mut nd) == 0 && nd > 0 {
-                // Two neighbours per dimension, in the order MPI_Cart_shift gives them.
-                return (2 * nd as u32, 2 * nd as u32);
+                // Two neighbours per dimension, in the order MPI_Cart_shift gives them
+                // (the lower one, then the upper one), for sending and receiving alike.
+                t.indeg = 2 * nd as u32;
+                t.outdeg = t.indeg;
+                for d in 0..nd {
+                    let (mut lo, mut hi): (c_int, c_int) = (0, 0);
+                    if ffi::PMPI_Cart_shift(comm, d, 1, &mut lo, &mut hi) != 0 {
+                        t.sources.clear();
+                        break;
+                    }
+                    t.sources.extend([lo, hi]);
+                }
+                t.dests = t.sources.clone();
             }
         } else if kind == pmpi_predict_GRAPH {
             let mut n: c_int = 0;
             if ffi::PMPI_Graph_neighbors_count(comm, rank, &mut n) == 0 && n > 0 {
-                return (n as u32, n as u32);
+                t.indeg = n as u32;
+                t.outdeg = n as u32;
+                let mut l = vec![0 as c_int; n as usize];
+                if ffi::PMPI_Graph_neighbors(comm, rank, n, l.as_mut_ptr()) == 0 {
+                    t.dests = l.clone();
+                    t.sources = l;
+                }
             }
         } else if kind == pmpi_predict_DIST_GRAPH {
             let (mut i, mut o, mut wt): (c_int, c_int, c_int) = (0, 0, 0);
             if ffi::PMPI_Dist_graph_neighbors_count(comm, &mut i, &mut o, &mut wt) == 0 {
-                return (i.max(0) as u32, o.max(0) as u32);
+                let (i, o) = (i.max(0), o.max(0));
+                t.indeg = i as u32;
+                t.outdeg = o as u32;
+                // Weights are not needed, but MPI may write them: arrays of the same size
+                // (at least one entry each, so that none is a null pointer).
+                let mut src = vec![0 as c_int; i as usize];
+                let mut dst = vec![0 as c_int; o as usize];
+                let mut sw = vec![0 as c_int; i.max(1) as usize];
+                let mut dw = vec![0 as c_int; o.max(1) as usize];
+                if ffi::PMPI_Dist_graph_neighbors(
+                    comm,
+                    i,
+                    src.as_mut_ptr(),
+                    sw.as_mut_ptr(),
+                    o,
+                    dst.as_mut_ptr(),
+                    dw.as_mut_ptr(),
+                ) == 0
+                {
+                    t.sources = src;
+                    t.dests = dst;
+                }
             }
         }
     }
-    (0, 0)
+    t
 }
 
 /// A posted nonblocking operation (send, receive, collective), waiting for its completion
@@ -855,6 +950,8 @@ mod tests {
             world: Some(w),
             indeg: 0,
             outdeg: 0,
+            sources: &[],
+            dests: &[],
         };
         let slot = CommSlot {
             key: AtomicUsize::new(EMPTY),

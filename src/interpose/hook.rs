@@ -11,9 +11,10 @@ use super::args;
 use super::handles::{self, CommInfo, Pending, Sentinels, key};
 use crate::record;
 use crate::topo::clock::now_ns;
+use crate::trace::arcs::{ARC_PAIRS, MAX_ARCS, continuation};
 use crate::trace::{
-    FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING, NO_RANK, PROC_NULL, Record,
-    UNKNOWN_RANK,
+    FLAG_ARCS, FLAG_ARCS_CAPPED, FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING,
+    NO_RANK, PROC_NULL, Record, UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -301,6 +302,8 @@ const NO_COMM: CommInfo = CommInfo {
     world: None,
     indeg: 0,
     outdeg: 0,
+    sources: &[],
+    dests: &[],
 };
 
 #[inline]
@@ -424,6 +427,8 @@ unsafe fn complete(req: usize, st: *const ffi::MPI_Status, t_end: u64, s: &Senti
                 world: p.world,
                 indeg: 0,
                 outdeg: 0,
+                sources: &[],
+                dests: &[],
             };
             p.peer = ci.world_rank(src, s);
             p.tag = tag;
@@ -924,9 +929,94 @@ kinds! {
 /// rank (or NO_RANK), and whether it ran in place.
 type Flow = (u64, u64, i32, bool);
 
-/// Records a collective from its flow at this rank. A nonblocking collective (`request`
-/// not null) is tracked like a nonblocking send and recorded at the completion call that
-/// finishes it.
+/// The per-peer bytes of a v/w collective, written as continuation records
+/// (`trace::arcs`) that name the call by its thread, entry time and number, at once: a
+/// nonblocking call's own record waits for its completion, by when the caller may have
+/// freed its count arrays.
+pub(crate) struct Arcs {
+    owner: Record,
+    /// What the call's record says of them: `FLAG_ARCS`, `FLAG_ARCS_CAPPED`.
+    flags: u16,
+}
+
+impl Arcs {
+    /// Writes the pairs (`peer(i)`, `bytes(i)`), i in 0..n, that move bytes to or from a
+    /// rank (not MPI_PROC_NULL), as sent (`recv` false) or received. Each is called twice
+    /// per index: once to count the pairs (a continuation says how many there are, so that a
+    /// lost one is noticed), once to write them.
+    fn put(&mut self, recv: bool, n: u32, peer: impl Fn(u32) -> i32, bytes: impl Fn(u32) -> u64) {
+        let pair = |i| (peer(i), bytes(i));
+        let moves = |(peer, bytes): (i32, u64)| bytes > 0 && peer >= 0;
+        // Counting stops past the cap: a large communicator costs no more than the cap.
+        let total = (0..n)
+            .filter(|&i| moves(pair(i)))
+            .take(MAX_ARCS + 1)
+            .count();
+        if total == 0 {
+            return;
+        }
+        if total > MAX_ARCS {
+            self.flags |= FLAG_ARCS_CAPPED;
+            return;
+        }
+        let mut buf = [(NO_RANK, 0u64); ARC_PAIRS];
+        let (mut k, mut first) = (0, 0u32);
+        for p in (0..n).map(&pair).filter(|&p| moves(p)) {
+            buf[k] = p;
+            k += 1;
+            if k == ARC_PAIRS {
+                record::push(continuation(&self.owner, recv, first, total as u32, &buf));
+                first += k as u32;
+                k = 0;
+            }
+        }
+        if k > 0 {
+            record::push(continuation(
+                &self.owner,
+                recv,
+                first,
+                total as u32,
+                &buf[..k],
+            ));
+        }
+        self.flags |= FLAG_ARCS;
+    }
+}
+
+/// Entry `i` of a count array of `n` entries, in bytes of `dt` (a v variant's per-peer
+/// bytes).
+///
+/// # Safety
+/// `counts` is null or holds `n` ints while the closure is used.
+unsafe fn v_bytes(counts: *const c_int, n: u32, dt: ffi::MPI_Datatype) -> impl Fn(u32) -> u64 {
+    // One size query, not one per peer.
+    let size = handles::type_size(dt);
+    move |i| {
+        if counts.is_null() || i >= n {
+            return 0;
+        }
+        // SAFETY: `counts` holds n ints (the function's contract); i < n.
+        let c = unsafe { *counts.add(i as usize) };
+        c.max(0) as u64 * size
+    }
+}
+
+/// Entry `i` of count and datatype arrays of `n` entries, in bytes (a w variant's).
+///
+/// # Safety
+/// Each array is null or holds `n` entries while the closure is used.
+unsafe fn w_bytes(
+    counts: *const c_int,
+    types: *const ffi::MPI_Datatype,
+    n: u32,
+) -> impl Fn(u32) -> u64 {
+    // SAFETY: the function's contract.
+    move |i| unsafe { handles::count_w_at(counts, types, i, n) }
+}
+
+/// Records a collective from its flow at this rank, and its per-peer bytes when the kind
+/// has `arcs` (the v/w variants). A nonblocking collective (`request` not null) is tracked
+/// like a nonblocking send and recorded at the completion call that finishes it.
 ///
 /// # Safety
 /// `request` is null or the call's request pointer, valid as MPI requires.
@@ -936,14 +1026,27 @@ unsafe fn collective(
     comm: ffi::MPI_Comm,
     request: *mut ffi::MPI_Request,
     flow: impl FnOnce(&CommInfo, &Sentinels) -> Flow,
+    arcs: Option<impl FnOnce(&CommInfo, &Sentinels, &mut Arcs)>,
 ) {
     let ci = comm_of(comm, d.s);
     let (snd, rcv, root, in_place) = flow(&ci, d.s);
-    let flags = if in_place { FLAG_IN_PLACE } else { 0 };
+    let mut flags = if in_place { FLAG_IN_PLACE } else { 0 };
+    if !request.is_null() && d.rc != 0 {
+        return;
+    }
+    if let Some(arcs) = arcs {
+        let mut out = Arcs {
+            owner: Record {
+                t_start: d.t0,
+                call: d.call,
+                ..Default::default()
+            },
+            flags: 0,
+        };
+        arcs(&ci, d.s, &mut out);
+        flags |= out.flags;
+    }
     if !request.is_null() {
-        if d.rc != 0 {
-            return;
-        }
         let p = Pending {
             bytes: snd,
             bytes_recv: rcv,
@@ -976,10 +1079,16 @@ fn root_of(ci: &CommInfo, root: c_int, s: &Sentinels) -> (i32, bool) {
 
 /// Implements [`Kind`] for collective kinds from their flow at this rank:
 /// `Kind |a, ci, s| flow`, where `a` holds the call's arguments, `ci` describes its
-/// communicator and `s` the MPI sentinels. A flow that reads a count or type array says
-/// why it may in a `// SAFETY:` line.
+/// communicator and `s` the MPI sentinels; a v/w kind adds `, arcs |ci, s, k| { ... }`,
+/// which gives its per-peer bytes to `k` ([`Arcs::put`]). A flow or arcs block that reads
+/// a count or type array says why it may in a `// SAFETY:` line.
 macro_rules! collectives {
-    ($($(#[$doc:meta])* $kind:ident |$a:ident, $ci:ident, $s:ident| $flow:block)*) => {$(
+    (@arcs) => { None::<fn(&CommInfo, &Sentinels, &mut Arcs)> };
+    (@arcs $ci:ident $s:ident $k:ident $arcs:block) => {
+        Some(|$ci: &CommInfo, $s: &Sentinels, $k: &mut Arcs| $arcs)
+    };
+    ($($(#[$doc:meta])* $kind:ident |$a:ident, $ci:ident, $s:ident| $flow:block
+        $(, arcs |$aci:ident, $as:ident, $k:ident| $arcs:block)?)*) => {$(
         $(#[$doc])*
         impl Kind for args::$kind {
             type Saved = ();
@@ -987,8 +1096,9 @@ macro_rules! collectives {
             unsafe fn after(&self, d: &Done, (): ()) {
                 let $a = self;
                 let flow = |$ci: &CommInfo, $s: &Sentinels| -> Flow { $flow };
+                let arcs = collectives!(@arcs $($aci $as $k $arcs)?);
                 // SAFETY: the call's request pointer.
-                unsafe { collective(d, $a.comm, $a.request, flow) };
+                unsafe { collective(d, $a.comm, $a.request, flow, arcs) };
             }
         }
     )*};
@@ -1012,6 +1122,15 @@ collectives! {
         // SAFETY: as above.
         let sb = if ip { rb } else { unsafe { handles::bytes_v(a.scounts, ci.size, a.stype) } };
         (sb, rb, NO_RANK, ip)
+    }, arcs |ci, s, k| {
+        // In place, the receive counts say what goes both ways.
+        let ip = is_in_place(a.sbuf, s);
+        let (sc, st) = if ip { (a.rcounts, a.rtype) } else { (a.scounts, a.stype) };
+        let (n, rank) = (ci.size, |i: u32| ci.world_rank(i as c_int, s));
+        // SAFETY: both count arrays hold comm-size entries (MPI requires it).
+        k.put(false, n, rank, unsafe { v_bytes(sc, n, st) });
+        // SAFETY: as above.
+        k.put(true, n, rank, unsafe { v_bytes(a.rcounts, n, a.rtype) });
     }
 
     /// MPI_(I)alltoallw: per-peer counts and datatypes.
@@ -1022,6 +1141,14 @@ collectives! {
         // SAFETY: as above.
         let sb = if ip { rb } else { unsafe { handles::bytes_w(a.scounts, a.stypes, ci.size) } };
         (sb, rb, NO_RANK, ip)
+    }, arcs |ci, s, k| {
+        let ip = is_in_place(a.sbuf, s);
+        let (sc, st) = if ip { (a.rcounts, a.rtypes) } else { (a.scounts, a.stypes) };
+        let (n, rank) = (ci.size, |i: u32| ci.world_rank(i as c_int, s));
+        // SAFETY: all four arrays hold comm-size entries (MPI requires it).
+        k.put(false, n, rank, unsafe { w_bytes(sc, st, n) });
+        // SAFETY: as above.
+        k.put(true, n, rank, unsafe { w_bytes(a.rcounts, a.rtypes, n) });
     }
 
     /// MPI_(I)allgather.
@@ -1044,6 +1171,11 @@ collectives! {
             handles::bytes(a.scount, a.stype)
         };
         (sb, rb, NO_RANK, ip)
+    }, arcs |ci, s, k| {
+        // Its own block goes to every other rank alike: only the receive side varies.
+        let (n, rank) = (ci.size, |i: u32| ci.world_rank(i as c_int, s));
+        // SAFETY: the receive counts hold comm-size entries (MPI requires it).
+        k.put(true, n, rank, unsafe { v_bytes(a.rcounts, n, a.rtype) });
     }
 
     /// MPI_(I)gather: every rank sends its block, the root receives all (receive counts
@@ -1066,6 +1198,14 @@ collectives! {
         let own = || handles::bytes(a.scount, a.stype);
         let (rb, sb, wr, ip) = rooted(ci, s, a.root, a.sbuf, all, root_share, own);
         (sb, rb, wr, ip)
+    }, arcs |ci, s, k| {
+        // The root receives a block of its own size from each rank; the others send one
+        // block, to the root (the record says so already).
+        if root_of(ci, a.root, s).1 {
+            let (n, rank) = (ci.size, |i: u32| ci.world_rank(i as c_int, s));
+            // SAFETY: at the root the receive counts hold comm-size entries, as MPI requires.
+            k.put(true, n, rank, unsafe { v_bytes(a.rcounts, n, a.rtype) });
+        }
     }
 
     /// MPI_(I)scatter: the root sends every rank its block (send counts are significant
@@ -1086,6 +1226,12 @@ collectives! {
         let root_share = || unsafe { handles::count_at(a.scounts, ci.my_rank, ci.size, a.stype) };
         let own = || handles::bytes(a.rcount, a.rtype);
         rooted(ci, s, a.root, a.rbuf, all, root_share, own)
+    }, arcs |ci, s, k| {
+        if root_of(ci, a.root, s).1 {
+            let (n, rank) = (ci.size, |i: u32| ci.world_rank(i as c_int, s));
+            // SAFETY: at the root the send counts hold comm-size entries, as MPI requires.
+            k.put(false, n, rank, unsafe { v_bytes(a.scounts, n, a.stype) });
+        }
     }
 
     /// MPI_(I)bcast: the root sends, the others receive.
@@ -1151,6 +1297,14 @@ collectives! {
         // SAFETY: the receive counts hold in-degree entries (MPI requires it).
         let rb = unsafe { handles::bytes_v(a.rcounts, ci.indeg, a.rtype) };
         (sb, rb, NO_RANK, false)
+    }, arcs |ci, _s, k| {
+        let one = handles::bytes(a.scount, a.stype);
+        k.put(false, ci.dests.len() as u32, |i| ci.dests[i as usize], |_| one);
+        if ci.sources.len() == ci.indeg as usize {
+            let (n, src) = (ci.indeg, |i: u32| ci.sources[i as usize]);
+            // SAFETY: the receive counts hold in-degree entries (MPI requires it).
+            k.put(true, n, src, unsafe { v_bytes(a.rcounts, n, a.rtype) });
+        }
     }
 
     /// MPI_(I)neighbor_alltoall: one block per out-neighbour, one per in-neighbour.
@@ -1168,6 +1322,17 @@ collectives! {
             )
         };
         (sb, rb, NO_RANK, false)
+    }, arcs |ci, _s, k| {
+        if ci.dests.len() == ci.outdeg as usize {
+            let (n, dst) = (ci.outdeg, |i: u32| ci.dests[i as usize]);
+            // SAFETY: the send counts hold out-degree entries (MPI requires it).
+            k.put(false, n, dst, unsafe { v_bytes(a.scounts, n, a.stype) });
+        }
+        if ci.sources.len() == ci.indeg as usize {
+            let (n, src) = (ci.indeg, |i: u32| ci.sources[i as usize]);
+            // SAFETY: the receive counts hold in-degree entries (MPI requires it).
+            k.put(true, n, src, unsafe { v_bytes(a.rcounts, n, a.rtype) });
+        }
     }
 
     /// MPI_(I)neighbor_alltoallw: per-neighbour counts and datatypes.
@@ -1180,6 +1345,17 @@ collectives! {
             )
         };
         (sb, rb, NO_RANK, false)
+    }, arcs |ci, _s, k| {
+        if ci.dests.len() == ci.outdeg as usize {
+            let (n, dst) = (ci.outdeg, |i: u32| ci.dests[i as usize]);
+            // SAFETY: the send arrays hold out-degree entries (MPI requires it).
+            k.put(false, n, dst, unsafe { w_bytes(a.scounts, a.stypes, n) });
+        }
+        if ci.sources.len() == ci.indeg as usize {
+            let (n, src) = (ci.indeg, |i: u32| ci.sources[i as usize]);
+            // SAFETY: the receive arrays hold in-degree entries (MPI requires it).
+            k.put(true, n, src, unsafe { w_bytes(a.rcounts, a.rtypes, n) });
+        }
     }
 }
 
@@ -1341,6 +1517,8 @@ fn take_message(msg: usize) -> (Option<Pending>, CommInfo) {
             world: p.world,
             indeg: 0,
             outdeg: 0,
+            sources: &[],
+            dests: &[],
         },
         None => NO_COMM,
     };

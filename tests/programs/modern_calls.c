@@ -7,7 +7,11 @@
  * Each rank writes what the layer should record, one line per record, to
  * modern-RANK.txt in the working directory:
  *   ROW call peer root bytes_sent bytes_received comm_size nonblocking source
- * (WORLD ranks, "-" where calls.csv leaves the field empty), then one line per call name:
+ * (WORLD ranks, "-" where calls.csv leaves the field empty), for each v/w variant one
+ * line per peer it moves bytes to (S) or from (R), as the spool's continuation records
+ * should hold them:
+ *   ARC call S|R peer bytes
+ * then one line per call name:
  *   COUNT call n
  * Its stdout is one line per rank, identical with and without the layer. */
 #include <mpi.h>
@@ -64,6 +68,13 @@ static void icoll(const char *call, int root, long bs, long br, int n) {
 
 static void coll(const char *call, int root, long bs, long br, int n) {
     row(call, -1, root, bs, br, n, 0, -1);
+}
+
+/* Per-peer bytes of a v/w call: `bytes` to (dir 'S') or from ('R') WORLD rank `peer`. A
+ * peer without bytes has none recorded. */
+static void arc(const char *call, char dir, int peer, long bytes) {
+    if (bytes > 0)
+        fprintf(out, "ARC %s %c %d %ld\n", call, dir, peer, bytes);
 }
 
 int main(int argc, char **argv) {
@@ -161,6 +172,10 @@ int main(int argc, char **argv) {
     MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
     icoll("MPI_Ialltoallv", -1, 10 * I, 4 * (w + 1) * I, 4);
     done("MPI_Wait");
+    for (int i = 0; i < 4; i++) {
+        arc("MPI_Ialltoallv", 'S', i, (i + 1) * I);
+        arc("MPI_Ialltoallv", 'R', i, (w + 1) * I);
+    }
 
     {
         MPI_Datatype st_[4] = {MPI_INT, MPI_INT, MPI_INT, MPI_INT};
@@ -176,6 +191,12 @@ int main(int argc, char **argv) {
         done("MPI_Wait");
         MPI_Alltoallw(ibuf, sc, sdb, st_, ibuf2, rc, rdb, rt_, MPI_COMM_WORLD);
         coll("MPI_Alltoallw", -1, 10 * I, 4 * (w + 1) * I, 4);
+        for (int i = 0; i < 4; i++) {
+            arc("MPI_Ialltoallw", 'S', i, (i + 1) * I);
+            arc("MPI_Ialltoallw", 'R', i, (w + 1) * I);
+            arc("MPI_Alltoallw", 'S', i, (i + 1) * I);
+            arc("MPI_Alltoallw", 'R', i, (w + 1) * I);
+        }
     }
 
     MPI_Iallgather(ibuf, 2, MPI_INT, ibuf2, 2, MPI_INT, MPI_COMM_WORLD, &rq[0]);
@@ -193,6 +214,8 @@ int main(int argc, char **argv) {
     MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
     icoll("MPI_Iallgatherv", -1, (w + 1) * I, 10 * I, 4);
     done("MPI_Wait");
+    for (int i = 0; i < 4; i++)
+        arc("MPI_Iallgatherv", 'R', i, (i + 1) * I);
 
     /* Two gathers completed in the reverse order of their posts. */
     MPI_Igather(ibuf, 3, MPI_INT, ibuf2, 3, MPI_INT, 1, MPI_COMM_WORLD, &rq[0]);
@@ -204,6 +227,8 @@ int main(int argc, char **argv) {
     icoll("MPI_Igatherv", 3, (w + 1) * D, w == 3 ? 10 * D : 0, 4);
     done("MPI_Wait");
     done("MPI_Wait");
+    for (int i = 0; w == 3 && i < 4; i++)
+        arc("MPI_Igatherv", 'R', i, (i + 1) * D);
 
     MPI_Iscatter(ibuf, 2, MPI_INT, ibuf2, 2, MPI_INT, 0, MPI_COMM_WORLD, &rq[0]);
     MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
@@ -214,6 +239,60 @@ int main(int argc, char **argv) {
     MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
     icoll("MPI_Iscatterv", 1, w == 1 ? 10 * I : 0, (w + 1) * I, 4);
     done("MPI_Wait");
+    for (int i = 0; w == 1 && i < 4; i++)
+        arc("MPI_Iscatterv", 'S', i, (i + 1) * I);
+
+    /* ---- 1b. blocking v-variants, each with counts of its own per peer ---- */
+    {
+        int vs[4], vsd[4], vr[4], vrd[4];
+        /* To rank i: w+2i+1 ints; from rank i: i+2w+1. */
+        for (int i = 0, a = 0, b = 0; i < 4; i++) {
+            vs[i] = w + 2 * i + 1;
+            vsd[i] = a;
+            a += vs[i];
+            vr[i] = i + 2 * w + 1;
+            vrd[i] = b;
+            b += vr[i];
+        }
+        MPI_Alltoallv(ibuf, vs, vsd, MPI_INT, ibuf2, vr, vrd, MPI_INT, MPI_COMM_WORLD);
+        coll("MPI_Alltoallv", -1, (4 * w + 16) * I, (8 * w + 10) * I, 4);
+        for (int i = 0; i < 4; i++) {
+            arc("MPI_Alltoallv", 'S', i, vs[i] * I);
+            arc("MPI_Alltoallv", 'R', i, vr[i] * I);
+        }
+        check += ibuf2[0];
+        /* Gatherv to rank 0: rank j sends 2j+1 ints. */
+        for (int i = 0, a = 0; i < 4; i++) {
+            vr[i] = 2 * i + 1;
+            vrd[i] = a;
+            a += vr[i];
+        }
+        MPI_Gatherv(ibuf, 2 * w + 1, MPI_INT, ibuf2, vr, vrd, MPI_INT, 0, MPI_COMM_WORLD);
+        coll("MPI_Gatherv", 0, (2 * w + 1) * I, w == 0 ? 16 * I : 0, 4);
+        for (int i = 0; w == 0 && i < 4; i++)
+            arc("MPI_Gatherv", 'R', i, vr[i] * I);
+        /* Scatterv from rank 2: rank j gets j+2 ints. */
+        for (int i = 0, a = 0; i < 4; i++) {
+            vs[i] = i + 2;
+            vsd[i] = a;
+            a += vs[i];
+        }
+        MPI_Scatterv(ibuf, vs, vsd, MPI_INT, ibuf2, w + 2, MPI_INT, 2, MPI_COMM_WORLD);
+        coll("MPI_Scatterv", 2, w == 2 ? 14 * I : 0, (w + 2) * I, 4);
+        for (int i = 0; w == 2 && i < 4; i++)
+            arc("MPI_Scatterv", 'S', i, vs[i] * I);
+        /* Allgatherv: rank j contributes 4-j ints. */
+        for (int i = 0, a = 0; i < 4; i++) {
+            vr[i] = 4 - i;
+            vrd[i] = a;
+            a += vr[i];
+        }
+        MPI_Allgatherv(ibuf, 4 - w, MPI_INT, ibuf2, vr, vrd, MPI_INT, MPI_COMM_WORLD);
+        coll("MPI_Allgatherv", -1, (4 - w) * I, 10 * I, 4);
+        for (int i = 0; i < 4; i++)
+            arc("MPI_Allgatherv", 'R', i, vr[i] * I);
+        check += ibuf2[1];
+    }
 
     /* Rank j gets j+1 ints of the reduction. */
     MPI_Ireduce_scatter(ibuf, ibuf2, rc, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq[0]);
@@ -398,6 +477,38 @@ int main(int argc, char **argv) {
         coll("MPI_Neighbor_alltoallv", -1, vsum * I, vsum * I, 4);
         MPI_Neighbor_alltoallw(dbuf, one, adsp, dt, dbuf2, one, adsp, dt, ring);
         coll("MPI_Neighbor_alltoallw", -1, 2 * D, 2 * D, 4);
+        /* On the ring (a Cartesian topology): left (w+1) ints, right 2(w+1); the left
+         * neighbour's to its right and the right one's to its left come back. */
+        {
+            int lc[2] = {w + 1, 2 * (w + 1)}, ld[2] = {0, 8};
+            int lr[2] = {2 * (left + 1), right + 1}, lrd[2] = {0, 16};
+            MPI_Neighbor_alltoallv(ibuf, lc, ld, MPI_INT, ibuf2, lr, lrd, MPI_INT, ring);
+            coll("MPI_Neighbor_alltoallv", -1, 3 * (w + 1) * I, (2 * (left + 1) + right + 1) * I,
+                 4);
+            arc("MPI_Neighbor_alltoallv", 'S', left, lc[0] * I);
+            arc("MPI_Neighbor_alltoallv", 'S', right, lc[1] * I);
+            arc("MPI_Neighbor_alltoallv", 'R', left, lr[0] * I);
+            arc("MPI_Neighbor_alltoallv", 'R', right, lr[1] * I);
+        }
+        /* The star's v/w calls, blocking and not: per-neighbour bytes. */
+        for (int i = 0; i < deg; i++) {
+            const char *v[2] = {"MPI_Neighbor_alltoallv", "MPI_Ineighbor_alltoallv"};
+            const char *g[2] = {"MPI_Neighbor_allgatherv", "MPI_Ineighbor_allgatherv"};
+            for (int k = 0; k < 2; k++) {
+                arc(v[k], 'S', nbr[i], cnt[i] * I);
+                arc(v[k], 'R', nbr[i], cnt[i] * I);
+                arc(g[k], 'S', nbr[i], (w + 1) * I);
+                arc(g[k], 'R', nbr[i], rcnt[i] * I);
+            }
+        }
+        /* The ring's w calls: one double to and from each side. */
+        for (int k = 0; k < 2; k++) {
+            const char *c = k ? "MPI_Ineighbor_alltoallw" : "MPI_Neighbor_alltoallw";
+            arc(c, 'S', left, D);
+            arc(c, 'S', right, D);
+            arc(c, 'R', left, D);
+            arc(c, 'R', right, D);
+        }
 
         MPI_Request nr[5];
         MPI_Ineighbor_allgather(ibuf, 2, MPI_INT, ibuf2, 2, MPI_INT, ring, &nr[0]);

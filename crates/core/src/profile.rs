@@ -20,7 +20,8 @@
 //!     "gige": {"beta": 0.75, "gamma_o": 0.115, "gamma_i": 0.036},
 //!     "infiniband": {"beta_e": 0.965, "beta_s": 0.925, "gamma_r": 1.35},
 //!     "myrinet": {"max_sets": 100000},
-//!     "maxmin": {}
+//!     "maxmin": {},
+//!     "reverse": 2.0                             // optional (default 1), see PenaltyParams
 //!   },
 //!   "alltoall": {"gamma": 1.0195, "delta": 0.00823, "threshold": 2048},
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
@@ -97,6 +98,16 @@ pub struct PenaltyParams {
     pub myrinet: MyrinetParams,
     #[serde(default)]
     pub maxmin: MaxminParams,
+    /// Factor on a flow's penalty while a flow runs the other way between the same two
+    /// nodes, whatever the model (1: full-duplex ports, the papers' assumption and the
+    /// value of a profile that does not say). `calibrate` measures it as the
+    /// "bidirectional" scheme's penalty.
+    #[serde(default = "one")]
+    pub reverse: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Gigabit Ethernet penalty parameters (defaults: the paper's).
@@ -213,6 +224,7 @@ impl Profile {
                 infiniband: InfinibandParams::default(),
                 myrinet: MyrinetParams::default(),
                 maxmin: MaxminParams::default(),
+                reverse: 1.0,
             },
             alltoall: Signature {
                 gamma: 1.0195,
@@ -274,6 +286,14 @@ impl Profile {
         self.alltoall.validate()?;
         if let Some(g) = self.upper_lower_gamma {
             crate::model::non_negative("upper_lower_gamma", g)?;
+        }
+        let r = self.penalty.reverse;
+        if !(r.is_finite() && r >= 1.0) {
+            return Err(ModelError::BadParam {
+                name: "penalty.reverse".into(),
+                value: r,
+                why: "must be a finite factor >= 1",
+            });
         }
         // Every parameter set must build, not only the chosen model's.
         for m in ModelName::ALL.map(ModelName::as_str) {

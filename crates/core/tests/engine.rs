@@ -174,6 +174,82 @@ fn all_to_all_round(call: u16) {
     }
 }
 
+/// An MPI_Alltoallv of unequal counts whose per-destination bytes were recorded (as the
+/// layer writes them: continuation records in the spools): each arc is a transfer of its
+/// own size, and the exchange takes the block of its busiest member.
+#[test]
+fn an_alltoallv_with_recorded_arcs_moves_each_arcs_bytes() {
+    const M: u64 = 1_000_000;
+    // sent[r][q]: bytes rank r sends rank q (its own block and an empty arc included).
+    let sent = [[5 * M, M, 3 * M], [2 * M, M, 0], [4 * M, 6 * M, 0]];
+    let dir = std::env::temp_dir().join(format!("pmpi-engine-arcs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (r, row) in sent.iter().enumerate() {
+        let out: Vec<(i32, u64)> = (0..3)
+            .map(|q| (q as i32, row[q]))
+            .filter(|p| p.1 > 0)
+            .collect();
+        let inn: Vec<(i32, u64)> = (0..3)
+            .map(|q| (q as i32, sent[q][r]))
+            .filter(|p| p.1 > 0)
+            .collect();
+        let rec = Record {
+            bytes_send: out.iter().map(|p| p.1).sum(),
+            bytes_recv: inn.iter().map(|p| p.1).sum(),
+            flags: trace::FLAG_ARCS,
+            ..coll(call::MPI_Alltoallv, 3, S, 2 * S)
+        };
+        // The receive side before its call, as a nonblocking call's would be.
+        let recs = vec![
+            trace::arcs::continuation(&rec, true, 0, inn.len() as u32, &inn),
+            rec,
+            trace::arcs::continuation(&rec, false, 0, out.len() as u32, &out),
+        ];
+        trace::write_spool(&dir, r as i32, &recs).unwrap();
+        trace::write_meta(&dir, &rank(r as i32, &format!("n{r}"), 0, vec![], 3).meta).unwrap();
+    }
+    let loaded = trace::load_run(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(loaded.ranks.iter().all(|rk| rk.records.len() == 1));
+    let flows = pmpi_core::graph::build(&loaded, &Placement::from_run(&loaded));
+    let mut arcs: Vec<(i32, i32, u64)> = flows
+        .flows
+        .iter()
+        .map(|f| (f.src_rank, f.dst_rank, f.bytes))
+        .collect();
+    arcs.sort_unstable();
+    assert_eq!(
+        arcs,
+        vec![
+            (0, 1, M),
+            (0, 2, 3 * M),
+            (1, 0, 2 * M),
+            (2, 0, 4 * M),
+            (2, 1, 6 * M)
+        ]
+    );
+    // Busiest member: rank 2 sends 10 MB to the others, a block of 5 MB per other; the
+    // linear exchange takes (n−1)·β·m = 2 · 1e-8 · 5e6 = 0.1 s for everyone.
+    let p = predict_run(&loaded, &profile(), Some("none")).unwrap();
+    for r in 0..3 {
+        let c = p.calls[r][0];
+        assert!(close(c.predicted.unwrap(), 0.1), "rank {r}: {c:?}");
+    }
+    // The same calls without their arcs (an older spool): the total spread evenly, the
+    // mean block of the largest total, 11 MB / 3.
+    let mut totals = loaded.clone();
+    for rk in &mut totals.ranks {
+        rk.arcs.clear();
+    }
+    let q = predict_run(&totals, &profile(), Some("none")).unwrap();
+    let mean = 2.0 * 1e-8 * (11 * M / 3) as f64;
+    assert!(
+        close(q.calls[0][0].predicted.unwrap(), mean),
+        "{:?}",
+        q.calls[0][0]
+    );
+}
+
 #[test]
 fn clock_offsets_change_which_messages_overlap() {
     // Ranks 0 and 2 share node a and each send 2 s of data to another node, both at 1 s
@@ -589,6 +665,49 @@ fn a_late_rank_makes_the_others_wait_at_the_barrier() {
         assert_eq!(c.contention, 0.0);
     }
     assert_eq!(p.calls[2][0].wait.kind, WaitKind::None);
+}
+
+#[test]
+fn a_zero_count_broadcast_waits_for_nobody() {
+    // The root reaches both broadcasts 2 s after the others. The zero-count one returns at
+    // once on every rank (the library does not communicate): its measured microsecond,
+    // predicted, no wait. The 8-byte one after it is the communicator's first operation
+    // on every rank and waits for the root.
+    let bcast = |bytes: u64, root: bool, t0: u64, t1: u64| Record {
+        root: 0,
+        bytes_send: if root { bytes } else { 0 },
+        bytes_recv: if root { 0 } else { bytes },
+        ..coll(call::MPI_Bcast, 3, t0, t1)
+    };
+    let ranks = (0..3)
+        .map(|r| {
+            let records = if r == 0 {
+                vec![
+                    bcast(0, true, 2 * S, 2 * S + 1000),
+                    bcast(8, true, 2 * S + 2000, 2 * S + 3000),
+                ]
+            } else {
+                vec![
+                    bcast(0, false, 0, 1000),
+                    bcast(8, false, 2000, 2 * S + 3000),
+                ]
+            };
+            rank(r, &format!("n{r}"), 0, records, 3)
+        })
+        .collect();
+    let p = predict_run(&run(ranks), &profile(), Some("gige")).unwrap();
+    for r in 0..3 {
+        let zero = p.calls[r][0];
+        assert_eq!(zero.reason, Reason::None, "{zero:?}");
+        assert!(close(zero.predicted.unwrap(), 1e-6), "{zero:?}");
+        assert_eq!(zero.wait.kind, WaitKind::None, "{zero:?}");
+    }
+    for r in 1..3 {
+        let eight = p.calls[r][1];
+        assert_eq!(eight.wait.kind, WaitKind::LateBroadcast, "{eight:?}");
+        assert!(eight.wait.seconds > 1.9, "{eight:?}");
+        assert_eq!(eight.wait.on, 0);
+    }
 }
 
 #[test]

@@ -111,12 +111,17 @@ pub fn penalty_bytes(beta: f64) -> usize {
     b.max(262144)
 }
 
+/// The scheme of two opposite messages between one pair of nodes.
+pub const BIDIRECTIONAL: &str = "bidirectional";
+
 /// The Fig. 2 schemes that `nodes` nodes allow, as `(name, arcs)`.
 pub fn schemes_for(nodes: usize) -> Vec<(&'static str, Vec<(usize, usize)>)> {
-    let mut v: Vec<(&'static str, Vec<(usize, usize)>)> = vec![("lone", vec![(0, 1)])];
-    if nodes == 2 {
-        v.push(("bidirectional", vec![(0, 1), (1, 0)]));
-    }
+    // "bidirectional" is not fitted by the models (each of its arcs is alone at its ports):
+    // its penalty is the profile's `penalty.reverse` factor.
+    let mut v: Vec<(&'static str, Vec<(usize, usize)>)> = vec![
+        ("lone", vec![(0, 1)]),
+        (BIDIRECTIONAL, vec![(0, 1), (1, 0)]),
+    ];
     if nodes >= 3 {
         v.push(("out2", vec![(0, 1), (0, 2)]));
         v.push(("in2", vec![(1, 0), (2, 0)]));
@@ -385,7 +390,18 @@ pub fn run(opts: &Options) -> i32 {
                 penalties: t.iter().map(|x| x / t_ref).collect(),
             })
             .collect();
-        let choice = fit::choose_penalty(&schemes);
+        let fitted: Vec<fit::SchemePenalties> = schemes
+            .iter()
+            .filter(|s| s.name != BIDIRECTIONAL)
+            .cloned()
+            .collect();
+        let choice = fit::choose_penalty(&fitted);
+        // Below 1 is the shaper's noise around a full-duplex port.
+        let reverse = list
+            .iter()
+            .zip(&whole)
+            .find(|((name, _), _)| *name == BIDIRECTIONAL)
+            .map_or(1.0, |(_, &w)| w.max(1.0));
         let show: Vec<String> = schemes
             .iter()
             .skip(1)
@@ -397,7 +413,7 @@ pub fn run(opts: &Options) -> i32 {
             })
             .collect();
         pg.end(&format!(
-            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}",
+            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}, reverse-flow factor {reverse:.2}",
             t_ref,
             spread[0].0,
             spread[0].1,
@@ -425,6 +441,7 @@ pub fn run(opts: &Options) -> i32 {
             model: choice.model.clone(),
             gige: choice.gige,
             infiniband: choice.infiniband,
+            reverse,
             ..profile.penalty.clone()
         };
 
@@ -612,10 +629,13 @@ mod tests {
     #[test]
     fn schemes_by_node_count() {
         assert_eq!(schemes_for(2).len(), 2);
-        assert_eq!(schemes_for(3).len(), 4);
-        assert_eq!(schemes_for(4).len(), 8);
+        assert_eq!(schemes_for(3).len(), 5);
+        assert_eq!(schemes_for(4).len(), 9);
         for n in 2..6 {
-            for (_, arcs) in schemes_for(n) {
+            let v = schemes_for(n);
+            assert_eq!(v[0].0, "lone");
+            assert_eq!(v[1], (BIDIRECTIONAL, vec![(0, 1), (1, 0)]));
+            for (_, arcs) in v {
                 assert!(arcs.iter().all(|&(s, d)| s < n && d < n && s != d));
             }
         }

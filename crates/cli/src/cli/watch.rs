@@ -85,7 +85,10 @@ fn read_new(dir: &Path, f: &mut Follow) -> Result<(), Error> {
     for c in body[..whole].chunks_exact(trace::RECORD_SIZE) {
         let r = Record::from_bytes(c.try_into().unwrap_or(&[0; trace::RECORD_SIZE]));
         let start = f.meta.to_global_ns(r.t_start);
-        f.latest_ns = f.latest_ns.max(f.meta.to_global_ns(r.t_end));
+        // (A continuation's t_end holds bytes, not a time.)
+        if !r.is_continuation() {
+            f.latest_ns = f.latest_ns.max(f.meta.to_global_ns(r.t_end));
+        }
         f.pending.push((start, r));
     }
     f.partial = body[whole..].to_vec();
@@ -220,9 +223,12 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
                 let (now, later): (Vec<_>, Vec<_>) =
                     f.pending.drain(..).partition(|&(s, _)| s < end);
                 f.pending = later;
+                // A continuation shares its call's entry time, so both fall in one window.
+                let (records, arcs) = trace::arcs::split(now.into_iter().map(|(_, r)| r).collect());
                 run.ranks.push(RankTrace {
                     meta: f.meta.clone(),
-                    records: now.into_iter().map(|(_, r)| r).collect(),
+                    records,
+                    arcs,
                     ..Default::default()
                 });
             }

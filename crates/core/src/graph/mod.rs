@@ -6,7 +6,8 @@
 //! Point-to-point messages come from the send side (`MPI_Send`, `MPI_Isend`, the send
 //! half of `MPI_Sendrecv`, ...). PMPI does not see inside collectives, so a collective
 //! contributes the messages of the algorithm assumed for it ([`collectives`]), among the
-//! members of its communicator (recorded in each rank's metadata).
+//! members of its communicator (recorded in each rank's metadata); a v/w collective whose
+//! per-destination bytes were recorded (`trace::arcs`) contributes those arcs.
 
 pub mod collectives;
 
@@ -166,6 +167,22 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
                     });
                 }
             };
+            // A v/w collective whose per-destination bytes were recorded: its arcs as
+            // recorded (to WORLD ranks) instead of the assumed algorithm's spread.
+            let sent = match class_of(kind) {
+                CallClass::Collective if !rk.arcs.is_empty() => {
+                    rk.arcs_of(i).and_then(|a| a.send.as_deref())
+                }
+                _ => None,
+            };
+            if let Some(sent) = sent {
+                for &(dst, bytes) in sent {
+                    if dst >= 0 && dst != me && bytes > 0 {
+                        push(dst, bytes);
+                    }
+                }
+                continue;
+            }
             match class_of(kind) {
                 CallClass::Send | CallClass::SendRecv if r.bytes_send > 0 && r.peer >= 0 => {
                     push(r.peer, r.bytes_send)

@@ -230,7 +230,8 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     };
     let wire = |gamma: f64| (n.saturating_sub(1)) as f64 * h.beta * m as f64 * gamma;
     let (free, model) = match kind {
-        // Alltoallv: the signature at the mean block (per-destination counts are not recorded).
+        // Alltoallv, Alltoallw: the signature at the block of the busiest member (its bytes
+        // to the others per other, when per-destination bytes were recorded; else the mean).
         CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw
             if n >= 2 && inst.multi_node =>
         {
@@ -403,6 +404,7 @@ fn predict_plan(
         plogp_inter: profile.plogp_or_hockney(),
         plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
         wan: cond.clusters.clone(),
+        reverse: profile.penalty.reverse,
     };
     // Without a penalty model ("none") nothing is contended, collectives included.
     let last = |v: &[f64]| {

@@ -20,7 +20,7 @@ pub mod whatif;
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};
 use crate::topo::placement::Placement;
-use crate::trace::{CallKind, FLAG_NONBLOCKING, Record, RunTrace};
+use crate::trace::{CallArcs, CallKind, FLAG_NONBLOCKING, Record, RunTrace};
 use net::Net;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -99,6 +99,11 @@ pub enum Op {
     /// Window synchronisation other than MPI_Win_fence: one latency, plus the transfer
     /// of the bytes it completes (Hockney on the path to its target).
     RmaSync,
+    /// A collective the library completes without communication: a broadcast or
+    /// reduction of zero elements (Open MPI's and MPICH's bindings return before the
+    /// algorithm; measured: well under a microsecond). Its measured duration, no
+    /// dependency on the other members.
+    Local,
     /// No model: the measured duration is kept.
     Other,
 }
@@ -269,10 +274,10 @@ impl Plan {
                 if op == Op::RmaSync {
                     rma_bytes.insert(refs.len() as u32 - 1, r.bytes_send + r.bytes_recv);
                 }
-                ops.push(if op == Op::Coll && r.flags & FLAG_NONBLOCKING != 0 {
-                    Op::ICol
-                } else {
-                    op
+                ops.push(match op {
+                    Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
+                    Op::Coll if communicates_nothing(kind, r) => Op::Local,
+                    _ => op,
                 });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
@@ -432,7 +437,7 @@ impl Plan {
             }
         }
         let (inst_of, instances) =
-            collective_instances(run, &base, &order, &refs, &kinds, &placement);
+            collective_instances(run, &base, &order, &refs, &kinds, &ops, &placement);
         // The kinds served matching and instances only: not kept (16 bytes a record).
         drop(kinds);
         Plan {
@@ -516,6 +521,16 @@ impl FxHasher {
     }
 }
 
+/// Whether a blocking collective moves no data and synchronises nobody: a broadcast,
+/// reduction or all-reduce of zero bytes (every member passes the same count).
+fn communicates_nothing(kind: CallKind, r: &Record) -> bool {
+    matches!(
+        kind,
+        CallKind::Bcast | CallKind::Reduce | CallKind::Allreduce
+    ) && r.bytes_send == 0
+        && r.bytes_recv == 0
+}
+
 /// Local end of a record's own call: a nonblocking operation's post returns at `t_posted`.
 pub(crate) fn own_end(r: &Record) -> u64 {
     if r.flags & FLAG_NONBLOCKING != 0 {
@@ -566,6 +581,7 @@ fn collective_instances(
     order: &[Vec<u32>],
     refs: &[CallRef],
     kinds: &[CallKind],
+    ops: &[Op],
     placement: &Placement,
 ) -> (Vec<u32>, Vec<Instance>) {
     let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
@@ -605,7 +621,11 @@ fn collective_instances(
                 is_coll.get(r.call as usize).copied().unwrap_or(false),
                 graph::class_of(kinds[g as usize]) == CallClass::Collective
             );
-            if !is_coll.get(r.call as usize).copied().unwrap_or(false) {
+            // A zero-count broadcast or reduction is no operation of the communicator's:
+            // the library returns before counting it.
+            if !is_coll.get(r.call as usize).copied().unwrap_or(false)
+                || ops[g as usize] == Op::Local
+            {
                 continue;
             }
             // (An intercommunicator's records carry the remote group's size.)
@@ -649,7 +669,15 @@ fn collective_instances(
         });
         let block = members
             .iter()
-            .map(|&g| block_of(kind, rec(g).1))
+            .map(|&g| {
+                let (rk, r) = rec(g);
+                let arcs = if rk.arcs.is_empty() {
+                    None
+                } else {
+                    rk.arcs_of(refs[g as usize].rec as usize)
+                };
+                block_of_call(kind, r, arcs, rk.meta.rank)
+            })
             .max()
             .unwrap_or(0);
         let mut nodes: Vec<u32> = members
@@ -678,6 +706,28 @@ fn collective_instances(
         });
     }
     (inst_of, instances)
+}
+
+/// Bytes per block of a collective call: [`block_of`]; for an all-to-all, gather or scatter
+/// whose per-peer bytes were recorded (`arcs`, of the call of WORLD rank `me`), the bytes it
+/// exchanges with the other members per other member, in its busier direction (its own
+/// block never crosses a link, and the linear exchange the models assume takes n−1 steps).
+pub fn block_of_call(kind: CallKind, r: &Record, arcs: Option<&CallArcs>, me: i32) -> u64 {
+    let n = r.comm_size as u64;
+    let others = |v: &Option<Vec<(i32, u64)>>| {
+        v.as_ref()
+            .map(|v| v.iter().filter(|p| p.0 != me).map(|p| p.1).sum::<u64>())
+    };
+    match (kind, arcs) {
+        (
+            CallKind::Alltoallv | CallKind::Alltoallw | CallKind::Gatherv | CallKind::Scatterv,
+            Some(a),
+        ) if n >= 2 => match others(&a.send).into_iter().chain(others(&a.recv)).max() {
+            Some(b) => b / (n - 1),
+            None => block_of(kind, r),
+        },
+        _ => block_of(kind, r),
+    }
 }
 
 /// Bytes per block of a collective call, as the collective models take it.
@@ -717,6 +767,8 @@ pub struct P2p {
     /// Clusters joined by a wide-area link (what-if replay): messages between clusters
     /// take its parameters.
     pub wan: Option<whatif::Clusters>,
+    /// Penalty factor of a flow while its reverse flow runs (see [`Net::with_reverse`]).
+    pub reverse: f64,
 }
 
 impl P2p {
@@ -901,7 +953,8 @@ pub fn replay(
             },
         ),
         _ => Net::new(model),
-    };
+    }
+    .with_reverse(p2p.reverse, plan.protocol.eager_inter);
     let net = if log { net } else { net.without_log() };
     let n = plan.ops.len();
     let nm = plan.msgs.len();
@@ -1282,6 +1335,7 @@ impl Engine<'_> {
                 }
                 self.coll_end(i, g, t0)
             }
+            Op::Local => Ok(t0 + h.op_dur),
             Op::Other => {
                 self.t.reason[gi] = Reason::NoModel;
                 Ok(t0 + h.op_dur)
@@ -1518,7 +1572,7 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
             })
             .fold(Wait::default(), Wait::max),
         Op::Coll => coll_wait(plan, t, g, g),
-        Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Other => {
+        Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma | Op::RmaSync | Op::Local | Op::Other => {
             Wait::default()
         }
     }

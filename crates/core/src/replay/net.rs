@@ -74,6 +74,13 @@ pub struct Net<'m> {
     /// Cluster of each node where clusters share a wide-area link, and how many messages
     /// it carries at full speed (its bandwidth over one message's).
     backbone: Option<(Vec<u32>, f64)>,
+    /// Factor on the penalty of a flow of at least `reverse_from` bytes while such a flow
+    /// runs the other way between the same two nodes (1: the ports are full duplex, as the
+    /// papers assume; calibrated).
+    reverse: f64,
+    reverse_from: u64,
+    /// Scratch: (source, destination) of the current graph's flows, sorted.
+    pairs: Vec<(u32, u32)>,
     /// Flow ids of the inter-node flows, in the order they were added.
     pub inter: Vec<u32>,
     /// Intervals of inter-node flows and their penalties.
@@ -99,6 +106,9 @@ impl<'m> Net<'m> {
             pens: Vec::new(),
             logging: true,
             backbone: None,
+            reverse: 1.0,
+            reverse_from: 0,
+            pairs: Vec::new(),
             inter: Vec::new(),
             log: Sim::default(),
         }
@@ -110,6 +120,22 @@ impl<'m> Net<'m> {
     /// top of the model's penalty at the nodes' ports.
     pub fn with_backbone(mut self, cluster_of_node: Vec<u32>, lanes: f64) -> Self {
         self.backbone = Some((cluster_of_node, lanes.max(1.0)));
+        self
+    }
+
+    /// A flow of at least `from` bytes whose reverse flow (destination to source, also of
+    /// at least `from` bytes) is in flight at the same time has its penalty multiplied by
+    /// `factor` (at least 1). Open MPI's TCP transport on a shaped port moves two opposite
+    /// rendezvous messages between one pair of hosts at half speed each, where raw TCP
+    /// keeps both at full speed and eager messages lose little; `calibrate` measures the
+    /// factor, the replay passes the eager limit as `from`.
+    pub fn with_reverse(mut self, factor: f64, from: u64) -> Self {
+        self.reverse = if factor.is_finite() {
+            factor.max(1.0)
+        } else {
+            1.0
+        };
+        self.reverse_from = from;
         self
     }
 
@@ -192,6 +218,21 @@ impl<'m> Net<'m> {
         m.penalties_into(&self.graph, &mut self.pens);
         for (&i, &p) in ids.iter().zip(&self.pens) {
             self.flows[i as usize].pen = if p.is_finite() && p > 0.0 { p } else { 1.0 };
+        }
+        if self.reverse > 1.0 {
+            self.pairs.clear();
+            let from = self.reverse_from;
+            self.pairs.extend(ids.iter().filter_map(|&i| {
+                let f = &self.flows[i as usize];
+                (f.bytes >= from).then_some((f.src, f.dst))
+            }));
+            self.pairs.sort_unstable();
+            for &i in &ids {
+                let f = &mut self.flows[i as usize];
+                if f.bytes >= from && self.pairs.binary_search(&(f.dst, f.src)).is_ok() {
+                    f.pen *= self.reverse;
+                }
+            }
         }
         if let Some((cl, lanes)) = &self.backbone {
             let of = |n: u32| cl.get(n as usize).copied().unwrap_or(0);
@@ -331,6 +372,35 @@ mod tests {
             assert!(steps < 10, "stuck at {t}");
         }
         assert_eq!(finished, 2);
+    }
+
+    #[test]
+    fn opposite_flows_between_two_nodes_pay_the_reverse_factor_while_both_run() {
+        // gige gives each lone-degree arc 1; with a reverse factor of 2 both run at half
+        // speed until the shorter one ends at 0.5 · 2 = 1.0; the other then has half its
+        // bytes left and finishes alone at full speed, at 1.5. Without the factor, or
+        // without a model (the contention-free replay), each takes its own time.
+        let m = GigabitEthernet::new(0.75, 0.115, 0.036).unwrap();
+        let mut net = Net::new(Some(&m)).with_reverse(2.0, 10);
+        net.add(0, 1, 10, 1.0);
+        net.add(1, 0, 10, 0.5);
+        net.add(2, 3, 10, 0.25);
+        // One of the two below the size from which the factor applies (an eager
+        // message): both as if alone.
+        net.add(4, 5, 9, 0.25);
+        net.add(5, 4, 10, 0.25);
+        assert_eq!(
+            run_all(&mut net),
+            vec![(2, 0.25), (3, 0.25), (4, 0.25), (1, 1.0), (0, 1.5)]
+        );
+        let mut plain = Net::new(Some(&m));
+        plain.add(0, 1, 10, 1.0);
+        plain.add(1, 0, 10, 0.5);
+        assert_eq!(run_all(&mut plain), vec![(1, 0.5), (0, 1.0)]);
+        let mut free = Net::new(None).with_reverse(2.0, 0);
+        free.add(0, 1, 10, 1.0);
+        free.add(1, 0, 10, 0.5);
+        assert_eq!(run_all(&mut free), vec![(1, 0.5), (0, 1.0)]);
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! The trace format shared by the recorder, `analyze` and the engine: the fixed-size
 //! record, the per-rank spool file and its JSON metadata.
 
+pub mod arcs;
+
+pub use arcs::{ARC_CALL, CallArcs};
+
 use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -22,9 +26,15 @@ pub const FLAG_NONBLOCKING: u16 = 2;
 pub const FLAG_ERROR: u16 = 4;
 /// Record flag: a nonblocking operation cancelled or freed without completion.
 pub const FLAG_INCOMPLETE: u16 = 8;
+/// Record flag: per-peer bytes of this v/w call follow in continuation records ([`arcs`]).
+pub const FLAG_ARCS: u16 = 16;
+/// Record flag: the v/w call had more peers with bytes than [`arcs::MAX_ARCS`]: its
+/// totals alone are recorded (the engine spreads them, as for spools without arcs).
+pub const FLAG_ARCS_CAPPED: u16 = 32;
 
 /// One MPI call, as recorded on the hot path. Fixed size, plain old data: spool files
-/// are these records back to back in native byte order.
+/// are these records back to back in native byte order (with, after a v/w collective's,
+/// continuation records of its per-peer bytes: [`arcs`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Record {
@@ -578,6 +588,18 @@ pub struct RankTrace {
     pub trailing_bytes: usize,
     /// Problem reading the spool, if any (the rank then has no records).
     pub spool_error: Option<String>,
+    /// Per-peer bytes of the v/w calls that recorded them, by record index (ascending).
+    pub arcs: Vec<CallArcs>,
+}
+
+impl RankTrace {
+    /// Per-peer bytes of record `rec`, if recorded.
+    pub fn arcs_of(&self, rec: usize) -> Option<&CallArcs> {
+        self.arcs
+            .binary_search_by_key(&(rec as u32), |a| a.rec)
+            .ok()
+            .map(|i| &self.arcs[i])
+    }
 }
 
 /// A whole run as found in its output directory.
@@ -713,17 +735,20 @@ pub fn reload_records(dir: &Path, run: &mut RunTrace, counts: &[usize]) -> Resul
         }
         let path = spool_path(dir, rk.meta.rank);
         let f = std::fs::File::open(&path).map_err(|e| Error::read(&path, e))?;
-        let mut s = read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()), &path)?;
-        if s.records.len() < n {
+        let s = read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()), &path)?;
+        let (mut records, mut arcs) = arcs::split(s.records);
+        if records.len() < n {
             return Err(Error::Input(format!(
                 "{}: {} records where {n} were read before (the spool changed during the analysis)",
                 path.display(),
-                s.records.len()
+                records.len()
             )));
         }
-        s.records.truncate(n);
-        s.records.shrink_to_fit();
-        rk.records = s.records;
+        records.truncate(n);
+        records.shrink_to_fit();
+        arcs.retain(|a| (a.rec as usize) < n);
+        rk.records = records;
+        rk.arcs = arcs;
     }
     Ok(())
 }
@@ -739,7 +764,7 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
     let mut ranks = Vec::with_capacity(metas.len());
     for meta in metas {
         let path = spool_path(dir, meta.rank);
-        let (records, trailing_bytes, spool_error) = match std::fs::File::open(&path) {
+        let (raw, trailing_bytes, spool_error) = match std::fs::File::open(&path) {
             Ok(f) => match read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()), &path) {
                 Ok(s) => (s.records, s.trailing_bytes, None),
                 Err(e) => (Vec::new(), 0, Some(e.to_string())),
@@ -750,11 +775,14 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
                 Some(format!("cannot open {}: {e}", path.display())),
             ),
         };
+        // Continuation records carry per-peer bytes of the call before them: not calls.
+        let (records, arcs) = arcs::split(raw);
         ranks.push(RankTrace {
             meta,
             records,
             trailing_bytes,
             spool_error,
+            arcs,
         });
     }
     // Ranks on rank 0's node read the same system-wide monotonic clock: their offset is 0
