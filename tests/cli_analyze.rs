@@ -306,3 +306,57 @@ fn an_unwritable_report_exits_74_and_a_missing_run_exits_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(74), "{err}");
 }
+
+/// A profile that is not JSON is bad input (2) named with its file and the line of the
+/// fault; a profile path that cannot be read as a file (a directory) is I/O (74), for
+/// `analyze` and `profile show` alike.
+#[test]
+fn a_malformed_profile_exits_2_and_an_unreadable_one_74() {
+    let dir = make_run("cli-analyze-profile-errors", true);
+    let garbled = dir.join("garbled.json");
+    std::fs::write(&garbled, "{\"version\": 1,\n  oops\n}\n").unwrap();
+    let folder = dir.join("profile-dir");
+    std::fs::create_dir(&folder).unwrap();
+    for cmd in [
+        vec!["analyze", dir.to_str().unwrap(), "--profile"],
+        vec!["profile", "show"],
+    ] {
+        let out = bin().args(&cmd).arg(&garbled).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(
+            err.contains(&format!("profile {}: ", garbled.display())) && err.contains("line 2"),
+            "{cmd:?}: {err}"
+        );
+        let out = bin().args(&cmd).arg(&folder).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(74), "{cmd:?}: {err}");
+        assert!(
+            err.contains(&format!("cannot read profile {}: ", folder.display())),
+            "{cmd:?}: {err}"
+        );
+    }
+}
+
+/// `watch` on a finished run whose spool is not a spool: bad input (2) that names the
+/// spool file, not an I/O failure.
+#[test]
+fn watch_on_a_spool_with_a_bad_header_exits_2() {
+    let dir = make_run("cli-watch-bad-spool", true);
+    let spool = trace::spool_path(&dir, 1);
+    std::fs::write(&spool, [b'X'; 64]).unwrap();
+    let out = bin()
+        .args(["watch", "--json", "--wait", "5"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: not a pmpi-predict spool file",
+            spool.display()
+        )),
+        "{err}"
+    );
+}

@@ -363,3 +363,46 @@ fn bad_input_is_exit_status_2() {
     bad(&dir, &["--clusters", cl.to_str().unwrap()], "clusters.json");
     bad(&dir, &["--profile", "/no/such/profile.json"], "profile");
 }
+
+/// A placement map or clusters file with a bad line is bad input (2) naming the file and
+/// the line; one that is a directory is I/O (74).
+#[test]
+fn bad_map_lines_exit_2_and_unreadable_files_74() {
+    let dir = make_run("replay-file-errors");
+    for (flag, name, text, says) in [
+        (
+            "--placement",
+            "map.txt",
+            "0 a\n1 a b\n2 b\n3 b\n",
+            "line 2: expected `RANK NODE`",
+        ),
+        (
+            "--clusters",
+            "clusters.json",
+            "{\"clusters\":\n  [1, 2]}",
+            "expected a map at line 2",
+        ),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let named = format!("{}: ", file.display());
+        let o = replay(&dir, &[flag, file.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(&named) && err.contains(says), "{flag}: {err}");
+    }
+    let folder = dir.join("a-dir");
+    std::fs::create_dir(&folder).unwrap();
+    for (flag, says) in [
+        ("--placement", "cannot read placement"),
+        ("--clusters", "cannot read clusters file"),
+    ] {
+        let o = replay(&dir, &[flag, folder.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(74), "{flag}: {err}");
+        assert!(
+            err.contains(&format!("{says} {}: ", folder.display())),
+            "{flag}: {err}"
+        );
+    }
+}

@@ -184,6 +184,22 @@ fn penalties_bad_input_exit_2() {
         "/nonexistent/graph.json",
     ]);
     assert_eq!(o.status.code(), Some(2));
+
+    // A graph path that cannot be read as a file is an I/O failure (74), not bad input.
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("model_cli");
+    let o = run(&[
+        "model",
+        "penalties",
+        "--model",
+        "gige",
+        folder.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(74), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("cannot read graph {}: ", folder.display())),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

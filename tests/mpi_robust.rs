@@ -141,15 +141,27 @@ fn die(mode: &str) -> std::path::PathBuf {
         plain.status.code(),
         "{mode}: exit status"
     );
-    let prog = |o: &std::process::Output| {
+    // The program's lines that start with `prefix`.
+    let prog = |o: &std::process::Output, prefix: &str| {
         String::from_utf8_lossy(&o.stdout)
             .lines()
-            .filter(|l| l.starts_with("rank 0 received"))
+            .filter(|l| l.starts_with(prefix))
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    for l in prog(&plain).iter().chain(&prog(&with)) {
-        assert_eq!(l, "rank 0 received 50", "{mode}");
+    for o in [&plain, &with] {
+        for l in prog(o, "rank 0 received") {
+            assert_eq!(l, "rank 0 received 50", "{mode}");
+        }
+        // The program's own SIGTERM handler ran and reset itself, with and without the
+        // layer.
+        if mode == "own" {
+            assert_eq!(
+                prog(o, "rank 1 handled"),
+                ["rank 1 handled signal 15, reset to default 1"],
+                "{mode}"
+            );
+        }
     }
     out
 }
@@ -182,6 +194,16 @@ fn sigterm_flushes_and_dies_by_the_signal() {
     let a = cli(&["analyze", out.to_str().unwrap()]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(summary(&out)["complete"], false);
+}
+
+/// A program's own SIGTERM handler, installed before MPI_Init, is left as the program set
+/// it: it runs, its one-shot flag (SA_RESETHAND) still resets the action, and the run goes
+/// on to MPI_Finalize and exit status 0 as without the layer.
+#[test]
+fn a_programs_own_sigterm_handler_is_left_untouched() {
+    let out = die("own");
+    assert_eq!(meta_ended(&out, 1), (true, None, 51));
+    assert!(meta_ended(&out, 0).0);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use mpi_sys as ffi;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What the layer holds between init and finalize.
@@ -235,7 +235,7 @@ fn start_inner() -> Result<(), String> {
                 dir.display()
             )
         })?;
-        trace::write_meta(&dir, &meta)?;
+        trace::write_meta(&dir, &meta).map_err(|e| e.to_string())?;
         let reg = record::init(run.cfg.buffer_records, run.cfg.max_threads);
         Spooler::start(
             &trace::spool_path(&dir, rank),
@@ -426,7 +426,7 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     run.meta.ended_by = ended_by;
     let dir = run.dir.clone()?;
     if let Err(e) = trace::write_meta(&dir, &run.meta) {
-        super::say(&e);
+        super::say(&e.to_string());
     }
     Some(dir)
 }
@@ -552,30 +552,22 @@ extern "C" fn on_exit() {
     });
 }
 
-/// The application's handlers of the signals we catch, as (sa_sigaction, sa_flags),
-/// indexed by signal number; 0 = default disposition.
-static PREV_HANDLER: [AtomicUsize; 32] = [const { AtomicUsize::new(0) }; 32];
-static PREV_FLAGS: [AtomicUsize; 32] = [const { AtomicUsize::new(0) }; 32];
-
 /// Signals whose default action ends the process and that a batch system or mpirun sends
 /// to stop a job.
 const CAUGHT: [c_int; 2] = [libc::SIGTERM, libc::SIGINT];
 
-/// Installs [`on_signal`] for SIGTERM and SIGINT, unless the application ignores them.
+/// Installs [`on_signal`] for SIGTERM and SIGINT where their action is the default one. A
+/// program that ignores them or handles them itself keeps its disposition untouched (flags
+/// and mask included): its handler decides, and an exit it makes runs our atexit flush.
 fn install_signal_handlers() {
     for sig in CAUGHT {
         // SAFETY: sigaction with locals we own; the handler is async-signal-safe.
         unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                || old.sa_sigaction == libc::SIG_IGN
+                || old.sa_sigaction != libc::SIG_DFL
             {
                 continue;
-            }
-            let idx = sig as usize;
-            if old.sa_sigaction != libc::SIG_DFL {
-                PREV_HANDLER[idx].store(old.sa_sigaction, Ordering::Relaxed);
-                PREV_FLAGS[idx].store(old.sa_flags as usize, Ordering::Relaxed);
             }
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_signal as *const () as usize;
@@ -598,31 +590,10 @@ fn die_by(sig: c_int) {
     }
 }
 
-/// The signal handler. Async-signal-safe: atomics, sigaction and kill only. With an
-/// application handler installed before ours, that handler decides (we only chain to
-/// it; an exit it makes runs our atexit flush). Otherwise the drainer is asked to flush
-/// and end the process; a second signal, or a layer that is not recording, ends it at once.
-extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    let idx = sig as usize;
-    let prev = PREV_HANDLER
-        .get(idx)
-        .map_or(0, |p| p.load(Ordering::Relaxed));
-    if prev != 0 {
-        let flags = PREV_FLAGS[idx].load(Ordering::Relaxed) as c_int;
-        // SAFETY: `prev` is the handler the application installed for this signal, called
-        // with the arguments its flags ask for.
-        unsafe {
-            if flags & libc::SA_SIGINFO != 0 {
-                let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                    std::mem::transmute(prev);
-                f(sig, info, ctx);
-            } else {
-                let f: extern "C" fn(c_int) = std::mem::transmute(prev);
-                f(sig);
-            }
-        }
-        return;
-    }
+/// The signal handler, installed only over the default action. Async-signal-safe:
+/// atomics, sigaction and kill only. The drainer is asked to flush and end the process; a
+/// second signal, or a layer that is not recording, ends it at once.
+extern "C" fn on_signal(sig: c_int, _info: *mut libc::siginfo_t, _ctx: *mut c_void) {
     if STATE.load(Ordering::Relaxed) != ON
         || IS_CHILD.load(Ordering::Relaxed)
         || PENDING_SIGNAL

@@ -184,7 +184,7 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(50));
         // Written before finish: the periodic flush put it on disk.
-        let mid = read_spool(File::open(&path).unwrap()).unwrap();
+        let mid = read_spool(File::open(&path).unwrap(), &path).unwrap();
         assert_eq!(mid.records.len(), 50);
         for i in 50..60 {
             ring.push(Record {
@@ -194,7 +194,7 @@ mod tests {
         }
         let stats = sp.finish();
         assert_eq!(stats.records_written.load(Ordering::Relaxed), 60);
-        let all = read_spool(File::open(&path).unwrap()).unwrap();
+        let all = read_spool(File::open(&path).unwrap(), &path).unwrap();
         assert_eq!(
             all.records.iter().map(|r| r.t_start).collect::<Vec<_>>(),
             (0..60).collect::<Vec<_>>()

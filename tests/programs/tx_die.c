@@ -4,6 +4,9 @@
  *   term  - rank 1 sends itself SIGTERM
  *   abort - rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7)
  *   exit  - rank 1 calls exit(0)
+ *   own   - every rank installs its own one-shot SIGTERM handler (SA_RESETHAND) before
+ *           MPI_Init; rank 1 sends itself SIGTERM, prints whether its handler ran and
+ *           whether the action was reset to the default, and the run finalizes normally
  *   loop  - no ending: rank 0 sends to rank 1 forever and writes its count of completed
  *           sends and its pid to the file "progress" every 100 sends (for a SIGKILL test). */
 #include <mpi.h>
@@ -13,11 +16,22 @@
 #include <string.h>
 #include <unistd.h>
 
+static volatile sig_atomic_t handled = 0;
+static void own_handler(int sig) { handled = sig; }
+
 int main(int argc, char **argv) {
     int rank;
+    const char *mode = argc > 1 ? argv[1] : "term";
+    if (strcmp(mode, "own") == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = own_handler;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    const char *mode = argc > 1 ? argv[1] : "term";
     int m = argc > 2 ? atoi(argv[2]) : 50;
     int buf[16] = {0};
     if (strcmp(mode, "loop") == 0) {
@@ -38,6 +52,17 @@ int main(int argc, char **argv) {
     }
     if (rank == 1) {
         for (int k = 0; k < m; k++) MPI_Send(buf, 16, MPI_INT, 0, 1, MPI_COMM_WORLD);
+        if (strcmp(mode, "own") == 0) {
+            kill(getpid(), SIGTERM);
+            struct sigaction now;
+            sigaction(SIGTERM, NULL, &now);
+            printf("rank 1 handled signal %d, reset to default %d\n", (int)handled,
+                   now.sa_handler == SIG_DFL);
+            fflush(stdout);
+            MPI_Send(buf, 16, MPI_INT, 0, 2, MPI_COMM_WORLD);
+            MPI_Finalize();
+            return 0;
+        }
         if (strcmp(mode, "term") == 0) kill(getpid(), SIGTERM);
         else if (strcmp(mode, "abort") == 0) MPI_Abort(MPI_COMM_WORLD, 7);
         else exit(0);

@@ -8,4 +8,4 @@ pub mod calibrate;
 pub mod cli;
 
 // The core modules the commands use, under their own names.
-use pmpi_core::{model, predict, profile, replay, report, topo, trace};
+use pmpi_core::{error, model, predict, profile, replay, report, topo, trace};

@@ -48,6 +48,31 @@ impl Error {
         }
     }
 
+    /// Reads a whole text file for `action` ("read profile", ...): a file that is not
+    /// there or not text is the input's fault (2), any other failure (a directory,
+    /// permissions, an I/O error) is not (74).
+    pub fn read_text(path: &Path, action: &'static str) -> Result<String, Error> {
+        std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidData => {
+                Error::Input(format!("cannot {action} {}: {source}", path.display()))
+            }
+            _ => Error::Io {
+                action,
+                path: path.to_path_buf(),
+                source,
+            },
+        })
+    }
+
+    /// This error as found in the file `path`: a message about the input is prefixed with
+    /// the file's name (the parsers say the line); an I/O error already names its file.
+    pub fn in_file(self, path: &Path) -> Error {
+        match self {
+            Error::Input(m) => Error::Input(format!("{}: {m}", path.display())),
+            e => e,
+        }
+    }
+
     /// The process exit status for this error: 2 bad input, 74 I/O (`EX_IOERR`), 70
     /// internal (`EX_SOFTWARE`).
     pub fn exit_code(&self) -> i32 {
@@ -86,5 +111,25 @@ mod tests {
         let eio = Error::read(Path::new("/r"), std::io::Error::from_raw_os_error(5));
         assert_eq!(eio.exit_code(), 74);
         assert_eq!(Error::Internal("x".into()).exit_code(), 70);
+        let here = Error::Input("line 3: bad".into()).in_file(Path::new("/m.txt"));
+        assert_eq!(here.to_string(), "/m.txt: line 3: bad");
+    }
+
+    #[test]
+    fn read_text_tells_missing_and_binary_input_from_io_failures() {
+        let dir = std::env::temp_dir().join(format!("pmpi-error-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let gone = Error::read_text(&dir.join("none.json"), "read profile").unwrap_err();
+        assert_eq!(gone.exit_code(), 2, "{gone}");
+        assert!(
+            gone.to_string().starts_with("cannot read profile "),
+            "{gone}"
+        );
+        let bin = dir.join("bin");
+        std::fs::write(&bin, [0xffu8, 0xfe, 0]).unwrap();
+        assert_eq!(Error::read_text(&bin, "read").unwrap_err().exit_code(), 2);
+        let isdir = Error::read_text(&dir, "read profile").unwrap_err();
+        assert_eq!(isdir.exit_code(), 74, "{isdir}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -38,6 +38,8 @@
 
 use std::path::Path;
 
+use crate::error::Error;
+
 use serde::{Deserialize, Serialize};
 
 use crate::model::alltoall::Signature;
@@ -242,29 +244,33 @@ impl Profile {
     }
 
     /// Reads and validates a profile. Errors name the file and the problem (with line and
-    /// column for malformed JSON).
-    pub fn load(path: impl AsRef<Path>) -> Result<Profile, String> {
+    /// column for malformed JSON): malformed content is bad input, a file that cannot be
+    /// read for another reason than its absence is I/O.
+    pub fn load(path: impl AsRef<Path>) -> Result<Profile, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read profile {}: {e}", path.display()))?;
-        Profile::from_json(&text).map_err(|e| format!("profile {}: {e}", path.display()))
+        let text = Error::read_text(path, "read profile")?;
+        Profile::from_json(&text).map_err(|e| match e {
+            Error::Input(m) => Error::Input(format!("profile {}: {m}", path.display())),
+            e => e,
+        })
     }
 
-    /// Parses and validates a profile from JSON text.
-    pub fn from_json(text: &str) -> Result<Profile, String> {
+    /// Parses and validates a profile from JSON text; every error is bad input.
+    pub fn from_json(text: &str) -> Result<Profile, Error> {
+        let bad = Error::Input;
         // Check the version before the fields, so a newer file gets the right message.
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         match v.get("version").and_then(|x| x.as_u64()) {
             Some(x) if x == PROFILE_VERSION as u64 => {}
             Some(x) => {
-                return Err(format!(
+                return Err(bad(format!(
                     "version {x} is not supported (this build reads version {PROFILE_VERSION})"
-                ));
+                )));
             }
-            None => return Err("missing or non-integer \"version\" field".into()),
+            None => return Err(bad("missing or non-integer \"version\" field".into())),
         }
-        let p: Profile = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        p.validate().map_err(|e| e.to_string())?;
+        let p: Profile = serde_json::from_value(v).map_err(|e| bad(e.to_string()))?;
+        p.validate().map_err(|e| bad(e.to_string()))?;
         Ok(p)
     }
 
@@ -357,11 +363,11 @@ mod tests {
             serde_json::from_str(&Profile::builtin_default().to_json()).unwrap();
         v["version"] = 2.into();
         let e = Profile::from_json(&v.to_string()).unwrap_err();
-        assert!(e.contains("version 2"), "{e}");
+        assert!(e.to_string().contains("version 2"), "{e}");
         v["version"] = 1.into();
         v["hockney"]["inter"]["alfa"] = 1.0.into();
         let e = Profile::from_json(&v.to_string()).unwrap_err();
-        assert!(e.contains("alfa"), "{e}");
+        assert!(e.to_string().contains("alfa"), "{e}");
     }
 
     #[test]
@@ -382,6 +388,7 @@ mod tests {
         let mut p = Profile::builtin_default();
         p.penalty.model = "token-ring".into();
         let e = Profile::from_json(&p.to_json()).unwrap_err();
-        assert!(e.contains("token-ring"), "{e}");
+        assert!(e.to_string().contains("token-ring"), "{e}");
+        assert_eq!(e.exit_code(), 2);
     }
 }

@@ -34,18 +34,14 @@ pub struct Ctx<'a> {
     pub leader_comm: Option<Comm>,
 }
 
-/// The median (mean of the middle two for an even count; 0 for none).
+/// The exact median of repeats (mean of the middle two for an even count; 0 for none),
+/// by statrs's selection in place.
 pub fn median(v: &mut [f64]) -> f64 {
+    use statrs::statistics::{Data, OrderStatistics};
     if v.is_empty() {
         return 0.0;
     }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    Data::new(v).median()
 }
 
 impl<'a> Ctx<'a> {
@@ -504,5 +500,10 @@ mod tests {
         assert_eq!(super::median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(super::median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(super::median(&mut []), 0.0);
+        // Exact, not interpolated: one value, two, repeats, and values whose mean rounds.
+        assert_eq!(super::median(&mut [7.25]), 7.25);
+        assert_eq!(super::median(&mut [2e-6, 1e-6]), 1.5e-6);
+        assert_eq!(super::median(&mut [0.1, 0.3, 0.3, 0.2, 0.3]), 0.3);
+        assert_eq!(super::median(&mut [0.1, 0.2, 0.7, 0.4]), (0.2 + 0.4) / 2.0);
     }
 }

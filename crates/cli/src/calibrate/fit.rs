@@ -216,7 +216,34 @@ fn sq_rel(model: &dyn PenaltyModel, schemes: &[SchemePenalties]) -> f64 {
     s
 }
 
-/// Nelder–Mead minimisation of `f` inside the box `[lo, hi]` (points are clamped into it).
+/// The cost of a point of a box-constrained search: `f` at the point clamped into the box
+/// (argmin's Nelder–Mead is unconstrained; the clamp makes the objective flat outside).
+struct Boxed<'a> {
+    f: &'a dyn Fn(&[f64]) -> f64,
+    lo: &'a [f64],
+    hi: &'a [f64],
+}
+
+impl Boxed<'_> {
+    fn clamp(&self, x: &[f64]) -> Vec<f64> {
+        x.iter()
+            .zip(self.lo.iter().zip(self.hi))
+            .map(|(v, (&lo, &hi))| v.clamp(lo, hi))
+            .collect()
+    }
+}
+
+impl argmin::core::CostFunction for Boxed<'_> {
+    type Param = Vec<f64>;
+    type Output = f64;
+    fn cost(&self, x: &Vec<f64>) -> Result<f64, argmin::core::Error> {
+        Ok((self.f)(&self.clamp(x)))
+    }
+}
+
+/// Nelder–Mead minimisation (argmin's) of `f` inside the box `[lo, hi]`, from the simplex
+/// of `x0` and one step of a tenth of the box along each axis (inwards at the upper
+/// bound), for at most `iters` iterations or until the simplex's values agree.
 fn nelder_mead(
     f: &dyn Fn(&[f64]) -> f64,
     x0: &[f64],
@@ -224,80 +251,30 @@ fn nelder_mead(
     hi: &[f64],
     iters: usize,
 ) -> Vec<f64> {
-    let n = x0.len();
-    let clamp = |x: Vec<f64>| -> Vec<f64> {
-        x.iter()
-            .enumerate()
-            .map(|(i, v)| v.clamp(lo[i], hi[i]))
-            .collect()
-    };
-    let mut simplex: Vec<Vec<f64>> = vec![clamp(x0.to_vec())];
-    for i in 0..n {
-        let mut x = x0.to_vec();
+    use argmin::core::{Executor, State};
+    use argmin::solver::neldermead::NelderMead;
+    let cost = Boxed { f, lo, hi };
+    let start = cost.clamp(x0);
+    let mut simplex = vec![start.clone()];
+    for i in 0..x0.len() {
+        let mut x = start.clone();
         let step = 0.1 * (hi[i] - lo[i]);
-        x[i] = if x[i] + step <= hi[i] {
-            x[i] + step
-        } else {
-            x[i] - step
-        };
-        simplex.push(clamp(x));
+        x[i] += if x[i] + step <= hi[i] { step } else { -step };
+        simplex.push(x);
     }
-    let mut vals: Vec<f64> = simplex.iter().map(|x| f(x)).collect();
-    for _ in 0..iters {
-        let mut idx: Vec<usize> = (0..=n).collect();
-        idx.sort_by(|&a, &b| vals[a].total_cmp(&vals[b]));
-        simplex = idx.iter().map(|&i| simplex[i].clone()).collect();
-        vals = idx.iter().map(|&i| vals[i]).collect();
-        if (vals[n] - vals[0]).abs() <= 1e-14 * (1.0 + vals[0].abs()) {
-            break;
-        }
-        let centroid: Vec<f64> = (0..n)
-            .map(|j| simplex[..n].iter().map(|x| x[j]).sum::<f64>() / n as f64)
-            .collect();
-        let along = |t: f64| -> Vec<f64> {
-            clamp(
-                (0..n)
-                    .map(|j| centroid[j] + t * (simplex[n][j] - centroid[j]))
-                    .collect(),
-            )
-        };
-        let xr = along(-1.0);
-        let fr = f(&xr);
-        if fr < vals[0] {
-            let xe = along(-2.0);
-            let fe = f(&xe);
-            if fe < fr {
-                simplex[n] = xe;
-                vals[n] = fe;
-            } else {
-                simplex[n] = xr;
-                vals[n] = fr;
-            }
-        } else if fr < vals[n - 1] {
-            simplex[n] = xr;
-            vals[n] = fr;
-        } else {
-            let xc = along(0.5);
-            let fc = f(&xc);
-            if fc < vals[n] {
-                simplex[n] = xc;
-                vals[n] = fc;
-            } else {
-                for i in 1..=n {
-                    simplex[i] = clamp(
-                        (0..n)
-                            .map(|j| simplex[0][j] + 0.5 * (simplex[i][j] - simplex[0][j]))
-                            .collect(),
-                    );
-                    vals[i] = f(&simplex[i]);
-                }
-            }
-        }
-    }
-    let best = (0..=n)
-        .min_by(|&a, &b| vals[a].total_cmp(&vals[b]))
-        .unwrap_or(0);
-    simplex[best].clone()
+    // The standard deviation of the simplex's values: 1e-14 is a converged fit whatever
+    // the scale of the squared relative errors (they are O(0.01..10)).
+    let best = NelderMead::new(simplex)
+        .with_sd_tolerance(1e-14)
+        .and_then(|solver| {
+            Executor::new(Boxed { f, lo, hi }, solver)
+                .configure(|s| s.max_iters(iters as u64))
+                .run()
+        })
+        .ok()
+        .and_then(|r| r.state().get_best_param().cloned());
+    // The cost never fails; should argmin, the start is a valid point.
+    best.map_or(start, |x| cost.clamp(&x))
 }
 
 /// Fits the Gigabit Ethernet model's β, γo, γi to measured penalties by minimising the sum

@@ -44,9 +44,9 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         }
     }
     let opts = a.engine.options(false);
-    let (profile, model, _) = opts.resolve().map_err(CliError::input)?;
+    let (profile, model, _) = opts.resolve()?;
     let run = crate::trace::load_run(&a.dir)?;
-    let assume = opts.assumptions().map_err(CliError::input)?;
+    let assume = opts.assumptions()?;
     let pred = crate::predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
         .map_err(CliError::input)?;
     let (groups, fam) = accuracy::groups(&run, &pred, &a.calls, a.size_classes);

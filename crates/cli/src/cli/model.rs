@@ -101,8 +101,7 @@ fn penalties(a: &PenaltiesArgs) -> Result<Value, CliError> {
 /// Reads a graph file, checking every arc; errors name the file and the arc.
 fn read_graph(path: &Path) -> Result<(Vec<Value>, CommGraph), CliError> {
     let name = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::input(format!("cannot read graph {name}: {e}")))?;
+    let text = crate::error::Error::read_text(path, "read graph")?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| CliError::input(format!("{name}: malformed JSON: {e}")))?;
     let edges = v.get("edges").and_then(Value::as_array).ok_or_else(|| {
@@ -158,7 +157,7 @@ fn collective(a: &CollectiveArgs) -> Result<Value, CliError> {
     }
     let (p, m) = (a.procs as u64, a.bytes as u64);
     let profile = match &a.profile {
-        Some(path) => Profile::load(path).map_err(CliError::input)?,
+        Some(path) => Profile::load(path)?,
         None => Profile::builtin_default(),
     };
     let bad = |e: crate::model::ModelError| CliError::input(e.to_string());

@@ -37,10 +37,7 @@ pub fn run(c: ProfileCmd) -> i32 {
 
 fn show(a: &ShowArgs) -> Result<(), CliError> {
     let (p, title) = match &a.file {
-        Some(f) if !a.default => (
-            Profile::load(f).map_err(CliError::input)?,
-            f.display().to_string(),
-        ),
+        Some(f) if !a.default => (Profile::load(f)?, f.display().to_string()),
         _ => (Profile::builtin_default(), "built-in default".to_string()),
     };
     print!("{}", render(&p, &title));

@@ -76,7 +76,7 @@ fn placement(
             (nodes, cores)
         }
     };
-    let p = whatif::place(&spec, world, nodes, cores).map_err(CliError::input)?;
+    let p = whatif::place(&spec, world, nodes, cores)?;
     let d = match spec {
         PlacementSpec::File(_) => format!("{spec} ({} nodes)", p.nodes()),
         _ => format!("{spec} ({nodes} nodes x {cores} cores)"),
@@ -92,8 +92,8 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         )));
     }
     let opts = a.engine.options(false);
-    let (profile, model, source) = opts.resolve().map_err(CliError::input)?;
-    let assume = opts.assumptions().map_err(CliError::input)?;
+    let (profile, model, source) = opts.resolve()?;
+    let assume = opts.assumptions()?;
     let run = crate::trace::load_run(&a.dir)?;
     if run.ranks.is_empty() {
         return Err(CliError::input(format!(
@@ -103,7 +103,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     }
     let (pl, pl_text) = placement(a, &run)?;
     let clusters = match &a.clusters {
-        Some(f) => Some(whatif::load_clusters(f, &pl).map_err(CliError::input)?),
+        Some(f) => Some(whatif::load_clusters(f, &pl)?),
         None => None,
     };
     let cond = Conditions {

@@ -4,6 +4,7 @@
 //! reads the files: the job is never asked anything and never waits for it.
 
 use super::{CliError, exit_status};
+use crate::error::Error;
 use crate::report::live;
 use crate::trace::{self, RankMeta, RankTrace, Record, RunTrace};
 use std::collections::BTreeMap;
@@ -51,7 +52,8 @@ struct Follow {
 }
 
 /// Reads what is new in `rank`'s spool.
-fn read_new(dir: &Path, f: &mut Follow) -> Result<(), String> {
+/// A spool whose header is not a spool's is bad input; a failed read is I/O.
+fn read_new(dir: &Path, f: &mut Follow) -> Result<(), Error> {
     let path = trace::spool_path(dir, f.meta.rank);
     let Ok(mut file) = std::fs::File::open(&path) else {
         return Ok(()); // not created yet
@@ -61,11 +63,11 @@ fn read_new(dir: &Path, f: &mut Follow) -> Result<(), String> {
         return Ok(());
     }
     file.seek(SeekFrom::Start(f.offset))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| Error::read(&path, e))?;
     let mut buf = Vec::with_capacity((len - f.offset) as usize);
     file.take(len - f.offset)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(|e| Error::read(&path, e))?;
     f.offset += buf.len() as u64;
     let mut data = std::mem::take(&mut f.partial);
     data.extend_from_slice(&buf);
@@ -76,8 +78,7 @@ fn read_new(dir: &Path, f: &mut Follow) -> Result<(), String> {
             f.offset = 0;
             return Ok(());
         }
-        trace::parse_spool(&data[..trace::SPOOL_HEADER])
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        trace::parse_spool(&data[..trace::SPOOL_HEADER]).map_err(|e| e.in_file(&path))?;
         body = &data[trace::SPOOL_HEADER..];
     }
     let whole = body.len() / trace::RECORD_SIZE * trace::RECORD_SIZE;
@@ -116,7 +117,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
         return Err(CliError::input("--interval must be at least 0.01 s"));
     }
     let opts = a.engine.options(false);
-    let (profile, model_name, _) = opts.resolve().map_err(CliError::input)?;
+    let (profile, model_name, _) = opts.resolve()?;
     let model =
         crate::predict::penalty_model(&profile, model_name.as_deref()).map_err(CliError::input)?;
     let step_ns = (a.interval * 1e9) as i64;
@@ -165,7 +166,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
             continue;
         }
         for f in ranks.values_mut() {
-            read_new(&a.dir, f).map_err(CliError::io)?;
+            read_new(&a.dir, f)?;
         }
         let o = *origin.get_or_insert_with(|| {
             ranks
@@ -189,7 +190,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
         if ended {
             // Written after the last flush: read what is left.
             for f in ranks.values_mut() {
-                read_new(&a.dir, f).map_err(CliError::io)?;
+                read_new(&a.dir, f)?;
             }
         }
         let latest = ranks

@@ -3,6 +3,7 @@
 //! Parsing and validation only; the replay itself is the same engine.
 #![forbid(unsafe_code)]
 
+use crate::error::Error;
 use crate::model::Hockney;
 use crate::topo::placement::Placement;
 use serde::Deserialize;
@@ -68,23 +69,25 @@ pub fn place(
     world: usize,
     nodes: usize,
     cores: usize,
-) -> Result<Placement, String> {
+) -> Result<Placement, Error> {
     if nodes == 0 || cores == 0 {
-        return Err("--nodes and --cores-per-node must be at least 1".into());
+        return Err(Error::Input(
+            "--nodes and --cores-per-node must be at least 1".into(),
+        ));
     }
     let slots = nodes.saturating_mul(cores);
     if world > slots {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "{world} ranks do not fit on {nodes} nodes of {cores} cores ({slots} slots)"
-        ));
+        )));
     }
     let names: Vec<String> = match spec {
         PlacementSpec::Rrn => (0..world).map(|r| node_name(r % nodes)).collect(),
         PlacementSpec::Rrp => (0..world).map(|r| node_name(r / cores)).collect(),
         PlacementSpec::Random(_) if slots > 1 << 24 => {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "random placement: {slots} slots is too many to shuffle"
-            ));
+            )));
         }
         PlacementSpec::Random(seed) => {
             let mut slot: Vec<usize> = (0..slots).map(|s| s / cores).collect();
@@ -92,27 +95,26 @@ pub fn place(
             slot[..world].iter().map(|&n| node_name(n)).collect()
         }
         PlacementSpec::File(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| format!("cannot read placement {}: {e}", p.display()))?;
-            let names = parse_map(&text, world).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = Error::read_text(p, "read placement")?;
+            let names = parse_map(&text, world).map_err(|e| e.in_file(p))?;
             let pl = Placement::from_names(&names);
             let mut load = vec![0usize; pl.nodes()];
             for &n in &pl.node_of_rank {
                 load[n as usize] += 1;
             }
             if let Some((n, &k)) = load.iter().enumerate().find(|&(_, &k)| k > cores) {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "{}: node {} holds {k} ranks, more than --cores-per-node {cores}",
                     p.display(),
                     pl.names[n]
-                ));
+                )));
             }
             if pl.nodes() > nodes {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "{}: {} nodes named, more than --nodes {nodes}",
                     p.display(),
                     pl.nodes()
-                ));
+                )));
             }
             return Ok(pl);
         }
@@ -122,8 +124,9 @@ pub fn place(
 
 /// Parses `RANK NODE` lines (blank lines and `#` comments ignored) into one node name per
 /// rank `0..world`.
-pub fn parse_map(text: &str, world: usize) -> Result<Vec<String>, String> {
+pub fn parse_map(text: &str, world: usize) -> Result<Vec<String>, Error> {
     let mut names: Vec<Option<String>> = vec![None; world];
+    let bad = |ln: usize, m: String| Error::Input(format!("line {}: {m}", ln + 1));
     for (ln, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -131,19 +134,19 @@ pub fn parse_map(text: &str, world: usize) -> Result<Vec<String>, String> {
         }
         let mut f = line.split_whitespace();
         let (Some(r), Some(node), None) = (f.next(), f.next(), f.next()) else {
-            return Err(format!("line {}: expected `RANK NODE`", ln + 1));
+            return Err(bad(ln, "expected `RANK NODE`".into()));
         };
         let r: usize = r
             .parse()
-            .map_err(|_| format!("line {}: rank {r:?} is not a number", ln + 1))?;
+            .map_err(|_| bad(ln, format!("rank {r:?} is not a number")))?;
         let slot = names.get_mut(r).ok_or_else(|| {
-            format!(
-                "line {}: rank {r} is not in the run (world size {world})",
-                ln + 1
+            bad(
+                ln,
+                format!("rank {r} is not in the run (world size {world})"),
             )
         })?;
         if slot.is_some() {
-            return Err(format!("line {}: rank {r} is placed twice", ln + 1));
+            return Err(bad(ln, format!("rank {r} is placed twice")));
         }
         *slot = Some(node.to_string());
     }
@@ -152,10 +155,10 @@ pub fn parse_map(text: &str, world: usize) -> Result<Vec<String>, String> {
         .map(|r| r.to_string())
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "rank(s) {} missing from the map",
             missing.join(", ")
-        ));
+        )));
     }
     Ok(names.into_iter().flatten().collect())
 }
@@ -239,25 +242,25 @@ struct WanFile {
 /// "wan": {"alpha": S, "beta": S_PER_BYTE, "backbone_beta": S_PER_BYTE}}`, the last
 /// optional) and resolves it against `placement`: every node of the placement in exactly
 /// one cluster.
-pub fn load_clusters(path: &Path, placement: &Placement) -> Result<Clusters, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read clusters file {}: {e}", path.display()))?;
-    parse_clusters(&text, placement).map_err(|e| format!("{}: {e}", path.display()))
+pub fn load_clusters(path: &Path, placement: &Placement) -> Result<Clusters, Error> {
+    let text = Error::read_text(path, "read clusters file")?;
+    parse_clusters(&text, placement).map_err(|e| e.in_file(path))
 }
 
 /// Parses a clusters file's text; see [`load_clusters`].
-pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, String> {
-    let f: ClustersFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let wan = Hockney::new(f.wan.alpha, f.wan.beta).map_err(|e| format!("wan: {e}"))?;
+pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, Error> {
+    let f: ClustersFile = serde_json::from_str(text).map_err(|e| Error::Input(e.to_string()))?;
+    let wan =
+        Hockney::new(f.wan.alpha, f.wan.beta).map_err(|e| Error::Input(format!("wan: {e}")))?;
     let backbone_beta = f.wan.backbone_beta.unwrap_or(wan.beta);
     if !(backbone_beta.is_finite() && backbone_beta >= 0.0 && backbone_beta <= wan.beta) {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "wan: backbone_beta {backbone_beta} must be between 0 and beta {} (the backbone is at least as fast as one message on it)",
             wan.beta
-        ));
+        )));
     }
     if f.clusters.len() < 2 {
-        return Err("name at least two clusters".into());
+        return Err(Error::Input("name at least two clusters".into()));
     }
     let mut of: Vec<Option<u32>> = vec![None; placement.nodes()];
     let mut names = Vec::new();
@@ -265,13 +268,13 @@ pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, Str
         names.push(name.clone());
         for n in nodes {
             let Some(id) = placement.names.iter().position(|x| x == n) else {
-                return Err(format!(
+                return Err(Error::Input(format!(
                     "cluster {name}: node {n:?} is not in the placement (nodes: {})",
                     placement.names.join(", ")
-                ));
+                )));
             };
             if of[id].is_some() {
-                return Err(format!("node {n:?} is in two clusters"));
+                return Err(Error::Input(format!("node {n:?} is in two clusters")));
             }
             of[id] = Some(ci as u32);
         }
@@ -283,7 +286,10 @@ pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, Str
         .map(|(_, n)| n.as_str())
         .collect();
     if !missing.is_empty() {
-        return Err(format!("node(s) {} in no cluster", missing.join(", ")));
+        return Err(Error::Input(format!(
+            "node(s) {} in no cluster",
+            missing.join(", ")
+        )));
     }
     Ok(Clusters {
         names,
@@ -319,6 +325,7 @@ mod tests {
         assert!(
             place(&PlacementSpec::Rrp, 9, 4, 2)
                 .unwrap_err()
+                .to_string()
                 .contains("do not fit")
         );
     }
@@ -365,19 +372,27 @@ mod tests {
         assert!(
             parse_map("0 a\n2 a\n", 3)
                 .unwrap_err()
+                .to_string()
                 .contains("rank(s) 1 missing")
         );
         assert!(
             parse_map("0 a\n0 b\n1 a\n", 2)
                 .unwrap_err()
+                .to_string()
                 .contains("placed twice")
         );
         assert!(
             parse_map("0 a\n5 b\n", 2)
                 .unwrap_err()
+                .to_string()
                 .contains("not in the run")
         );
-        assert!(parse_map("0\n", 1).unwrap_err().contains("RANK NODE"));
+        assert!(
+            parse_map("0\n", 1)
+                .unwrap_err()
+                .to_string()
+                .contains("line 1: expected `RANK NODE`")
+        );
     }
 
     #[test]
@@ -395,7 +410,12 @@ mod tests {
             r#"{"clusters": {"A": ["node0"], "B": ["node1"]}, "wan": {"alpha": 0, "beta": 0}}"#,
             &p,
         );
-        assert!(missing.unwrap_err().contains("node2, node3 in no cluster"));
+        assert!(
+            missing
+                .unwrap_err()
+                .to_string()
+                .contains("node2, node3 in no cluster")
+        );
         let unknown = parse_clusters(
             r#"{"clusters": {"A": ["x"], "B": ["node1"]}, "wan": {"alpha": 0, "beta": 0}}"#,
             &p,
@@ -403,6 +423,7 @@ mod tests {
         assert!(
             unknown
                 .unwrap_err()
+                .to_string()
                 .contains("\"x\" is not in the placement")
         );
     }

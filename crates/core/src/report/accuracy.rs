@@ -39,17 +39,11 @@ pub struct Family {
     pub median_abs_e_rel_free: f64,
 }
 
+/// The exact median (the mean of the middle two for an even count, NaN for none), by
+/// statrs's selection in place.
 fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    use statrs::statistics::{Data, OrderStatistics};
+    Data::new(v).median()
 }
 
 #[derive(Default)]
@@ -252,10 +246,9 @@ pub fn run_accuracy(run: &RunTrace, pred: &RunPrediction) -> RunAccuracy {
             ef.push(b.abs());
         }
     }
-    let med = |v: &mut Vec<f64>| if v.is_empty() { f64::NAN } else { median(v) };
     RunAccuracy {
-        task_e_abs_model: med(&mut em),
-        task_e_abs_free: med(&mut ef),
+        task_e_abs_model: median(&mut em),
+        task_e_abs_free: median(&mut ef),
         makespan_measured_s: pred.makespan_measured,
         makespan_predicted_s: pred.makespan,
         makespan_free_s: pred.makespan_free,
@@ -280,4 +273,18 @@ pub fn run_text(a: &RunAccuracy) -> String {
         a.rows_not_predicted,
         a.rows
     )
+}
+
+#[cfg(test)]
+mod tests {
+    /// statrs's median is the exact one of a sorted copy: the middle value, the mean of
+    /// the middle two, NaN for none (a group without errors).
+    #[test]
+    fn median_is_exact_on_small_samples() {
+        assert_eq!(super::median(&mut [3.0, -1.0, 2.0]), 2.0);
+        assert_eq!(super::median(&mut [0.1, 0.2, 0.7, 0.4]), (0.2 + 0.4) / 2.0);
+        assert_eq!(super::median(&mut [5.5]), 5.5);
+        assert_eq!(super::median(&mut [-0.5, 12.0, -0.5, 3.0, 40.0]), 3.0);
+        assert!(super::median(&mut []).is_nan());
+    }
 }

@@ -8,6 +8,7 @@
 //! what is shown is complete within each window and every flow keeps both ends) and the
 //! sampling is said in `otherData` and on stderr.
 
+use crate::error::Error;
 use crate::predict::{CallPrediction, RunPrediction};
 use crate::replay::own_end;
 use crate::report::number;
@@ -196,7 +197,7 @@ pub fn write_trace(
     run: &RunTrace,
     pred: &RunPrediction,
     max_bytes: u64,
-) -> Result<TraceStats, String> {
+) -> Result<TraceStats, Error> {
     let placement = Placement::from_run(run);
     let mut base = Vec::with_capacity(run.ranks.len());
     let mut n = 0;
@@ -269,10 +270,9 @@ pub fn write_trace(
         .count();
     let sampled = kept_calls < n;
 
-    let file =
-        std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
     let mut w = BufWriter::new(file);
-    let io = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let io = |e: std::io::Error| Error::write(path, e);
     writeln!(
         w,
         "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{sampled},\"kept_calls\":{kept_calls},\"total_calls\":{n},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}}},\"traceEvents\":[",

@@ -8,6 +8,7 @@
 
 use super::hotspots::Hotspots;
 use super::{size_class, task_sums};
+use crate::error::Error;
 use crate::predict::RunPrediction;
 use crate::trace::{self, FLAG_NONBLOCKING, RunTrace};
 use serde_json::{Value, json};
@@ -377,9 +378,9 @@ pub fn write_html(
     summary: &Value,
     hotspots: &Hotspots,
     source: &str,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let page = render(&report_data(run, pred, summary, hotspots, source));
-    std::fs::write(path, page).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, page).map_err(|e| Error::write(path, e))
 }
 
 /// Writes `report.html` and `trace.json` (unless `trace_max_mb` is 0) into `dir`. Runs
@@ -394,7 +395,7 @@ pub fn write_views(
     source: &str,
     trace_max_mb: u64,
 ) {
-    let guarded = |what: &Path, f: &dyn Fn() -> Result<(), String>| match std::panic::catch_unwind(
+    let guarded = |what: &Path, f: &dyn Fn() -> Result<(), Error>| match std::panic::catch_unwind(
         std::panic::AssertUnwindSafe(f),
     ) {
         Ok(Ok(())) => {}

@@ -57,10 +57,10 @@ impl ReportOptions {
 
     /// The collective-algorithm assumptions; a bad name is an error when strict, else one
     /// stderr line and Open MPI's decision.
-    pub fn assumptions(&self) -> Result<predict::Assumptions, String> {
+    pub fn assumptions(&self) -> Result<predict::Assumptions, Error> {
         match predict::Assumptions::parse(self.bcast.as_deref(), self.scatter.as_deref()) {
             Ok(a) => Ok(a),
-            Err(e) if self.strict => Err(e),
+            Err(e) if self.strict => Err(Error::Input(e)),
             Err(e) => {
                 eprintln!(
                     "pmpi-predict: {e} (PMPI_PREDICT_BCAST/PMPI_PREDICT_SCATTER); assuming Open MPI's algorithms"
@@ -72,7 +72,7 @@ impl ReportOptions {
 
     /// The profile and model to use; problems are errors when strict, else one stderr
     /// line each and the defaults.
-    pub fn resolve(&self) -> Result<(Profile, Option<String>, String), String> {
+    pub fn resolve(&self) -> Result<(Profile, Option<String>, String), Error> {
         let (profile, source) = match &self.profile {
             Some(p) => match Profile::load(p) {
                 Ok(pr) => (pr, p.display().to_string()),
@@ -90,7 +90,7 @@ impl ReportOptions {
         let model = match &self.model {
             Some(m) => match predict::penalty_model(&profile, Some(m)) {
                 Ok(_) => Some(m.clone()),
-                Err(e) if self.strict => return Err(format!("--model {m}: {e}")),
+                Err(e) if self.strict => return Err(Error::Input(format!("--model {m}: {e}"))),
                 Err(e) => {
                     eprintln!(
                         "pmpi-predict: PMPI_PREDICT_MODEL={m:?}: {e}; using the profile's model {}",

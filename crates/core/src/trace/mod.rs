@@ -134,21 +134,23 @@ pub struct SpoolRead {
     pub trailing_bytes: usize,
 }
 
-/// Reads a whole spool. A truncated final record is reported, not an error.
-pub fn read_spool<R: Read>(r: R) -> Result<SpoolRead, String> {
-    read_spool_sized(r, 0)
+/// Reads a whole spool (`path` names it in errors). A truncated final record is
+/// reported, not an error; a read failure is I/O, a header that is not a spool's is bad
+/// input.
+pub fn read_spool<R: Read>(r: R, path: &Path) -> Result<SpoolRead, Error> {
+    read_spool_sized(r, 0, path)
 }
 
 /// [`read_spool`] of a spool about `len` bytes long: the records are parsed as the bytes
 /// arrive, a few hundred KiB at a time, into a vector of the right size, so that the file's
 /// bytes and its records are never in memory together.
-fn read_spool_sized<R: Read>(mut r: R, len: u64) -> Result<SpoolRead, String> {
+fn read_spool_sized<R: Read>(mut r: R, len: u64, path: &Path) -> Result<SpoolRead, Error> {
     let mut head = Vec::with_capacity(SPOOL_HEADER);
     (&mut r)
         .take(SPOOL_HEADER as u64)
         .read_to_end(&mut head)
-        .map_err(|e| format!("read error: {e}"))?;
-    let mut out = parse_spool(&head)?;
+        .map_err(|e| Error::read(path, e))?;
+    let mut out = parse_spool(&head).map_err(|e| e.in_file(path))?;
     out.records
         .reserve((len.saturating_sub(SPOOL_HEADER as u64) / RECORD_SIZE as u64) as usize);
     let mut buf = vec![0u8; 4096 * RECORD_SIZE];
@@ -158,7 +160,7 @@ fn read_spool_sized<R: Read>(mut r: R, len: u64) -> Result<SpoolRead, String> {
             Ok(0) => break,
             Ok(k) => have += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("read error: {e}")),
+            Err(e) => return Err(Error::read(path, e)),
         }
         let whole = have - have % RECORD_SIZE;
         out.records.extend(
@@ -173,26 +175,30 @@ fn read_spool_sized<R: Read>(mut r: R, len: u64) -> Result<SpoolRead, String> {
     Ok(out)
 }
 
-/// Parses spool bytes.
-pub fn parse_spool(data: &[u8]) -> Result<SpoolRead, String> {
+/// Parses spool bytes; a header that is not a spool's is bad input.
+pub fn parse_spool(data: &[u8]) -> Result<SpoolRead, Error> {
     if data.len() < SPOOL_HEADER {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "file too short for a spool header ({} bytes)",
             data.len()
-        ));
+        )));
     }
     if &data[..8] != SPOOL_MAGIC {
-        return Err("not a pmpi-predict spool file (bad magic)".into());
+        return Err(Error::Input(
+            "not a pmpi-predict spool file (bad magic)".into(),
+        ));
     }
     let version = u32::from_le_bytes(data[8..12].try_into().unwrap());
     let rsize = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
     if version != SPOOL_VERSION {
-        return Err(format!(
+        return Err(Error::Input(format!(
             "spool version {version} not supported (expected {SPOOL_VERSION})"
-        ));
+        )));
     }
     if rsize != RECORD_SIZE {
-        return Err(format!("spool record size {rsize}, expected {RECORD_SIZE}"));
+        return Err(Error::Input(format!(
+            "spool record size {rsize}, expected {RECORD_SIZE}"
+        )));
     }
     let body = &data[SPOOL_HEADER..];
     let n = body.len() / RECORD_SIZE;
@@ -278,13 +284,13 @@ pub struct PollStat {
 
 /// Writes a rank's metadata atomically (temporary file, then rename), so that a reader
 /// never sees half a file even if the process is killed.
-pub fn write_meta(dir: &Path, m: &RankMeta) -> Result<(), String> {
+pub fn write_meta(dir: &Path, m: &RankMeta) -> Result<(), Error> {
     let path = meta_path(dir, m.rank);
     let tmp = path.with_extension("json.tmp");
-    let text =
-        serde_json::to_string_pretty(m).map_err(|e| format!("cannot encode metadata: {e}"))?;
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let text = serde_json::to_string_pretty(m)
+        .map_err(|e| Error::Internal(format!("cannot encode metadata: {e}")))?;
+    std::fs::write(&tmp, text).map_err(|e| Error::write(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| Error::write(&path, e))
 }
 
 /// Reads a rank's metadata.
@@ -309,14 +315,14 @@ pub fn spool_path(dir: &Path, rank: i32) -> PathBuf {
 
 /// Writes a whole spool of `records` for `rank` in `dir` (offline tools and tests; the
 /// layer streams its spool through `record::spool`).
-pub fn write_spool(dir: &Path, rank: i32, records: &[Record]) -> Result<(), String> {
+pub fn write_spool(dir: &Path, rank: i32, records: &[Record]) -> Result<(), Error> {
+    let path = spool_path(dir, rank);
     let mut bytes = Vec::with_capacity(SPOOL_HEADER + records.len() * RECORD_SIZE);
-    write_spool_header(&mut bytes).map_err(|e| e.to_string())?;
+    write_spool_header(&mut bytes).map_err(|e| Error::write(&path, e))?;
     for r in records {
         bytes.extend_from_slice(r.as_bytes());
     }
-    let path = spool_path(dir, rank);
-    std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&path, bytes).map_err(|e| Error::write(&path, e))
 }
 
 /// Metadata file of `rank` in `dir`.
@@ -407,15 +413,17 @@ mod tests {
             1000 * RECORD_SIZE + 5,
         ] {
             let whole = parse_spool(&buf[..cut]).unwrap();
-            let read = read_spool(Trickle(&buf[..cut])).unwrap();
+            let read = read_spool(Trickle(&buf[..cut]), Path::new("t")).unwrap();
             assert_eq!(read.records, whole.records);
             assert_eq!(read.trailing_bytes, whole.trailing_bytes);
-            let sized = read_spool_sized(&buf[..cut], cut as u64).unwrap();
+            let sized = read_spool_sized(&buf[..cut], cut as u64, Path::new("t")).unwrap();
             assert_eq!(sized.records, whole.records);
         }
+        let short = read_spool(&buf[..10], Path::new("t")).unwrap_err();
+        assert_eq!(short.exit_code(), 2);
         assert_eq!(
-            read_spool(&buf[..10]).unwrap_err(),
-            parse_spool(&buf[..10]).unwrap_err()
+            short.to_string(),
+            format!("t: {}", parse_spool(&buf[..10]).unwrap_err())
         );
     }
 
@@ -458,6 +466,7 @@ mod tests {
         assert!(
             reload_records(&dir, &mut run, &counts)
                 .unwrap_err()
+                .to_string()
                 .contains("spool changed")
         );
         std::fs::remove_dir_all(&dir).unwrap();
@@ -469,6 +478,7 @@ mod tests {
         assert!(
             parse_spool(b"XXXXXXXX\x01\0\0\0\x48\0\0\0")
                 .unwrap_err()
+                .to_string()
                 .contains("magic")
         );
     }
@@ -718,23 +728,21 @@ pub fn merge_dirs(into: &Path, from: &[&Path]) -> Result<Vec<i32>, Error> {
 /// Reads again the records of a run loaded from `dir` whose records were released (see
 /// `predict::predict_run_releasing`): each rank's first `counts[i]` records, the ones the
 /// first load found. A spool that now holds fewer is an error (the run changed meanwhile).
-pub fn reload_records(dir: &Path, run: &mut RunTrace, counts: &[usize]) -> Result<(), String> {
+pub fn reload_records(dir: &Path, run: &mut RunTrace, counts: &[usize]) -> Result<(), Error> {
     for (rk, &n) in run.ranks.iter_mut().zip(counts) {
         if n == 0 {
             continue;
         }
         let path = spool_path(dir, rk.meta.rank);
-        let f = std::fs::File::open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        let s = read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let f = std::fs::File::open(&path).map_err(|e| Error::read(&path, e))?;
+        let s = read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()), &path)?;
         let (mut records, mut arcs) = arcs::split(s.records);
         if records.len() < n {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "{}: {} records where {n} were read before (the spool changed during the analysis)",
                 path.display(),
                 records.len()
-            ));
+            )));
         }
         records.truncate(n);
         records.shrink_to_fit();
@@ -757,9 +765,9 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
     for meta in metas {
         let path = spool_path(dir, meta.rank);
         let (raw, trailing_bytes, spool_error) = match std::fs::File::open(&path) {
-            Ok(f) => match read_spool_sized(&f, f.metadata().map_or(0, |m| m.len())) {
+            Ok(f) => match read_spool_sized(&f, f.metadata().map_or(0, |m| m.len()), &path) {
                 Ok(s) => (s.records, s.trailing_bytes, None),
-                Err(e) => (Vec::new(), 0, Some(format!("{}: {e}", path.display()))),
+                Err(e) => (Vec::new(), 0, Some(e.to_string())),
             },
             Err(e) => (
                 Vec::new(),
