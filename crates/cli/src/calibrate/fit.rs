@@ -85,7 +85,11 @@ pub fn fit_hockney(samples: &[(f64, f64)]) -> Result<HockneyFit, FitError> {
     let Some((_, b)) = linreg(&xs, &ys, &vec![1.0; xs.len()]) else {
         return err("Hockney fit needs at least two different message sizes with times > 0");
     };
-    let b = b.max(0.0);
+    if b <= 0.0 {
+        return err(format!(
+            "non-monotone: the time per byte came out {b:.3e} s/B (larger messages were not slower); beta not written"
+        ));
+    }
     let m0 = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let small: Vec<f64> = good
         .iter()
@@ -93,7 +97,7 @@ pub fn fit_hockney(samples: &[(f64, f64)]) -> Result<HockneyFit, FitError> {
         .map(|&(m, t)| t - b * m)
         .collect();
     let a = (small.iter().sum::<f64>() / small.len() as f64).max(0.0);
-    let hockney = Hockney::new(a, b.max(0.0)).map_err(|e| FitError(e.to_string()))?;
+    let hockney = Hockney::new(a, b).map_err(|e| FitError(e.to_string()))?;
     let (residuals, rms_rel) = relative(
         samples.iter().map(|&(m, _)| hockney.time_bytes(m)),
         &samples.iter().map(|s| s.1).collect::<Vec<_>>(),
@@ -166,6 +170,16 @@ pub fn socket_buffer(sizes: &[usize], times: &[(f64, f64)], beta: f64) -> Result
         return Err(sizes.iter().copied().max().unwrap_or(0) as u64);
     }
     Ok(crate::calibrate::bench::median(&mut tails).round() as u64)
+}
+
+/// How far a scheme's median repetition may lie above its best one for the median to be
+/// trusted (the figure calibrate prints with a scheme it leaves out).
+pub const STEADY: f64 = 1.25;
+
+/// Whether a scheme whose best repetition gave `best` and whose median gave `median` was
+/// steady: at least half its repetitions within [`STEADY`] x the best.
+pub fn steady(median: f64, best: f64) -> bool {
+    median.is_finite() && best > 0.0 && median <= STEADY * best
 }
 
 /// One penalty-benchmark scheme: arcs between node indices, and the measured penalty
@@ -870,6 +884,22 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn a_non_monotone_ping_pong_is_refused() {
+        let e = fit_hockney(&[(0.0, 1e-3), (1e6, 5e-4), (2e6, 1e-4)]).unwrap_err();
+        assert!(e.0.contains("non-monotone"), "{e:?}");
+    }
+
+    #[test]
+    fn a_scheme_is_steady_when_its_median_is_near_its_best() {
+        assert!(steady(2.06, 2.01));
+        assert!(steady(2.5, 2.0));
+        assert!(!steady(2.51, 2.0));
+        // in2 on a stalling link: most repetitions hit a retransmission timeout.
+        assert!(!steady(9.72, 2.01));
+        assert!(!steady(f64::NAN, 2.0));
     }
 
     #[test]

@@ -430,12 +430,39 @@ pub fn run(opts: &Options) -> i32 {
                 penalties: t.iter().map(|x| x / t_ref).collect(),
             })
             .collect();
+        // A scheme whose median repetition is well above its best one was not steady (TCP
+        // stalls on retransmission timeouts in most repetitions): its median says more
+        // about the stalls than about the port, and it is left out of the fits.
+        let mut unsteady = Vec::new();
         let fitted: Vec<fit::SchemePenalties> = schemes
             .iter()
-            .filter(|s| s.name != BIDIRECTIONAL)
-            .cloned()
+            .zip(whole.iter().zip(&spread))
+            .filter(|(s, _)| s.name != BIDIRECTIONAL)
+            .filter_map(|(s, (&w, &(lo, hi)))| {
+                if s.name == "lone" || fit::steady(w, lo) {
+                    Some(s.clone())
+                } else {
+                    unsteady.push(format!("{} {w:.2} [{lo:.2}-{hi:.2}]", s.name));
+                    None
+                }
+            })
             .collect();
+        if !unsteady.is_empty() && mpi.rank == 0 {
+            notes.push(format!(
+                "penalty: left out of the model fits, their median repetition above {} x their best (the link stalled): {}",
+                fit::STEADY,
+                unsteady.join(", ")
+            ));
+        }
         let choice = fit::choose_penalty(&fitted);
+        // The models' parameters need two contention schemes besides the lone message.
+        let trusted = fitted.len() >= 3;
+        if !trusted && mpi.rank == 0 {
+            skipped.push(format!(
+                "penalty model parameters: {} steady contention scheme(s), 2 needed; the profile keeps the defaults",
+                fitted.len().saturating_sub(1)
+            ));
+        }
         // The mean over the repetitions (see above); below 1 is the shaper's noise around a
         // full-duplex port. (Its times are in units of `bytes`: see the measurement.)
         let reverse = list
@@ -480,15 +507,19 @@ pub fn run(opts: &Options) -> i32 {
             json!({
                 "mean_abs_rel_error_pct": choice.errors.iter().map(|(m, e)| (m.clone(), json!(e))).collect::<serde_json::Map<String, Value>>(),
                 "chosen": choice.model,
+                "left_out": unsteady,
+                "written": trusted,
             }),
         );
-        profile.penalty = PenaltyParams {
-            model: choice.model.clone(),
-            gige: choice.gige,
-            infiniband: choice.infiniband,
-            reverse,
-            ..profile.penalty.clone()
-        };
+        profile.penalty.reverse = reverse;
+        if trusted {
+            profile.penalty = PenaltyParams {
+                model: choice.model.clone(),
+                gige: choice.gige,
+                infiniband: choice.infiniband,
+                ..profile.penalty.clone()
+            };
+        }
 
         // All-to-all signature.
         let n = nnodes as u64;
