@@ -21,7 +21,18 @@ fn a_rank_without_mpi_init_says_so_once() {
     let exe = build_program("no_init", &dir);
     let out = dir.join("out");
     let out_s = out.display().to_string();
-    let with = mpirun(3, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    let run = || mpirun(3, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    let mut with = run();
+    // MPICH's launcher, whose ranks exit without ever reaching its PMI set-up, was once
+    // seen killed by SIGPIPE before it had forwarded a byte (CI, one run of many; never
+    // reproduced in 40 runs here, loaded or not): the launcher's failure, not the layer's,
+    // so that exact case runs once more.
+    if std::os::unix::process::ExitStatusExt::signal(&with.status).is_some()
+        && with.stdout.is_empty()
+        && with.stderr.is_empty()
+    {
+        with = run();
+    }
     assert!(with.status.success(), "{:?}", with);
     assert_eq!(
         String::from_utf8_lossy(&with.stdout)
