@@ -1040,8 +1040,9 @@ fn neighbor_arcs(
 }
 
 /// Records a collective from its flow at this rank, and its per-peer bytes when the kind
-/// has `arcs` (the v/w variants, the neighbourhood ones). A nonblocking collective (`request` not null) is tracked
-/// like a nonblocking send and recorded at the completion call that finishes it.
+/// has `arcs` (the v/w variants, the neighbourhood ones). A nonblocking collective
+/// (`request` not null) is tracked like a nonblocking send and recorded at the completion
+/// call that finishes it.
 ///
 /// # Safety
 /// `request` is null or the call's request pointer, valid as MPI requires.
