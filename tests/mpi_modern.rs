@@ -6,7 +6,9 @@
 //! record; the census of calls.csv must equal it exactly, record for record (call, peer,
 //! root, bytes each way, communicator size, nonblocking, source), and every row must be
 //! predicted. Its v/w variants (blocking and not, neighbourhood ones on a Cartesian ring
-//! and a distributed-graph star) have unequal counts per peer: the per-peer bytes the spools
+//! and a distributed-graph star) have unequal counts per peer, and its uniform
+//! neighbourhood collectives (on the ring, the star, a graph and a non-periodic Cartesian
+//! line, whose MPI_PROC_NULL ends move nothing) equal ones: the per-peer bytes the spools
 //! hold must be the program's, peer for peer.
 
 mod common;
@@ -161,7 +163,8 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
         "expected but not recorded (or another number of times): {missing:#?}\nrecorded but not expected: {extra:#?}"
     );
 
-    // Per-peer bytes of the v/w variants, as the spools' continuation records hold them:
+    // Per-peer bytes of the v/w variants and the neighbourhood collectives, as the spools'
+    // continuation records hold them:
     // (rank, call, S or R, WORLD peer, bytes), each exactly as often as the program says.
     let run = pmpi_core::trace::load_run(&out).unwrap();
     let mut arcs = Vec::new();
@@ -196,6 +199,26 @@ fn modern_calls_census_matches_the_program_and_every_row_is_predicted() {
         want_arcs.len() > 100 && differ.is_empty(),
         "(rank, call, dir, peer, bytes): recorded, expected: {differ:#?}"
     );
+    // The uniform neighbourhood collectives among them, both ways at every rank; none to
+    // or from MPI_PROC_NULL (the line's ends).
+    for rank in 0..4u32 {
+        for call in [
+            "MPI_Neighbor_allgather",
+            "MPI_Neighbor_alltoall",
+            "MPI_Ineighbor_allgather",
+            "MPI_Ineighbor_alltoall",
+        ] {
+            for dir in ["S", "R"] {
+                assert!(
+                    got_arcs
+                        .keys()
+                        .any(|k| (k.0, k.1.as_str(), k.2.as_str()) == (rank, call, dir)),
+                    "no {dir} arcs of {call} at rank {rank}"
+                );
+            }
+        }
+    }
+    assert!(got_arcs.keys().all(|k| k.3 >= 0), "{got_arcs:?}");
 
     // A nonblocking collective's row spans from its post to the completion call that
     // finished it: the two gathers completed in the reverse order of their posts.

@@ -929,10 +929,10 @@ kinds! {
 /// rank (or NO_RANK), and whether it ran in place.
 type Flow = (u64, u64, i32, bool);
 
-/// The per-peer bytes of a v/w collective, written as continuation records
-/// (`trace::arcs`) that name the call by its thread, entry time and number, at once: a
-/// nonblocking call's own record waits for its completion, by when the caller may have
-/// freed its count arrays.
+/// The per-peer bytes of a v/w or neighbourhood collective, written as continuation
+/// records (`trace::arcs`) that name the call by its thread, entry time and number, at
+/// once: a nonblocking call's own record waits for its completion, by when the caller may
+/// have freed its count arrays.
 pub(crate) struct Arcs {
     owner: Record,
     /// What the call's record says of them: `FLAG_ARCS`, `FLAG_ARCS_CAPPED`.
@@ -1014,9 +1014,35 @@ unsafe fn w_bytes(
     move |i| unsafe { handles::count_w_at(counts, types, i, n) }
 }
 
+/// `count` elements of `dt` for every peer, in bytes (a uniform kind's per-peer bytes,
+/// where a v variant has [`v_bytes`]).
+fn same_bytes(count: c_int, dt: ffi::MPI_Datatype) -> impl Fn(u32) -> u64 {
+    let b = handles::bytes(count, dt);
+    move |_| b
+}
+
+/// A neighbourhood collective's per-neighbour bytes: `send(i)` to out-neighbour `i` and
+/// `recv(i)` from in-neighbour `i`, in the order of the count arrays, as WORLD ranks; a
+/// direction whose neighbours MPI did not list is left to the totals, and MPI_PROC_NULL
+/// neighbours (a non-periodic Cartesian edge) to nobody ([`Arcs::put`]).
+fn neighbor_arcs(
+    ci: &CommInfo,
+    k: &mut Arcs,
+    send: impl Fn(u32) -> u64,
+    recv: impl Fn(u32) -> u64,
+) {
+    if ci.dests.len() == ci.outdeg as usize {
+        k.put(false, ci.outdeg, |i| ci.dests[i as usize], send);
+    }
+    if ci.sources.len() == ci.indeg as usize {
+        k.put(true, ci.indeg, |i| ci.sources[i as usize], recv);
+    }
+}
+
 /// Records a collective from its flow at this rank, and its per-peer bytes when the kind
-/// has `arcs` (the v/w variants). A nonblocking collective (`request` not null) is tracked
-/// like a nonblocking send and recorded at the completion call that finishes it.
+/// has `arcs` (the v/w variants, the neighbourhood ones). A nonblocking collective
+/// (`request` not null) is tracked like a nonblocking send and recorded at the completion
+/// call that finishes it.
 ///
 /// # Safety
 /// `request` is null or the call's request pointer, valid as MPI requires.
@@ -1079,9 +1105,10 @@ fn root_of(ci: &CommInfo, root: c_int, s: &Sentinels) -> (i32, bool) {
 
 /// Implements [`Kind`] for collective kinds from their flow at this rank:
 /// `Kind |a, ci, s| flow`, where `a` holds the call's arguments, `ci` describes its
-/// communicator and `s` the MPI sentinels; a v/w kind adds `, arcs |ci, s, k| { ... }`,
-/// which gives its per-peer bytes to `k` ([`Arcs::put`]). A flow or arcs block that reads
-/// a count or type array says why it may in a `// SAFETY:` line.
+/// communicator and `s` the MPI sentinels; a v/w or neighbourhood kind adds
+/// `, arcs |ci, s, k| { ... }`, which gives its per-peer bytes to `k` ([`Arcs::put`]). A
+/// flow or arcs block that reads a count or type array says why it may in a `// SAFETY:`
+/// line.
 macro_rules! collectives {
     (@arcs) => { None::<fn(&CommInfo, &Sentinels, &mut Arcs)> };
     (@arcs $ci:ident $s:ident $k:ident $arcs:block) => {
@@ -1283,12 +1310,16 @@ collectives! {
     Barrier |a, _ci, _s| { (0, 0, NO_RANK, false) }
 
     // Neighbourhood collectives: a rank sends to its out-neighbours and receives from
-    // its in-neighbours in the communicator's topology; the bytes are the sums over them.
+    // its in-neighbours in the communicator's topology; the bytes are the sums over them,
+    // and each neighbour's share is written too ([`neighbor_arcs`]).
 
     /// MPI_(I)neighbor_allgather: its block to every out-neighbour, one from every
     /// in-neighbour.
     NeighborAllgather |a, ci, _s| {
         neighbor_blocks(ci, a.scount, a.stype, a.rcount, a.rtype)
+    }, arcs |ci, _s, k| {
+        let (send, recv) = (same_bytes(a.scount, a.stype), same_bytes(a.rcount, a.rtype));
+        neighbor_arcs(ci, k, send, recv);
     }
 
     /// MPI_(I)neighbor_allgatherv.
@@ -1298,18 +1329,17 @@ collectives! {
         let rb = unsafe { handles::bytes_v(a.rcounts, ci.indeg, a.rtype) };
         (sb, rb, NO_RANK, false)
     }, arcs |ci, _s, k| {
-        let one = handles::bytes(a.scount, a.stype);
-        k.put(false, ci.dests.len() as u32, |i| ci.dests[i as usize], |_| one);
-        if ci.sources.len() == ci.indeg as usize {
-            let (n, src) = (ci.indeg, |i: u32| ci.sources[i as usize]);
-            // SAFETY: the receive counts hold in-degree entries (MPI requires it).
-            k.put(true, n, src, unsafe { v_bytes(a.rcounts, n, a.rtype) });
-        }
+        // SAFETY: the receive counts hold in-degree entries (MPI requires it).
+        let recv = unsafe { v_bytes(a.rcounts, ci.indeg, a.rtype) };
+        neighbor_arcs(ci, k, same_bytes(a.scount, a.stype), recv);
     }
 
     /// MPI_(I)neighbor_alltoall: one block per out-neighbour, one per in-neighbour.
     NeighborAlltoall |a, ci, _s| {
         neighbor_blocks(ci, a.scount, a.stype, a.rcount, a.rtype)
+    }, arcs |ci, _s, k| {
+        let (send, recv) = (same_bytes(a.scount, a.stype), same_bytes(a.rcount, a.rtype));
+        neighbor_arcs(ci, k, send, recv);
     }
 
     /// MPI_(I)neighbor_alltoallv.
@@ -1323,16 +1353,14 @@ collectives! {
         };
         (sb, rb, NO_RANK, false)
     }, arcs |ci, _s, k| {
-        if ci.dests.len() == ci.outdeg as usize {
-            let (n, dst) = (ci.outdeg, |i: u32| ci.dests[i as usize]);
-            // SAFETY: the send counts hold out-degree entries (MPI requires it).
-            k.put(false, n, dst, unsafe { v_bytes(a.scounts, n, a.stype) });
-        }
-        if ci.sources.len() == ci.indeg as usize {
-            let (n, src) = (ci.indeg, |i: u32| ci.sources[i as usize]);
-            // SAFETY: the receive counts hold in-degree entries (MPI requires it).
-            k.put(true, n, src, unsafe { v_bytes(a.rcounts, n, a.rtype) });
-        }
+        // SAFETY: the count arrays hold out- and in-degree entries (MPI requires it).
+        let (send, recv) = unsafe {
+            (
+                v_bytes(a.scounts, ci.outdeg, a.stype),
+                v_bytes(a.rcounts, ci.indeg, a.rtype),
+            )
+        };
+        neighbor_arcs(ci, k, send, recv);
     }
 
     /// MPI_(I)neighbor_alltoallw: per-neighbour counts and datatypes.
@@ -1346,16 +1374,15 @@ collectives! {
         };
         (sb, rb, NO_RANK, false)
     }, arcs |ci, _s, k| {
-        if ci.dests.len() == ci.outdeg as usize {
-            let (n, dst) = (ci.outdeg, |i: u32| ci.dests[i as usize]);
-            // SAFETY: the send arrays hold out-degree entries (MPI requires it).
-            k.put(false, n, dst, unsafe { w_bytes(a.scounts, a.stypes, n) });
-        }
-        if ci.sources.len() == ci.indeg as usize {
-            let (n, src) = (ci.indeg, |i: u32| ci.sources[i as usize]);
-            // SAFETY: the receive arrays hold in-degree entries (MPI requires it).
-            k.put(true, n, src, unsafe { w_bytes(a.rcounts, a.rtypes, n) });
-        }
+        // SAFETY: the send and receive arrays hold out- and in-degree entries (MPI
+        // requires it).
+        let (send, recv) = unsafe {
+            (
+                w_bytes(a.scounts, a.stypes, ci.outdeg),
+                w_bytes(a.rcounts, a.rtypes, ci.indeg),
+            )
+        };
+        neighbor_arcs(ci, k, send, recv);
     }
 }
 

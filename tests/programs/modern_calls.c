@@ -7,9 +7,9 @@
  * Each rank writes what the layer should record, one line per record, to
  * modern-RANK.txt in the working directory:
  *   ROW call peer root bytes_sent bytes_received comm_size nonblocking source
- * (WORLD ranks, "-" where calls.csv leaves the field empty), for each v/w variant one
- * line per peer it moves bytes to (S) or from (R), as the spool's continuation records
- * should hold them:
+ * (WORLD ranks, "-" where calls.csv leaves the field empty), for each v/w variant and
+ * neighbourhood collective one line per peer it moves bytes to (S) or from (R), as the
+ * spool's continuation records should hold them:
  *   ARC call S|R peer bytes
  * then one line per call name:
  *   COUNT call n
@@ -70,10 +70,10 @@ static void coll(const char *call, int root, long bs, long br, int n) {
     row(call, -1, root, bs, br, n, 0, -1);
 }
 
-/* Per-peer bytes of a v/w call: `bytes` to (dir 'S') or from ('R') WORLD rank `peer`. A
- * peer without bytes has none recorded. */
+/* Per-peer bytes of a v/w or neighbourhood call: `bytes` to (dir 'S') or from ('R')
+ * WORLD rank `peer`. A peer without bytes, or MPI_PROC_NULL, has none recorded. */
 static void arc(const char *call, char dir, int peer, long bytes) {
-    if (bytes > 0)
+    if (bytes > 0 && peer != MPI_PROC_NULL)
         fprintf(out, "ARC %s %c %d %ld\n", call, dir, peer, bytes);
 }
 
@@ -509,6 +509,20 @@ int main(int argc, char **argv) {
             arc(c, 'R', left, D);
             arc(c, 'R', right, D);
         }
+        /* The uniform calls, blocking and not: the ring's allgather two ints to and from
+         * each side, the star's alltoall three to and from each neighbour. */
+        for (int k = 0; k < 2; k++) {
+            const char *g = k ? "MPI_Ineighbor_allgather" : "MPI_Neighbor_allgather";
+            const char *a = k ? "MPI_Ineighbor_alltoall" : "MPI_Neighbor_alltoall";
+            arc(g, 'S', left, 2 * I);
+            arc(g, 'S', right, 2 * I);
+            arc(g, 'R', left, 2 * I);
+            arc(g, 'R', right, 2 * I);
+            for (int i = 0; i < deg; i++) {
+                arc(a, 'S', nbr[i], 3 * I);
+                arc(a, 'R', nbr[i], 3 * I);
+            }
+        }
 
         MPI_Request nr[5];
         MPI_Ineighbor_allgather(ibuf, 2, MPI_INT, ibuf2, 2, MPI_INT, ring, &nr[0]);
@@ -532,7 +546,36 @@ int main(int argc, char **argv) {
         MPI_Graph_create(MPI_COMM_WORLD, 4, index, edges, 0, &graph);
         MPI_Neighbor_alltoall(ibuf, 3, MPI_INT, ibuf2, 3, MPI_INT, graph);
         coll("MPI_Neighbor_alltoall", -1, 6 * I, 6 * I, 4);
+        arc("MPI_Neighbor_alltoall", 'S', left, 3 * I);
+        arc("MPI_Neighbor_alltoall", 'S', right, 3 * I);
+        arc("MPI_Neighbor_alltoall", 'R', left, 3 * I);
+        arc("MPI_Neighbor_alltoall", 'R', right, 3 * I);
         MPI_Comm_free(&graph);
+        /* A line (a Cartesian topology, not periodic): rank 0 has no lower neighbour and
+         * rank 3 no upper one (MPI_PROC_NULL), whose blocks the totals count (two
+         * neighbours per dimension) and whose arcs are left out. */
+        {
+            MPI_Comm line;
+            int nper[1] = {0}, lo, hi;
+            MPI_Cart_create(MPI_COMM_WORLD, 1, dims, nper, 0, &line);
+            MPI_Cart_shift(line, 0, 1, &lo, &hi);
+            MPI_Neighbor_alltoall(ibuf, 5, MPI_INT, ibuf2, 5, MPI_INT, line);
+            coll("MPI_Neighbor_alltoall", -1, 10 * I, 10 * I, 4);
+            MPI_Request lr;
+            MPI_Ineighbor_allgather(ibuf, 4, MPI_INT, ibuf2, 4, MPI_INT, line, &lr);
+            MPI_Wait(&lr, MPI_STATUS_IGNORE);
+            icoll("MPI_Ineighbor_allgather", -1, 8 * I, 8 * I, 4);
+            done("MPI_Wait");
+            for (int k = 0; k < 2; k++) {
+                const char *c = k ? "MPI_Ineighbor_allgather" : "MPI_Neighbor_alltoall";
+                long b = (k ? 4 : 5) * I;
+                arc(c, 'S', lo, b);
+                arc(c, 'S', hi, b);
+                arc(c, 'R', lo, b);
+                arc(c, 'R', hi, b);
+            }
+            MPI_Comm_free(&line);
+        }
         MPI_Comm_free(&ring);
         MPI_Comm_free(&star);
     }

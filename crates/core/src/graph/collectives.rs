@@ -1,9 +1,9 @@
 //! The messages a collective on MPI_COMM_WORLD is assumed to send, per rank. PMPI sees
 //! only the call, so the graph uses the algorithm Open MPI 4.1's tuned component uses at
 //! the sizes this project runs (documented in docs/engine.md); every message of a rank's
-//! call is taken as in flight from the start of that rank's call. A v/w call whose
-//! per-destination bytes were recorded (`trace::arcs`) is not spread: `graph::build` takes
-//! its recorded arcs.
+//! call is taken as in flight from the start of that rank's call. A call whose
+//! per-destination bytes were recorded (`trace::arcs`: the v/w and neighbourhood ones) is
+//! not spread: `graph::build` takes its recorded arcs.
 //!
 //! | call | messages sent by rank r (n ranks, m bytes per block) |
 //! |---|---|

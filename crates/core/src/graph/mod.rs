@@ -6,8 +6,9 @@
 //! Point-to-point messages come from the send side (`MPI_Send`, `MPI_Isend`, the send
 //! half of `MPI_Sendrecv`, ...). PMPI does not see inside collectives, so a collective
 //! contributes the messages of the algorithm assumed for it ([`collectives`]), among the
-//! members of its communicator (recorded in each rank's metadata); a v/w collective whose
-//! per-destination bytes were recorded (`trace::arcs`) contributes those arcs.
+//! members of its communicator (recorded in each rank's metadata); a collective whose
+//! per-destination bytes were recorded (`trace::arcs`: the v/w and neighbourhood ones)
+//! contributes those arcs.
 
 pub mod collectives;
 
@@ -167,7 +168,7 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
                     });
                 }
             };
-            // A v/w collective whose per-destination bytes were recorded: its arcs as
+            // A collective whose per-destination bytes were recorded: its arcs as
             // recorded (to WORLD ranks) instead of the assumed algorithm's spread.
             let sent = match class_of(kind) {
                 CallClass::Collective if !rk.arcs.is_empty() => {

@@ -1,5 +1,6 @@
 //! Per-peer bytes of the v/w collectives (MPI_Alltoallv, MPI_Gatherv, MPI_Neighbor_alltoallv,
-//! ...): continuation records in the spool stream.
+//! ...) and the uniform neighbourhood ones (MPI_Neighbor_allgather, MPI_Neighbor_alltoall):
+//! continuation records in the spool stream.
 //!
 //! A call record holds one total per direction; the graph needs each arc. The layer writes,
 //! beside the call's record, continuation records (`call == ARC_CALL`) that carry up to

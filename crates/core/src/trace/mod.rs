@@ -26,15 +26,17 @@ pub const FLAG_NONBLOCKING: u16 = 2;
 pub const FLAG_ERROR: u16 = 4;
 /// Record flag: a nonblocking operation cancelled or freed without completion.
 pub const FLAG_INCOMPLETE: u16 = 8;
-/// Record flag: per-peer bytes of this v/w call follow in continuation records ([`arcs`]).
+/// Record flag: per-peer bytes of this v/w or neighbourhood call follow in continuation
+/// records ([`arcs`]).
 pub const FLAG_ARCS: u16 = 16;
-/// Record flag: the v/w call had more peers with bytes than [`arcs::MAX_ARCS`]: its
-/// totals alone are recorded (the engine spreads them, as for spools without arcs).
+/// Record flag: the v/w or neighbourhood call had more peers with bytes than
+/// [`arcs::MAX_ARCS`]: its totals alone are recorded (the engine spreads them, as for
+/// spools without arcs; a neighbourhood call's give it no messages).
 pub const FLAG_ARCS_CAPPED: u16 = 32;
 
 /// One MPI call, as recorded on the hot path. Fixed size, plain old data: spool files
-/// are these records back to back in native byte order (with, after a v/w collective's,
-/// continuation records of its per-peer bytes: [`arcs`]).
+/// are these records back to back in native byte order (with, after a v/w or
+/// neighbourhood collective's, continuation records of its per-peer bytes: [`arcs`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Record {
@@ -588,7 +590,8 @@ pub struct RankTrace {
     pub trailing_bytes: usize,
     /// Problem reading the spool, if any (the rank then has no records).
     pub spool_error: Option<String>,
-    /// Per-peer bytes of the v/w calls that recorded them, by record index (ascending).
+    /// Per-peer bytes of the v/w and neighbourhood calls that recorded them, by record
+    /// index (ascending).
     pub arcs: Vec<CallArcs>,
 }
 
