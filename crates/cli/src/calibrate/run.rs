@@ -349,7 +349,8 @@ pub fn run(opts: &Options) -> i32 {
         ));
         let mut all_reps = Vec::new();
         let mut reps_now = reps;
-        for (i, (_, arcs)) in list.iter().enumerate() {
+        let mut scheme_bytes = Vec::new();
+        for (i, (name, arcs)) in list.iter().enumerate() {
             // The estimate above comes from the link model; a loaded or CPU-bound run can
             // be slower, so drop to one repetition once the budget is nearly used up.
             if i > 0 && reps_now > 1 && over(&pg, 0.2 * opts.budget_s) {
@@ -358,24 +359,23 @@ pub fn run(opts: &Options) -> i32 {
             // T_ref is the denominator of every penalty: measure it twice as often. Two
             // opposite messages either share the pair of hosts or (most often, under Open
             // MPI) go one after the other, never in between: the factor is the mean of a
-            // two-valued draw, so it gets three times the repetitions.
-            let r = match (i, list[i].0) {
-                (0, _) => 2 * reps_now,
-                (_, BIDIRECTIONAL) => 3 * reps_now,
-                _ => reps_now,
+            // two-valued draw, so it gets three times the repetitions, and messages well
+            // above the socket buffer (which one of `bytes` can about fill), where the
+            // coupling shows.
+            let (r, b) = match (i, *name) {
+                (0, _) => (2 * reps_now, bytes),
+                (_, BIDIRECTIONAL) => (3 * reps_now, 2 * bytes),
+                _ => (reps_now, bytes),
             };
-            if list[i].0 == BIDIRECTIONAL {
-                // Messages well above the socket buffer (which a message of `bytes` can
-                // about fill), where the coupling shows; the times are scaled to `bytes` by
-                // the ping-pong's fit, so that T_ref stays the denominator.
-                let big = 2 * bytes;
-                let scale = t_lone / h.time_bytes(big as f64).max(1e-12);
-                let mut reps = bench::scheme(&ctx, arcs, big, r);
+            let mut reps = bench::scheme(&ctx, arcs, b, r);
+            if b != bytes {
+                // In units of `bytes` (by the ping-pong's fit), so that T_ref stays the
+                // denominator.
+                let scale = t_lone / h.time_bytes(b as f64).max(1e-12);
                 reps.iter_mut().flatten().for_each(|t| *t *= scale);
-                all_reps.push(reps);
-            } else {
-                all_reps.push(bench::scheme(&ctx, arcs, bytes, r));
             }
+            all_reps.push(reps);
+            scheme_bytes.push(b);
         }
         let times: Vec<Vec<f64>> = all_reps
             .iter()
@@ -495,10 +495,9 @@ pub fn run(opts: &Options) -> i32 {
             "penalty".into(),
             json!({
                 "bytes": bytes, "reps": reps, "t_ref_s": t_ref, "t_ref_over_pingpong": vs_pingpong,
-                "schemes": list.iter().zip(&times).zip(&schemes).zip(&all_reps).zip(&whole).map(|(((((n, a), t), s), r), w)| json!({
+                "schemes": list.iter().zip(&times).zip(&schemes).zip(&all_reps).zip(&whole).zip(&scheme_bytes).map(|((((((n, a), t), s), r), w), b)| json!({
                     "name": n, "arcs": a, "times_s": t, "penalties": s.penalties,
-                    "scheme_penalty": w, "reps_s": r,
-                    "bytes": if *n == BIDIRECTIONAL { 2 * bytes } else { bytes },
+                    "scheme_penalty": w, "reps_s": r, "bytes": b,
                 })).collect::<Vec<Value>>(),
             }),
         );
