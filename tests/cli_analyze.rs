@@ -5,7 +5,7 @@ mod common;
 
 use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn bin() -> Command {
     Command::new(common::cli_path())
@@ -53,15 +53,20 @@ fn make_run(name: &str, finalized: bool) -> PathBuf {
     dir
 }
 
+/// `pmpi-predict analyze DIR --quiet`.
+fn analyze_quiet(dir: &Path) -> Output {
+    bin()
+        .arg("analyze")
+        .arg(dir)
+        .arg("--quiet")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn analyze_writes_the_report_with_predictions() {
     let dir = make_run("cli-analyze-complete", true);
-    let out = bin()
-        .arg("analyze")
-        .arg(&dir)
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let out = analyze_quiet(&dir);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -90,12 +95,7 @@ fn analyze_writes_the_report_with_predictions() {
 #[test]
 fn analyze_marks_an_incomplete_run() {
     let dir = make_run("cli-analyze-incomplete", false);
-    let out = bin()
-        .arg("analyze")
-        .arg(&dir)
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let out = analyze_quiet(&dir);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("INCOMPLETE run"));
     let summary: serde_json::Value =
@@ -110,12 +110,7 @@ fn analyze_names_missing_ranks() {
     let dir = make_run("cli-analyze-missing", true);
     std::fs::remove_file(trace::meta_path(&dir, 1)).unwrap();
     std::fs::remove_file(trace::spool_path(&dir, 1)).unwrap();
-    let out = bin()
-        .arg("analyze")
-        .arg(&dir)
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let out = analyze_quiet(&dir);
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -126,12 +121,7 @@ fn analyze_names_missing_ranks() {
 
     let dir = make_run("cli-analyze-nospool", true);
     std::fs::remove_file(trace::spool_path(&dir, 0)).unwrap();
-    let out = bin()
-        .arg("analyze")
-        .arg(&dir)
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let out = analyze_quiet(&dir);
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "pmpi-predict: rank 0 left metadata but no spool file: its calls are missing from the report\n"
@@ -272,12 +262,7 @@ fn an_unwritable_report_exits_74_and_a_missing_run_exits_2() {
     // A directory where calls.csv goes: creating the file fails as it would on a full
     // disk (root ignores permissions).
     std::fs::create_dir(dir.join("calls.csv")).unwrap();
-    let out = bin()
-        .arg("analyze")
-        .arg(&dir)
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let out = analyze_quiet(&dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(74), "{err}");
     assert!(
