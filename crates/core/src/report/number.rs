@@ -55,14 +55,7 @@ pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
         i -= 1;
         buf[i] = b'.';
     }
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (q % 10) as u8;
-        q /= 10;
-        if q == 0 {
-            break;
-        }
-    }
+    i = digits_before(&mut buf, i, q);
     if bits >> 63 == 1 {
         i -= 1;
         buf[i] = b'-';
@@ -70,18 +63,25 @@ pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
     out.extend_from_slice(&buf[i..]);
 }
 
-/// Appends `n` in decimal, as `write!(out, "{n}")`.
-pub fn uint(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
+/// Writes the decimal digits of `n` (at least one) into `buf` right to left, ending
+/// before index `end`; returns the index of the first digit.
+#[inline]
+fn digits_before(buf: &mut [u8], end: usize, mut n: u64) -> usize {
+    let mut i = end;
     loop {
         i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
+        buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            break;
+            return i;
         }
     }
+}
+
+/// Appends `n` in decimal, as `write!(out, "{n}")`.
+pub fn uint(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let i = digits_before(&mut digits, 20, n);
     out.extend_from_slice(&digits[i..]);
 }
 
