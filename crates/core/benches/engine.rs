@@ -5,8 +5,11 @@
 //! `cargo bench --bench engine` (pass a record count to change the size; with
 //! `--write=DIR` it writes the trace as a run directory for `pmpi-predict analyze`).
 
-use pmpi_core::predict::{RunPrediction, predict_run};
+use pmpi_core::model::PLogP;
+use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
+use pmpi_core::replay::{self, P2p, Plan};
+use pmpi_core::topo::placement::Placement;
 use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call};
 use std::time::Instant;
 
@@ -115,6 +118,59 @@ fn main() {
             digest(&p)
         );
     }
+    stages(&run, &profile, n);
+}
+
+/// Where the time goes: the plan and each replay alone, each the best of three runs (the
+/// machine may be shared; the best run is the one least disturbed).
+fn stages(run: &RunTrace, profile: &Profile, n: usize) {
+    let best = |f: &mut dyn FnMut()| {
+        (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let placement = Placement::from_run(run);
+    let dt_plan = best(&mut || drop(Plan::for_run(run, placement.clone())));
+    let plan = Plan::for_run(run, placement.clone());
+    let costs: Vec<_> = plan
+        .instances
+        .iter()
+        .map(|i| coll_cost(profile, &Assumptions::default(), i))
+        .collect();
+    let p2p = P2p {
+        inter: profile.hockney.inter,
+        intra: profile.hockney.intra,
+        plogp_inter: profile.plogp_or_hockney(),
+        plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
+        wan: None,
+        socket_buffer: profile.socket_buffer.unwrap_or(replay::SOCKET_BUFFER),
+        reverse: profile.penalty.reverse,
+    };
+    let model = penalty_model(profile, Some("gige")).expect("gige model");
+    let dt_gige = best(&mut || {
+        drop(replay::replay(
+            &plan,
+            &p2p,
+            model.as_deref(),
+            &costs,
+            true,
+            true,
+        ));
+    });
+    let dt_free = best(&mut || drop(replay::replay(&plan, &p2p, None, &costs, false, false)));
+    let dt_all = best(&mut || drop(predict_run(run, profile, Some("gige")).expect("engine runs")));
+    let rate = |dt: f64| n as f64 / dt / 1e6;
+    println!(
+        "best of 3: plan {dt_plan:.3} s ({:.1} M/s), replay gige {dt_gige:.3} s ({:.1} M/s), replay free {dt_free:.3} s ({:.1} M/s), whole prediction gige {dt_all:.3} s ({:.2} M/s)",
+        rate(dt_plan),
+        rate(dt_gige),
+        rate(dt_free),
+        rate(dt_all)
+    );
 }
 
 /// FNV-1a over every figure the engine produced: two builds that print the same digest

@@ -419,7 +419,7 @@ fn predict_plan(
     // prediction is that replay itself.
     let free = model.is_some().then(|| {
         let f = replay::replay(&plan, &p2p, None, &costs, false, false);
-        let d: Vec<f64> = (0..plan.ops.len())
+        let d: Vec<f64> = (0..plan.hot.len())
             .map(|g| duration(&plan, &f, g))
             .collect();
         (d, last(&f.end))
@@ -470,28 +470,29 @@ fn predict_plan(
     // What only the replays read, released before the per-call figures are built (the
     // peak): the streams and gaps, the peers, the matching times.
     plan.streams = Vec::new();
-    plan.gap = Vec::new();
     plan.peer = Vec::new();
     plan.peer2 = Vec::new();
     pred.matched = Vec::new();
     let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
-    let measured_times = Times {
-        start: &plan.m_start,
-        end: &plan.m_end,
-        send_post: &m_send_post,
-        recv_post: &m_recv_post,
-    };
-    let pred_times = Times {
-        start: &pred.start,
-        end: &pred.end,
-        send_post: &pred.send_post,
-        recv_post: &pred.recv_post,
-    };
+    let measured_times = Times::new(
+        &plan,
+        &plan.m_start,
+        &plan.m_end,
+        &m_send_post,
+        &m_recv_post,
+    );
+    let pred_times = Times::new(
+        &plan,
+        &pred.start,
+        &pred.end,
+        &pred.send_post,
+        &pred.recv_post,
+    );
     let mut calls: Vec<Vec<CallPrediction>> = lens
         .iter()
         .map(|&n| vec![CallPrediction::default(); n])
         .collect();
-    for g in 0..plan.ops.len() {
+    for g in 0..plan.hot.len() {
         let r = plan.refs[g];
         let predicted = duration(&plan, &pred, g);
         let free_d = match &free {
@@ -533,12 +534,12 @@ fn predict_plan(
 /// of the completion call that finished it (to its request's completion where that call was
 /// not recorded).
 fn duration(plan: &Plan, t: &Timing, g: usize) -> f64 {
-    let end = match plan.ops[g] {
+    let end = match plan.hot[g].op {
         Op::Isend { .. } | Op::Irecv | Op::ICol if plan.done_by[g] != u32::MAX => {
             t.end[plan.done_by[g] as usize]
         }
         Op::Isend { .. } | Op::Irecv | Op::ICol
-            if plan.m_end[g] - plan.m_start[g] > plan.op_dur[g] =>
+            if plan.m_end[g] - plan.m_start[g] > plan.hot[g].op_dur =>
         {
             t.req_done[g].max(t.end[g])
         }
@@ -557,16 +558,16 @@ fn contention(plan: &Plan, t: &Timing, g: usize) -> f64 {
             t.msg_contention(m)
         }
     };
-    match plan.ops[g] {
-        Op::Recv | Op::Irecv | Op::Probe => msg(plan.msg_in[g]),
-        Op::Send { .. } | Op::Isend { .. } if rdv(plan.msg_out[g]) => msg(plan.msg_out[g]),
+    match plan.hot[g].op {
+        Op::Recv | Op::Irecv | Op::Probe => msg(plan.hot[g].msg_in),
+        Op::Send { .. } | Op::Isend { .. } if rdv(plan.hot[g].msg_out) => msg(plan.hot[g].msg_out),
         Op::SendRecv => {
-            let out = if rdv(plan.msg_out[g]) {
-                msg(plan.msg_out[g])
+            let out = if rdv(plan.hot[g].msg_out) {
+                msg(plan.hot[g].msg_out)
             } else {
                 0.0
             };
-            out.max(msg(plan.msg_in[g]))
+            out.max(msg(plan.hot[g].msg_in))
         }
         Op::Complete => plan
             .completed_by(g as u32)
@@ -574,7 +575,7 @@ fn contention(plan: &Plan, t: &Timing, g: usize) -> f64 {
             .map(|&nb| contention(plan, t, nb as usize))
             .fold(0.0, f64::max),
         Op::Coll | Op::ICol => {
-            let i = plan.inst_of[g];
+            let i = plan.hot[g].inst_of;
             if i == u32::MAX {
                 0.0
             } else {

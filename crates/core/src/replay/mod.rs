@@ -165,13 +165,10 @@ pub struct Plan {
     pub base: Vec<u32>,
     /// (rank index, record index) of every global id.
     pub refs: Vec<CallRef>,
-    pub ops: Vec<Op>,
+    /// What the replay reads of each record at each step, in one place.
+    pub hot: Vec<Hot>,
     /// Streams (one per thread of each rank): global ids in call order.
     pub streams: Vec<Vec<u32>>,
-    /// Measured gap before each record on its stream (seconds; the first: 0).
-    pub gap: Vec<f64>,
-    /// Measured duration of each record's own call (a nonblocking one: its post).
-    pub op_dur: Vec<f64>,
     /// Measured, clock-corrected start and end of each record (seconds from the origin).
     pub m_start: Vec<f64>,
     pub m_end: Vec<f64>,
@@ -180,8 +177,6 @@ pub struct Plan {
     /// Recorded peer and second peer (MPI_Sendrecv's source) of each record.
     pub peer: Vec<i32>,
     pub peer2: Vec<i32>,
-    pub msg_out: Vec<u32>,
-    pub msg_in: Vec<u32>,
     pub msgs: Vec<Msg>,
     /// Completion record of each nonblocking record (NONE: completed in its post).
     pub done_by: Vec<u32>,
@@ -190,7 +185,6 @@ pub struct Plan {
     pub completes: Vec<u32>,
     /// The message a probe waits for.
     pub probe_msg: Vec<u32>,
-    pub inst_of: Vec<u32>,
     pub instances: Vec<Instance>,
     pub placement: Placement,
     pub protocol: Protocol,
@@ -435,26 +429,31 @@ impl Plan {
             collective_instances(run, &base, &order, &refs, &kinds, &ops, &placement);
         // The kinds served matching and instances only: not kept (16 bytes a record).
         drop(kinds);
+        let hot = (0..n)
+            .map(|g| Hot {
+                gap: gap[g],
+                op_dur: op_dur[g],
+                msg_out: msg_out[g],
+                msg_in: msg_in[g],
+                inst_of: inst_of[g],
+                op: ops[g],
+            })
+            .collect();
         Plan {
             base,
             refs,
-            ops,
+            hot,
             streams,
-            gap,
-            op_dur,
             m_start,
             m_end,
             rank,
             peer,
             peer2,
-            msg_out,
-            msg_in,
             msgs,
             done_by,
             completes_start,
             completes,
             probe_msg,
-            inst_of,
             instances,
             placement,
             protocol,
@@ -890,15 +889,19 @@ struct Cursor {
 }
 
 /// What the replay reads of a record at each step, in one place (one cache line holds
-/// two records; the plan's per-field vectors cost a miss per field).
-#[derive(Debug, Clone, Copy)]
-struct Hot {
-    gap: f64,
-    op_dur: f64,
-    msg_out: u32,
-    msg_in: u32,
-    inst_of: u32,
-    op: Op,
+/// two records; per-field vectors would cost a miss per field).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hot {
+    /// Measured gap before the record on its stream (seconds; the first: 0).
+    pub gap: f64,
+    /// Measured duration of the record's own call (a nonblocking one: its post).
+    pub op_dur: f64,
+    /// The message it sends and the one it receives (`u32::MAX`: none).
+    pub msg_out: u32,
+    pub msg_in: u32,
+    /// Its collective instance (`u32::MAX`: none).
+    pub inst_of: u32,
+    pub op: Op,
 }
 
 /// A time key for the heap: times are ≥ 0, so their bit patterns order like the values.
@@ -926,7 +929,7 @@ struct Engine<'a> {
     /// Per instance: members entered so far, latest entry.
     inst_entered: Vec<u32>,
     inst_last: Vec<f64>,
-    hot: Vec<Hot>,
+    hot: &'a [Hot],
 }
 
 /// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
@@ -954,7 +957,7 @@ pub fn replay(
     }
     .with_reverse(p2p.reverse, plan.protocol.eager_inter);
     let net = if log { net } else { net.without_log() };
-    let n = plan.ops.len();
+    let n = plan.hot.len();
     let nm = plan.msgs.len();
     let mut e = Engine {
         plan,
@@ -989,16 +992,7 @@ pub fn replay(
         inst_waiters: HashMap::new(),
         inst_entered: vec![0; plan.instances.len()],
         inst_last: vec![f64::NEG_INFINITY; plan.instances.len()],
-        hot: (0..n)
-            .map(|g| Hot {
-                gap: plan.gap[g],
-                op_dur: plan.op_dur[g],
-                msg_out: plan.msg_out[g],
-                msg_in: plan.msg_in[g],
-                inst_of: plan.inst_of[g],
-                op: plan.ops[g],
-            })
-            .collect(),
+        hot: &plan.hot,
     };
     for (s, ids) in plan.streams.iter().enumerate() {
         match ids.first() {
@@ -1024,7 +1018,8 @@ pub fn replay(
     }
     // Nonblocking operations' requests, for those whose completion call was not recorded.
     for g in 0..n {
-        if matches!(plan.ops[g], Op::Isend { .. } | Op::Irecv | Op::ICol) && !e.t.start[g].is_nan()
+        if matches!(plan.hot[g].op, Op::Isend { .. } | Op::Irecv | Op::ICol)
+            && !e.t.start[g].is_nan()
         {
             e.t.req_done[g] = e.request_done(g as u32).unwrap_or(e.t.end[g]);
         }
@@ -1485,6 +1480,51 @@ pub struct Times<'a> {
     pub end: &'a [f64],
     pub send_post: &'a [f64],
     pub recv_post: &'a [f64],
+    /// Per collective instance: the member that entered last, and the member other than
+    /// the root that entered first (found once per instance, not once per member: a
+    /// collective of n members would otherwise cost n² to attribute).
+    entries: Vec<(u32, u32)>,
+}
+
+impl<'a> Times<'a> {
+    /// The timing given by these arrays (indexed by record, and by message for the posts).
+    pub fn new(
+        plan: &Plan,
+        start: &'a [f64],
+        end: &'a [f64],
+        send_post: &'a [f64],
+        recv_post: &'a [f64],
+    ) -> Times<'a> {
+        let entries = plan
+            .instances
+            .iter()
+            .map(|inst| {
+                let by_start = |a: &u32, b: &u32| start[*a as usize].total_cmp(&start[*b as usize]);
+                let last = inst
+                    .members
+                    .iter()
+                    .copied()
+                    .max_by(by_start)
+                    .unwrap_or(NONE);
+                let root = inst.root.map_or(NONE, |k| inst.members[k]);
+                let first = inst
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|&m| m != root)
+                    .min_by(by_start)
+                    .unwrap_or(NONE);
+                (last, first)
+            })
+            .collect();
+        Times {
+            start,
+            end,
+            send_post,
+            recv_post,
+            entries,
+        }
+    }
 }
 
 /// The measured wait of every record, from the partners' clock-corrected timestamps.
@@ -1492,12 +1532,7 @@ pub fn measured_waits(plan: &Plan) -> Vec<Wait> {
     let (send_post, recv_post) = measured_posts(plan);
     waits(
         plan,
-        &Times {
-            start: &plan.m_start,
-            end: &plan.m_end,
-            send_post: &send_post,
-            recv_post: &recv_post,
-        },
+        &Times::new(plan, &plan.m_start, &plan.m_end, &send_post, &recv_post),
     )
 }
 
@@ -1520,7 +1555,7 @@ pub fn measured_posts(plan: &Plan) -> (Vec<f64>, Vec<f64>) {
 /// The wait of every record under a timing (the rules of `docs/engine.md`). A nonblocking
 /// operation's wait is charged to the completion call that waited for it.
 pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
-    (0..plan.ops.len()).map(|g| wait_of(plan, t, g)).collect()
+    (0..plan.hot.len()).map(|g| wait_of(plan, t, g)).collect()
 }
 
 /// The wait of record `g` under a timing (see [`waits`]).
@@ -1560,17 +1595,19 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
             Wait::default()
         }
     };
-    match plan.ops[g] {
-        Op::Send { .. } => late_receiver(g, plan.msg_out[g]),
-        Op::Recv => late_sender(g, plan.msg_in[g]),
-        Op::SendRecv => late_sender(g, plan.msg_in[g]).max(late_receiver(g, plan.msg_out[g])),
+    match plan.hot[g].op {
+        Op::Send { .. } => late_receiver(g, plan.hot[g].msg_out),
+        Op::Recv => late_sender(g, plan.hot[g].msg_in),
+        Op::SendRecv => {
+            late_sender(g, plan.hot[g].msg_in).max(late_receiver(g, plan.hot[g].msg_out))
+        }
         Op::Probe => late_sender(g, plan.probe_msg[g]),
         Op::Complete => plan
             .completed_by(g as u32)
             .iter()
-            .map(|&nb| match plan.ops[nb as usize] {
-                Op::Irecv => late_sender(g, plan.msg_in[nb as usize]),
-                Op::Isend { .. } => late_receiver(g, plan.msg_out[nb as usize]),
+            .map(|&nb| match plan.hot[nb as usize].op {
+                Op::Irecv => late_sender(g, plan.hot[nb as usize].msg_in),
+                Op::Isend { .. } => late_receiver(g, plan.hot[nb as usize].msg_out),
                 Op::ICol => coll_wait(plan, t, g, nb as usize),
                 _ => Wait::default(),
             })
@@ -1587,7 +1624,7 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
 /// it. For the last member's entry (all-to-all shapes), the root's (one-to-all), the first
 /// other member's at the root (all-to-one), from `g`'s entry.
 fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
-    let i = plan.inst_of[me];
+    let i = plan.hot[me].inst_of;
     if i == NONE {
         return Wait::default();
     }
@@ -1602,12 +1639,10 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
             } else {
                 WaitKind::NxN
             };
-            let last = inst
-                .members
-                .iter()
-                .copied()
-                .max_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]))
-                .unwrap_or(me as u32);
+            let last = match t.entries[i as usize].0 {
+                NONE => me as u32,
+                last => last,
+            };
             Wait::of(kind, t.start[g], t.start[last as usize], dur, rank(last))
         }
         CollShape::FromRoot => match root {
@@ -1622,12 +1657,10 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
         },
         CollShape::ToRoot => match root {
             Some(r) if r as usize == me => {
-                let first = inst
-                    .members
-                    .iter()
-                    .copied()
-                    .filter(|&m| m as usize != me)
-                    .min_by(|&a, &b| t.start[a as usize].total_cmp(&t.start[b as usize]));
+                let first = match t.entries[i as usize].1 {
+                    NONE => None,
+                    f => Some(f),
+                };
                 match first {
                     Some(f) => Wait::of(
                         WaitKind::EarlyReduce,
