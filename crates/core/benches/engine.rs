@@ -3,7 +3,8 @@
 //! link capacity of the default profile, with an
 //! MPI_Alltoall every 1,000 steps). Prints the figures; run with
 //! `cargo bench --bench engine` (pass a record count to change the size; with
-//! `--write=DIR` it writes the trace as a run directory for `pmpi-predict analyze`).
+//! `--write=DIR` it writes the trace as a run directory for `pmpi-predict analyze`; with
+//! `--profile-replay` it runs only the replay under gige, ten times, for `perf record`).
 
 use pmpi_core::model::PLogP;
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
@@ -105,6 +106,9 @@ fn main() {
         t0.elapsed().as_secs_f64()
     );
     let profile = Profile::builtin_default();
+    if std::env::args().any(|a| a == "--profile-replay") {
+        return stages(&run, &profile, n);
+    }
     for model in ["gige", "none"] {
         let t = Instant::now();
         let p = predict_run(&run, &profile, Some(model)).expect("engine runs");
@@ -151,6 +155,20 @@ fn stages(run: &RunTrace, profile: &Profile, n: usize) {
         reverse: profile.penalty.reverse,
     };
     let model = penalty_model(profile, Some("gige")).expect("gige model");
+    // `--profile-replay`: only the gige replay, ten times (for `perf record`).
+    if std::env::args().any(|a| a == "--profile-replay") {
+        for _ in 0..10 {
+            drop(replay::replay(
+                &plan,
+                &p2p,
+                model.as_deref(),
+                &costs,
+                true,
+                true,
+            ));
+        }
+        return;
+    }
     let dt_gige = best(&mut || {
         drop(replay::replay(
             &plan,

@@ -1055,11 +1055,26 @@ impl Engine<'_> {
             let Some(Reverse((_, _, s))) = self.heap.pop() else {
                 return;
             };
-            self.net.advance(ts, done);
-            for &f in done.iter() {
-                self.arrived(self.t.flow_msg[f as usize], ts);
+            let mut now = ts;
+            loop {
+                self.net.advance(now, done);
+                for &f in done.iter() {
+                    self.arrived(self.t.flow_msg[f as usize], now);
+                }
+                let Some(t) = self.step(s, now) else { break };
+                // The stream's next call comes strictly before every queued event and the
+                // network's next finish: it is the event the heap would return next, so it
+                // is taken at once instead of pushed and popped (the same order).
+                let k = key(t);
+                let tn = f64::from_bits(k);
+                let first = self.heap.peek().is_none_or(|Reverse((top, _, _))| k < *top);
+                if first && tn < self.net.next_finish() {
+                    now = tn;
+                } else {
+                    self.push(t, s);
+                    break;
+                }
             }
-            self.step(s, ts);
         }
     }
 
@@ -1141,12 +1156,14 @@ impl Engine<'_> {
         self.wake_msg(m, t);
     }
 
-    fn step(&mut self, s: u32, now: f64) {
+    /// Steps stream `s` at `now`; returns when its next call is due if it finished the
+    /// current one (the caller queues it).
+    fn step(&mut self, s: u32, now: f64) -> Option<f64> {
         let c = self.cur[s as usize];
         // A stale wake-up (from a wait the stream left when it was forced on) is early: the
         // stream's own event at `t_op` comes later.
         if c.done || (!c.started && now < c.t_op) {
-            return;
+            return None;
         }
         let g = self.plan.streams[s as usize][c.pos];
         if !c.started {
@@ -1177,7 +1194,7 @@ impl Engine<'_> {
                 }
             }
         };
-        let Some(end) = end else { return };
+        let end = end?;
         let end = end.max(c.t_op);
         self.t.end[g as usize] = end;
         let stream = &self.plan.streams[s as usize];
@@ -1187,12 +1204,11 @@ impl Engine<'_> {
         cur.forced = false;
         if cur.pos >= stream.len() {
             cur.done = true;
-            return;
+            return None;
         }
         let next = stream[cur.pos];
         cur.t_op = end + self.hot[next as usize].gap;
-        let t = cur.t_op.max(now);
-        self.push(t, s);
+        Some(cur.t_op.max(now))
     }
 
     /// Side effects of entering call `g` at `t`: posts and collective entries.

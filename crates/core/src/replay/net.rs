@@ -64,6 +64,9 @@ pub struct Net<'m> {
     /// Slots of the flows in flight, in the order they were added (swap-removed).
     active: Vec<u32>,
     dirty: bool,
+    /// [`Net::next_finish`] since the last change (the replay asks more often than the
+    /// network changes).
+    finish: Option<f64>,
     graph: CommGraph,
     /// Scratch: the slots of the inter-node flows of the current graph.
     graph_slots: Vec<u32>,
@@ -101,6 +104,7 @@ impl<'m> Net<'m> {
             next_id: 0,
             active: Vec::new(),
             dirty: false,
+            finish: None,
             graph: CommGraph::default(),
             graph_slots: Vec::new(),
             pens: Vec::new(),
@@ -184,6 +188,7 @@ impl<'m> Net<'m> {
             }
         };
         self.active.push(slot);
+        self.finish = None;
         if !intra {
             self.dirty = true;
         }
@@ -260,13 +265,18 @@ impl<'m> Net<'m> {
 
     /// When the next flow finishes at the current rates (infinity when none is in flight).
     pub fn next_finish(&mut self) -> f64 {
+        if let Some(t) = self.finish {
+            return t;
+        }
         self.refresh();
-        self.now
+        let t = self.now
             + self
                 .active
                 .iter()
                 .map(|&i| self.time_left(i))
-                .fold(f64::INFINITY, f64::min)
+                .fold(f64::INFINITY, f64::min);
+        self.finish = Some(t);
+        t
     }
 
     /// Moves time forward to `t` (no later than [`Net::next_finish`]) and returns the flows
@@ -317,6 +327,9 @@ impl<'m> Net<'m> {
             }
         }
         done.sort_unstable();
+        if dt > 0.0 || !done.is_empty() {
+            self.finish = None;
+        }
         self.now = self.now.max(t);
     }
 }
