@@ -206,6 +206,25 @@ fn check(label: &str, p: &Profile) {
         "{label}: delta {}",
         p.alltoall.delta
     );
+    // γ per size: one entry per all-to-all size whose time exceeds the latency, sizes
+    // among the measured ones and increasing (the profile's validation), γ > 0.
+    let measured: Vec<u64> = p.raw.as_ref().unwrap()["alltoall"]["bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap())
+        .collect();
+    assert!(
+        p.alltoall_gamma.0.len() >= 2,
+        "{label}: gamma per size {:?}",
+        p.alltoall_gamma
+    );
+    for &(m, g) in &p.alltoall_gamma.0 {
+        assert!(
+            measured.contains(&m) && g > 0.0,
+            "{label}: {m} B, gamma {g}"
+        );
+    }
 }
 
 #[test]

@@ -24,6 +24,7 @@
 //!     "reverse": 2.0                             // optional (default 1), see PenaltyParams
 //!   },
 //!   "alltoall": {"gamma": 1.0195, "delta": 0.00823, "threshold": 2048},
+//!   "alltoall_gamma": [[4096, 1.1], [65536, 2.2]], // optional, [bytes, γ] measured per size
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
 //!   "socket_buffer": 262144,                   // optional, bytes (default 4 MiB)
 //!   "raw": {...},                              // optional, free-form measurements
@@ -42,7 +43,7 @@ use crate::error::Error;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::alltoall::Signature;
+use crate::model::alltoall::{GammaTable, Signature};
 use crate::model::{
     GigabitEthernet, Hockney, InfiniBand, Lom, ModelError, ModelName, Myrinet, PLogP, PenaltyModel,
     penalty_model_by_name,
@@ -69,6 +70,10 @@ pub struct Profile {
     pub lom: Option<Lom>,
     pub penalty: PenaltyParams,
     pub alltoall: Signature,
+    /// γ measured per message size (calibrate); where present it replaces the signature's
+    /// single γ and δ.
+    #[serde(default, skip_serializing_if = "GammaTable::is_empty")]
+    pub alltoall_gamma: GammaTable,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upper_lower_gamma: Option<f64>,
     /// Bytes a blocking rendezvous send between nodes leaves in the kernel's socket buffer
@@ -236,6 +241,7 @@ impl Profile {
                 delta: 8.23e-3,
                 threshold: 2048,
             },
+            alltoall_gamma: GammaTable::default(),
             upper_lower_gamma: None,
             socket_buffer: None,
             raw: None,
@@ -290,6 +296,7 @@ impl Profile {
             l.validate()?;
         }
         self.alltoall.validate()?;
+        self.alltoall_gamma.validate()?;
         if let Some(g) = self.upper_lower_gamma {
             crate::model::non_negative("upper_lower_gamma", g)?;
         }
@@ -320,6 +327,19 @@ impl Profile {
             name: "penalty.model".into(),
             why,
         })
+    }
+
+    /// The all-to-all signature at `m` bytes per message: with a measured γ per size, that
+    /// γ (interpolated) and no δ; otherwise the fitted signature.
+    pub fn alltoall_at(&self, m: u64) -> Signature {
+        match self.alltoall_gamma.at(m) {
+            Some(gamma) => Signature {
+                gamma,
+                delta: 0.0,
+                threshold: u64::MAX,
+            },
+            None => self.alltoall,
+        }
     }
 
     /// Hockney parameters for a message within one node (`same_node`) or between nodes.

@@ -144,9 +144,46 @@ fn an_all_to_all_round() {
     }
 }
 
+/// With γ measured per size, an all-to-all takes the γ of its block (interpolated in log
+/// size between the measured sizes), not the fitted signature's γ and δ.
+#[test]
+fn an_all_to_all_takes_the_gamma_measured_at_its_size() {
+    let m: u64 = 10_000_000;
+    let mut prof = profile();
+    // 10 MB lies half-way between 1 MB and 100 MB in log size: γ = (1 + 3)/2 = 2.
+    prof.alltoall_gamma =
+        pmpi_core::model::alltoall::GammaTable(vec![(1_000_000, 1.0), (100_000_000, 3.0)]);
+    let p = predict_run(
+        &run(alltoall_ranks(call::MPI_Alltoall, m)),
+        &prof,
+        Some("gige"),
+    )
+    .unwrap();
+    for r in 0..4 {
+        let c = p.calls[r][0];
+        // (n−1)·β·m·γ = 3 · 0.1 · 2, no δ.
+        assert!(close(c.predicted.unwrap(), 0.6), "{c:?}");
+        assert!(close(c.free.unwrap(), 0.3));
+    }
+}
+
 fn all_to_all_round(call: u16) {
     let m: u64 = 10_000_000; // 0.1 s per message alone
-    let ranks = (0..4)
+    let prof = profile();
+    let p = predict_run(&run(alltoall_ranks(call, m)), &prof, Some("gige")).unwrap();
+    for r in 0..4 {
+        let c = p.calls[r][0];
+        // Signature: (n−1)(α + m·β·γ + δ) with the profile's γ, δ (m ≥ M).
+        let sig = 3.0 * (m as f64 * 1e-8 * prof.alltoall.gamma + prof.alltoall.delta);
+        assert!(close(c.predicted.unwrap(), sig), "{c:?} vs {sig}");
+        // Lower bound (n−1)·β·m.
+        assert!(close(c.free.unwrap(), 0.3));
+    }
+}
+
+/// Four ranks on four nodes, each entering one all-to-all `call` of `m` bytes per block at 1 s.
+fn alltoall_ranks(call: u16, m: u64) -> Vec<RankTrace> {
+    (0..4)
         .map(|r| {
             let rec = Record {
                 t_start: S,
@@ -164,17 +201,7 @@ fn all_to_all_round(call: u16) {
             };
             rank(r, &format!("n{r}"), 0, vec![rec], 4)
         })
-        .collect();
-    let prof = profile();
-    let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
-    for r in 0..4 {
-        let c = p.calls[r][0];
-        // Signature: (n−1)(α + m·β·γ + δ) with the profile's γ, δ (m ≥ M).
-        let sig = 3.0 * (m as f64 * 1e-8 * prof.alltoall.gamma + prof.alltoall.delta);
-        assert!(close(c.predicted.unwrap(), sig), "{c:?} vs {sig}");
-        // Lower bound (n−1)·β·m.
-        assert!(close(c.free.unwrap(), 0.3));
-    }
+        .collect()
 }
 
 /// An MPI_Alltoallv of unequal counts whose per-destination bytes were recorded (as the

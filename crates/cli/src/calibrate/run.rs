@@ -546,13 +546,22 @@ pub fn run(opts: &Options) -> i32 {
             json!({"procs": n, "bytes": grid, "seconds": t}),
         );
         if n >= 2 {
+            // γ per size as well: one γ does not fit TCP both below its eager limit (γ ≈ 1)
+            // and above it.
+            let table = crate::model::alltoall::GammaTable::from_samples(&h, n, &samples);
+            let per_size: Vec<String> = table
+                .0
+                .iter()
+                .map(|&(m, g)| format!("{} KiB {g:.2}", m / 1024))
+                .collect();
             match fit::fit_alltoall(&h, n, &samples) {
                 Ok(f) => {
                     pg.end(&format!(
-                        "gamma = {:.3}, delta = {:.3} ms, M = {} B",
+                        "gamma = {:.3}, delta = {:.3} ms, M = {} B; gamma per size: {}",
                         f.signature.gamma,
                         f.signature.delta * 1e3,
-                        f.signature.threshold
+                        f.signature.threshold,
+                        per_size.join(", ")
                     ));
                     res.insert(
                         "alltoall".into(),
@@ -561,6 +570,9 @@ pub fn run(opts: &Options) -> i32 {
                     profile.alltoall = f.signature;
                 }
                 Err(e) => pg.end(&format!("fit failed: {e}")),
+            }
+            if table.0.len() >= 2 {
+                profile.alltoall_gamma = table;
             }
         }
 

@@ -204,7 +204,10 @@ fn alltoall_predictions(
     let h = &profile.hockney.inter;
     let one = |name: &str| -> Result<Option<Prediction>, CliError> {
         let (strategy, seconds) = match name {
-            "signature" => ("signature", profile.alltoall.predict(h, p, m).map_err(bad)?),
+            "signature" => (
+                "signature",
+                profile.alltoall_at(m).predict(h, p, m).map_err(bad)?,
+            ),
             "lower-bound" => ("lower-bound", alltoall::lower_bound(h, p, m).map_err(bad)?),
             "upper-lower" => match profile.upper_lower_gamma {
                 Some(g) => (

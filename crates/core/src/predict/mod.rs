@@ -236,11 +236,11 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
             if n >= 2 && inst.multi_node =>
         {
             let extra = port_load - 1.0;
-            let model = profile
-                .alltoall
+            let sig = profile.alltoall_at(m);
+            let model = sig
                 .predict(&h, n, m)
                 .ok()
-                .map(|t| t + extra * wire(profile.alltoall.gamma));
+                .map(|t| t + extra * wire(sig.gamma));
             (free + extra * wire(1.0), model)
         }
         _ => (free, None),
@@ -313,7 +313,7 @@ pub fn coll_cost_under(
                 eq.max(local + wan.alpha + crossing)
             })
     };
-    let model_s = two(profile.alltoall).unwrap_or(free_other);
+    let model_s = two(profile.alltoall_at(m)).unwrap_or(free_other);
     let no_contention = alltoall::Signature {
         gamma: 1.0,
         delta: 0.0,
