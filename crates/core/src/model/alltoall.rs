@@ -192,7 +192,7 @@ impl GammaTable {
     /// and are left out; repeated sizes keep the first.
     pub fn from_samples(h: &Hockney, n: u64, samples: &[(u64, f64)]) -> GammaTable {
         let mut out: Vec<(u64, f64)> = Vec::new();
-        if n < 2 || !(h.beta > 0.0) {
+        if n < 2 || h.beta.is_nan() || h.beta <= 0.0 {
             return GammaTable(out);
         }
         let mut sorted: Vec<(u64, f64)> = samples.to_vec();
