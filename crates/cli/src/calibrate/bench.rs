@@ -316,6 +316,54 @@ pub fn scheme(ctx: &Ctx, arcs: &[(usize, usize)], bytes: usize, reps: u32) -> Ve
     per_rep
 }
 
+/// Opposite messages between the leaders of nodes `a` and `b`, back to back: after one
+/// exchange that lines the pair up, `2·reps` exchanges of `bytes` each way (Irecv, Isend,
+/// Waitall), as lockstep codes exchange halos. Under Open MPI over TCP the two directions
+/// then move one after the other (measured on the emulated cluster: 2.0 x a lone message
+/// per exchange, where exchanges started a barrier apart, 50–1000 µs out of step, mostly
+/// moved together). Each exchange's time on `a`'s leader runs from the previous one's
+/// end, and the two messages' shares alternate between exchanges, so a repetition is the
+/// mean of two consecutive exchanges. Returns every repetition's time, once per arc (the
+/// shape of [`scheme`]).
+pub fn exchange(ctx: &Ctx, a: usize, b: usize, bytes: usize, reps: u32) -> Vec<Vec<f64>> {
+    let m = ctx.mpi;
+    let (la, lb) = (ctx.leaders[a], ctx.leaders[b]);
+    let sendbuf = vec![1u8; bytes];
+    let mut recvbuf = vec![0u8; bytes];
+    let reps = reps.max(1) as usize;
+    let mut per_rep = vec![vec![0.0; 2]; reps];
+    m.barrier(m.world);
+    if m.rank == la || m.rank == lb {
+        let peer = if m.rank == la { lb } else { la };
+        let mut once = || {
+            let mut q = vec![
+                m.irecv(&mut recvbuf, peer, TAG_DATA, m.world),
+                m.isend(&sendbuf, peer, TAG_DATA, m.world),
+            ];
+            m.wait_all(&mut q);
+        };
+        once();
+        let mut t = Instant::now();
+        let mut times = Vec::with_capacity(2 * reps);
+        for _ in 0..2 * reps {
+            once();
+            times.push(t.elapsed().as_secs_f64());
+            t = Instant::now();
+        }
+        if m.rank == la {
+            for (k, r) in per_rep.iter_mut().enumerate() {
+                let x = (times[2 * k] + times[2 * k + 1]) / 2.0;
+                *r = vec![x, x];
+            }
+        }
+    }
+    for r in per_rep.iter_mut() {
+        ctx.share(r);
+    }
+    touch(&recvbuf);
+    per_rep
+}
+
 /// All-to-all sample runs among the node leaders (one process per node): for each size,
 /// the median over `reps` of the slowest process's time. Non-leaders wait.
 pub fn alltoall(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<f64> {

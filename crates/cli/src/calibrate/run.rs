@@ -356,18 +356,20 @@ pub fn run(opts: &Options) -> i32 {
             if i > 0 && reps_now > 1 && over(&pg, 0.2 * opts.budget_s) {
                 reps_now = 1;
             }
-            // T_ref is the denominator of every penalty: measure it twice as often. Two
-            // opposite messages either share the pair of hosts or (most often, under Open
-            // MPI) go one after the other, never in between: the factor is the mean of a
-            // two-valued draw, so it gets three times the repetitions, and messages well
+            // T_ref is the denominator of every penalty: measure it twice as often. Opposite
+            // messages are exchanged back to back (see `bench::exchange`), with messages well
             // above the socket buffer (which one of `bytes` can about fill), where the
             // coupling shows.
             let (r, b) = match (i, *name) {
                 (0, _) => (2 * reps_now, bytes),
-                (_, BIDIRECTIONAL) => (3 * reps_now, 2 * bytes),
+                (_, BIDIRECTIONAL) => (reps_now, 2 * bytes),
                 _ => (reps_now, bytes),
             };
-            let mut reps = bench::scheme(&ctx, arcs, b, r);
+            let mut reps = if *name == BIDIRECTIONAL {
+                bench::exchange(&ctx, arcs[0].0, arcs[0].1, b, r)
+            } else {
+                bench::scheme(&ctx, arcs, b, r)
+            };
             if b != bytes {
                 // In units of `bytes` (by the ping-pong's fit), so that T_ref stays the
                 // denominator.
@@ -463,8 +465,9 @@ pub fn run(opts: &Options) -> i32 {
                 fitted.len().saturating_sub(1)
             ));
         }
-        // The mean over the repetitions (see above); below 1 is the shaper's noise around a
-        // full-duplex port. (Its times are in units of `bytes`: see the measurement.)
+        // The mean over the repetitions of back-to-back exchanges; below 1 is the shaper's
+        // noise around a full-duplex port. (Its times are in units of `bytes`: see the
+        // measurement.)
         let reverse = list
             .iter()
             .zip(&all_reps)
