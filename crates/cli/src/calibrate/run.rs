@@ -551,7 +551,18 @@ pub fn run(opts: &Options) -> i32 {
         if n >= 2 {
             // γ per size as well: one γ does not fit TCP both below its eager limit (γ ≈ 1)
             // and above it.
-            let table = crate::model::alltoall::GammaTable::from_samples(&h, n, &samples);
+            let (table, stalled) =
+                crate::model::alltoall::GammaTable::from_samples(&h, n, &samples);
+            if !stalled.is_empty() && mpi.rank == 0 {
+                let sizes: Vec<String> = stalled
+                    .iter()
+                    .map(|m| format!("{} KiB", m / 1024))
+                    .collect();
+                notes.push(format!(
+                    "all-to-all: {} left out of gamma per size (took longer than a larger size: the exchange stalled)",
+                    sizes.join(", ")
+                ));
+            }
             let per_size: Vec<String> = table
                 .0
                 .iter()

@@ -189,21 +189,35 @@ impl GammaTable {
     /// The γ of each sample of an all-to-all among `n` processes (`(m, seconds)`, one per
     /// size): `(T/(n−1) − α) / (β·m)`, the signature solved for γ at that size (δ = 0).
     /// Sizes of 0 bytes, and samples at or below the latency (γ ≤ 0), say nothing about γ
-    /// and are left out; repeated sizes keep the first.
-    pub fn from_samples(h: &Hockney, n: u64, samples: &[(u64, f64)]) -> GammaTable {
+    /// and are left out; repeated sizes keep the first. A size that took longer than a
+    /// larger one stalled (TCP waiting on a retransmission timeout in most repetitions):
+    /// it is left out too and returned second, so that one stall does not become the γ of
+    /// every size near it.
+    pub fn from_samples(h: &Hockney, n: u64, samples: &[(u64, f64)]) -> (GammaTable, Vec<u64>) {
         let mut out: Vec<(u64, f64)> = Vec::new();
+        let mut stalled = Vec::new();
         if n < 2 || h.beta.is_nan() || h.beta <= 0.0 {
-            return GammaTable(out);
+            return (GammaTable(out), stalled);
         }
         let mut sorted: Vec<(u64, f64)> = samples.to_vec();
         sorted.sort_by_key(|s| s.0);
-        for (m, t) in sorted {
+        sorted.dedup_by_key(|s| s.0);
+        // The fastest time of any larger size, from the largest down.
+        let mut faster_above = vec![f64::INFINITY; sorted.len()];
+        for k in (0..sorted.len().saturating_sub(1)).rev() {
+            faster_above[k] = faster_above[k + 1].min(sorted[k + 1].1);
+        }
+        for (&(m, t), &above) in sorted.iter().zip(&faster_above) {
+            if t > above {
+                stalled.push(m);
+                continue;
+            }
             let g = (t / (n - 1) as f64 - h.alpha) / (h.beta * m as f64);
-            if m > 0 && g.is_finite() && g > 0.0 && out.last().is_none_or(|l| l.0 < m) {
+            if m > 0 && g.is_finite() && g > 0.0 {
                 out.push((m, g));
             }
         }
-        GammaTable(out)
+        (GammaTable(out), stalled)
     }
 }
 
@@ -270,6 +284,17 @@ mod tests {
         assert!((tab.0[1].1 - 2.0).abs() < 1e-9);
         assert!(tab.validate().is_ok());
         assert!(GammaTable(vec![(2, 1.0), (1, 1.0)]).validate().is_err());
+        // A size that took longer than a larger one stalled: left out, named.
+        let s = [
+            (16384, 0.005),
+            (65536, 0.04),
+            (262144, 0.28),
+            (524288, 0.21),
+        ];
+        let (tab, stalled) = GammaTable::from_samples(&h, 4, &s);
+        assert_eq!(stalled, vec![262144]);
+        let sizes: Vec<u64> = tab.0.iter().map(|p| p.0).collect();
+        assert_eq!(sizes, vec![16384, 65536, 524288]);
         assert!(GammaTable(vec![(1, 0.0)]).validate().is_err());
     }
 }
