@@ -199,7 +199,7 @@ impl GammaTable {
         if n < 2 || h.beta.is_nan() || h.beta <= 0.0 {
             return (GammaTable(out), stalled);
         }
-        let mut sorted: Vec<(u64, f64)> = samples.to_vec();
+        let mut sorted: Vec<(u64, f64)> = samples.iter().copied().filter(|s| s.0 > 0).collect();
         sorted.sort_by_key(|s| s.0);
         sorted.dedup_by_key(|s| s.0);
         // The fastest time of any larger size, from the largest down.
@@ -213,7 +213,7 @@ impl GammaTable {
                 continue;
             }
             let g = (t / (n - 1) as f64 - h.alpha) / (h.beta * m as f64);
-            if m > 0 && g.is_finite() && g > 0.0 {
+            if g.is_finite() && g > 0.0 {
                 out.push((m, g));
             }
         }
