@@ -108,6 +108,11 @@ fn profile_show_calibrated_file() {
     let mut p = Profile::builtin_default();
     p.nodes = vec!["a".into(), "b".into(), "c".into()];
     p.penalty.gige.beta = 0.97;
+    p.eager = Some(Eager {
+        inter: Some(32768),
+        intra: None,
+        source: EagerSource::MpiT,
+    });
     p.raw = Some(serde_json::json!({
         "penalty": {"bytes": 983040, "t_ref_s": 0.085, "schemes": [
             {"name": "lone", "arcs": [[0, 1]], "penalties": [1.0]},
@@ -135,6 +140,7 @@ fn profile_show_calibrated_file() {
         "lom: --quick",
         "wall time: 4.2 s",
         "nodes:       a b c",
+        "eager limit: 32768 B between nodes, library default within a node (read through MPI_T)",
     ] {
         assert!(out.contains(needle), "{needle}: {out}");
     }
