@@ -448,6 +448,14 @@ mod tests {
         let p = Profile::from_json(&md[start..end]).unwrap();
         assert_eq!(p.penalty.gige.beta, 0.75);
         assert!(p.plogp.is_some());
+        assert_eq!(
+            p.eager,
+            Some(Eager {
+                inter: Some(65536),
+                intra: Some(4096),
+                source: EagerSource::MpiT
+            })
+        );
     }
 
     #[test]
