@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use pmpi_core::profile::Profile;
+use pmpi_core::profile::{Eager, EagerSource, Profile};
 
 fn bin() -> Command {
     let mut c = Command::new(common::cli_path());
@@ -108,6 +108,11 @@ fn profile_show_calibrated_file() {
     let mut p = Profile::builtin_default();
     p.nodes = vec!["a".into(), "b".into(), "c".into()];
     p.penalty.gige.beta = 0.97;
+    p.eager = Some(Eager {
+        inter: Some(32768),
+        intra: None,
+        source: EagerSource::MpiT,
+    });
     p.raw = Some(serde_json::json!({
         "penalty": {"bytes": 983040, "t_ref_s": 0.085, "schemes": [
             {"name": "lone", "arcs": [[0, 1]], "penalties": [1.0]},
@@ -135,6 +140,7 @@ fn profile_show_calibrated_file() {
         "lom: --quick",
         "wall time: 4.2 s",
         "nodes:       a b c",
+        "eager limit: 32768 B between nodes, library default within a node (read through MPI_T)",
     ] {
         assert!(out.contains(needle), "{needle}: {out}");
     }
@@ -173,6 +179,55 @@ fn two_ranks_one_node_fit_intra_only() {
     assert_ne!(prof.hockney.intra, d.hockney.intra);
     assert_eq!(prof.nodes.len(), 1);
     assert!(prof.mpi_library.is_some() && prof.date.is_some());
+}
+
+#[test]
+fn eager_limits_come_from_the_librarys_control_variables() {
+    assert!(
+        have_mpirun(),
+        "no MPI launcher ({}): scripts/setup installs Open MPI and MPICH",
+        common::launcher()
+    );
+    let dir = common::scratch("calibrate_mpi_eager");
+    let p = dir.join("p.json");
+    let exe = common::cli_path();
+    // Limits other than the defaults, set the way a user would: the library's own
+    // environment variables, read back through MPI_T.
+    let o = common::mpirun_with_env(
+        2,
+        &exe,
+        &["calibrate", "--quick", "-o", p.to_str().unwrap()],
+        &[
+            ("OMPI_MCA_btl_tcp_eager_limit", "32768"),
+            ("OMPI_MCA_btl_vader_eager_limit", "2048"),
+            ("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "50000"),
+        ],
+        &dir,
+    );
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    let prof = Profile::load(&p).unwrap();
+    let library = prof.mpi_library.clone().unwrap();
+    let raw = &prof.raw.as_ref().unwrap()["eager_cvars"];
+    if library.contains("Open MPI") {
+        let want = Eager {
+            inter: Some(32768),
+            intra: Some(2048),
+            source: EagerSource::MpiT,
+        };
+        assert_eq!(prof.eager, Some(want), "{e}");
+        assert!(
+            e.contains("eager limits from MPI_T: between nodes 32768 B (btl_tcp_eager_limit), within a node 2048 B"),
+            "{e}"
+        );
+        assert_eq!(raw["read"]["btl_tcp_eager_limit"], 32768);
+    } else if library.contains("Device:\tch3") {
+        assert_eq!(prof.eager.and_then(|x| x.inter), Some(50000), "{e}");
+    } else {
+        // MPICH's ch4 devices: the CH3 variable is listed but does not apply.
+        assert_eq!(prof.eager, None, "{e}");
+        assert!(e.contains("eager limits not read"), "{e}");
+    }
 }
 
 #[test]

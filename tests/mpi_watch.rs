@@ -124,7 +124,7 @@ fn watch_follows_a_running_job() {
     }
     // Every message of the finished run in exactly one interval.
     let run = pmpi_core::trace::load_run(&out).unwrap();
-    let whole = live::snapshot(&run, 0.0, f64::INFINITY, None);
+    let whole = live::snapshot(&run, 0.0, f64::INFINITY, None, None);
     let total: BTreeMap<(String, String), (u64, u64)> = whole
         .graph
         .iter()

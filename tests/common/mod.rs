@@ -202,6 +202,25 @@ pub fn mpirun(
     c.output().expect("launcher runs")
 }
 
+/// Runs `exe args` on `np` ranks without the layer, the launcher's environment extended
+/// with `env` (both launchers pass it on to the ranks: Hydra all of it, Open MPI's
+/// `mpirun` its `OMPI_MCA_*` variables).
+pub fn mpirun_with_env(
+    np: u32,
+    exe: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    cwd: &Path,
+) -> Output {
+    let (l, prefix, _) = launch_prefix(np);
+    let mut c = Command::new(&l);
+    c.args(&prefix).arg(exe).args(args).current_dir(cwd);
+    c.envs(env.iter().copied())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c.output().expect("launcher runs")
+}
+
 /// Runs `exe args` on `np` ranks under the layer, quiet, recording into `dir/out`;
 /// returns that directory and the launcher's output.
 pub fn mpirun_recorded(np: u32, exe: &Path, args: &[&str], dir: &Path) -> (PathBuf, Output) {

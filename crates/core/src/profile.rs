@@ -27,6 +27,8 @@
 //!   "alltoall_gamma": [[4096, 1.1], [65536, 2.2]], // optional, [bytes, γ] measured per size
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
 //!   "socket_buffer": 262144,                   // optional, bytes (default 4 MiB)
+//!   "eager": {"inter": 65536, "intra": 4096,   // optional, each limit optional: the
+//!             "source": "mpi_t"},              //   library's eager limits (bytes)
 //!   "raw": {...},                              // optional, free-form measurements
 //!   "residuals": {...}                         // optional, free-form fit residuals
 //! }
@@ -80,10 +82,62 @@ pub struct Profile {
     /// when it returns (measured by `calibrate`; absent: Linux's 4 MiB maximum).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_buffer: Option<u64>,
+    /// The MPI library's eager limits (read by `calibrate` through MPI_T where the library
+    /// exposes them); absent ones keep the library's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eager: Option<Eager>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residuals: Option<serde_json::Value>,
+}
+
+/// Eager limits (bytes) of the library the profile was calibrated on: a message of at
+/// least the limit waits for its receive to be posted (rendezvous). A limit that is absent
+/// keeps the default the engine knows for the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Eager {
+    /// Between nodes (Open MPI: `btl_tcp_eager_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inter: Option<u64>,
+    /// Within a node (Open MPI: `btl_vader_eager_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra: Option<u64>,
+    /// Where the limits come from.
+    #[serde(default)]
+    pub source: EagerSource,
+}
+
+/// Where a profile's eager limits come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EagerSource {
+    /// Read by `calibrate` from the library's MPI_T control variables.
+    MpiT,
+    /// Written by hand (the value of a profile that does not say).
+    #[default]
+    User,
+}
+
+/// MPI library families whose protocols differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibraryFamily {
+    OpenMpi,
+    Mpich,
+}
+
+impl LibraryFamily {
+    /// The family named in an `MPI_Get_library_version` string, if known.
+    pub fn of(library: &str) -> Option<LibraryFamily> {
+        if library.contains("MPICH") {
+            Some(LibraryFamily::Mpich)
+        } else if library.contains("Open MPI") {
+            Some(LibraryFamily::OpenMpi)
+        } else {
+            None
+        }
+    }
 }
 
 /// Hockney parameters between nodes (network) and within a node (shared memory).
@@ -244,6 +298,7 @@ impl Profile {
             alltoall_gamma: GammaTable::default(),
             upper_lower_gamma: None,
             socket_buffer: None,
+            eager: None,
             raw: None,
             residuals: None,
         }
@@ -357,6 +412,21 @@ impl Profile {
         self.hockney_for(same_node).time_bytes(bytes as f64)
     }
 
+    /// The eager limits that apply to a run on `library` (its `MPI_Get_library_version`
+    /// string): this profile's, when it was calibrated on the same library family or names
+    /// no library; None when it names another family (its limits say nothing about this
+    /// library) or has none.
+    pub fn eager_for(&self, library: &str) -> Option<Eager> {
+        let e = self.eager?;
+        match self.mpi_library.as_deref() {
+            None => Some(e),
+            Some(mine) => {
+                let f = LibraryFamily::of(mine);
+                (f.is_some() && f == LibraryFamily::of(library)).then_some(e)
+            }
+        }
+    }
+
     /// The pLogP parameters: the calibrated tables, or the inter-node Hockney view.
     pub fn plogp_or_hockney(&self) -> PLogP {
         self.plogp
@@ -398,6 +468,68 @@ mod tests {
         let p = Profile::from_json(&md[start..end]).unwrap();
         assert_eq!(p.penalty.gige.beta, 0.75);
         assert!(p.plogp.is_some());
+        assert_eq!(
+            p.eager,
+            Some(Eager {
+                inter: Some(65536),
+                intra: Some(4096),
+                source: EagerSource::MpiT
+            })
+        );
+    }
+
+    #[test]
+    fn eager_round_trips_and_defaults_to_user() {
+        let mut p = Profile::builtin_default();
+        p.eager = Some(Eager {
+            inter: Some(32768),
+            intra: None,
+            source: EagerSource::MpiT,
+        });
+        let j = p.to_json();
+        assert!(j.contains("\"source\": \"mpi_t\""), "{j}");
+        assert!(!j.contains("intra\": null"), "{j}");
+        assert_eq!(Profile::from_json(&j).unwrap(), p);
+        let mut v: serde_json::Value = serde_json::from_str(&j).unwrap();
+        v["eager"] = serde_json::json!({"intra": 2048});
+        let q = Profile::from_json(&v.to_string()).unwrap();
+        assert_eq!(
+            q.eager,
+            Some(Eager {
+                inter: None,
+                intra: Some(2048),
+                source: EagerSource::User
+            })
+        );
+        v["eager"] = serde_json::json!({"inter": 1, "knee": 2});
+        let e = Profile::from_json(&v.to_string()).unwrap_err();
+        assert!(e.to_string().contains("knee"), "{e}");
+        v["eager"] = serde_json::json!({"inter": 1, "source": "guess"});
+        assert!(Profile::from_json(&v.to_string()).is_err());
+    }
+
+    #[test]
+    fn eager_applies_to_the_same_family_only() {
+        let e = Eager {
+            inter: Some(32768),
+            intra: None,
+            source: EagerSource::MpiT,
+        };
+        let mut p = Profile::builtin_default();
+        p.eager = Some(e);
+        // No library named: the limits apply to any run.
+        assert_eq!(p.eager_for("MPICH Version:\t4.0.2"), Some(e));
+        p.mpi_library = Some("Open MPI v4.1.6, package: Debian OpenMPI".into());
+        assert_eq!(p.eager_for("Open MPI v4.1.2"), Some(e));
+        assert_eq!(p.eager_for("MPICH Version:\t4.0.2"), None);
+        assert_eq!(p.eager_for(""), None);
+        p.mpi_library = Some("MPICH Version:\t4.0.2".into());
+        assert_eq!(p.eager_for("MPICH Version:\t3.4"), Some(e));
+        assert_eq!(p.eager_for("Open MPI v4.1.6"), None);
+        p.mpi_library = Some("Some MPI 1.0".into());
+        assert_eq!(p.eager_for("Some MPI 1.0"), None);
+        p.eager = None;
+        assert_eq!(p.eager_for("MPICH Version:\t3.4"), None);
     }
 
     #[test]

@@ -5,8 +5,8 @@ use pmpi_core::model::grid::TwoClusters;
 use pmpi_core::predict::{
     AlltoallAlgo, Assumptions, Conditions, Reason, WaitKind, predict_run, predict_run_under,
 };
-use pmpi_core::profile::Profile;
-use pmpi_core::replay::whatif;
+use pmpi_core::profile::{Eager, EagerSource, Profile};
+use pmpi_core::replay::{Plan, whatif};
 use pmpi_core::topo::placement::Placement;
 use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call};
 
@@ -633,6 +633,96 @@ fn eager_sends_return_after_the_local_copy_and_rendezvous_sends_wait_for_the_rec
     assert!(close(rdv.measured_wait.seconds, 2.0));
 }
 
+/// Rank 0 on node a sends 40 KiB then 16 KiB to rank 1 on node b, each 0.5 s before its
+/// receive is posted, and 3000 bytes to rank 2 on node a; the run's library is `library`.
+fn three_sizes(library: &str) -> RunTrace {
+    let mut r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![
+                send(call::MPI_Send, 1, 40 * 1024, 0, S),
+                send(call::MPI_Send, 1, 16 * 1024, 2 * S, 3 * S),
+                send(call::MPI_Send, 2, 3000, 4 * S, 5 * S),
+            ],
+            3,
+        ),
+        rank(
+            1,
+            "b",
+            0,
+            vec![
+                recv_rec(call::MPI_Recv, 0, 40 * 1024, S / 2, S),
+                recv_rec(call::MPI_Recv, 0, 16 * 1024, 2 * S + S / 2, 3 * S),
+            ],
+            3,
+        ),
+        rank(
+            2,
+            "a",
+            0,
+            vec![recv_rec(call::MPI_Recv, 0, 3000, 4 * S, 5 * S)],
+            3,
+        ),
+    ]);
+    for rk in &mut r.ranks {
+        rk.meta.mpi_library = library.into();
+    }
+    r
+}
+
+/// Which of [`three_sizes`]'s messages go rendezvous under `profile`.
+fn rendezvous(r: &RunTrace, profile: Option<&Profile>) -> Vec<(u64, bool)> {
+    let plan = Plan::for_run(r, Placement::from_run(r), profile);
+    plan.msgs.iter().map(|m| (m.bytes, m.rendezvous)).collect()
+}
+
+#[test]
+fn the_profiles_eager_limits_replace_the_librarys_defaults_for_the_same_library() {
+    let ompi = "Open MPI v4.1.2, package: Debian OpenMPI";
+    let mut prof = profile();
+    prof.mpi_library = Some("Open MPI v4.1.6".into());
+    prof.eager = Some(Eager {
+        inter: Some(32 * 1024),
+        intra: Some(2048),
+        source: EagerSource::MpiT,
+    });
+    // Open MPI's defaults (64 KiB between nodes, 4 KiB within): all three eager.
+    let r = three_sizes(ompi);
+    let defaults = vec![(40 * 1024, false), (16 * 1024, false), (3000, false)];
+    assert_eq!(rendezvous(&r, None), defaults);
+    // The profile's 32 KiB between nodes: 40 KiB goes rendezvous, 16 KiB stays eager;
+    // its 2 KiB within a node: 3000 bytes go rendezvous.
+    assert_eq!(
+        rendezvous(&r, Some(&prof)),
+        vec![(40 * 1024, true), (16 * 1024, false), (3000, true)]
+    );
+    // A limit the profile does not give keeps the default.
+    prof.eager.as_mut().unwrap().intra = None;
+    assert_eq!(
+        rendezvous(&r, Some(&prof)),
+        vec![(40 * 1024, true), (16 * 1024, false), (3000, false)]
+    );
+    // The prediction follows: the rendezvous send waited 0.5 s for its receive, the eager
+    // one did not.
+    let p = predict_run(&r, &prof, Some("none")).unwrap();
+    let w = p.calls[0][0].measured_wait;
+    assert_eq!(w.kind, WaitKind::LateReceiver);
+    assert!(close(w.seconds, 0.5), "{w:?}");
+    assert_eq!(p.calls[0][1].measured_wait.kind, WaitKind::None);
+    // A profile of another library says nothing about this one: MPICH's run keeps
+    // MPICH's 128 KiB, and this Open MPI run keeps its defaults under an MPICH profile.
+    let mpich = three_sizes("MPICH Version:\t4.0.2\nMPICH Device:\tch4:ucx");
+    assert_eq!(rendezvous(&mpich, Some(&prof)), defaults);
+    prof.mpi_library = Some("MPICH Version:\t4.0.2".into());
+    assert_eq!(rendezvous(&r, Some(&prof)), defaults);
+    assert_eq!(
+        rendezvous(&mpich, Some(&prof)),
+        vec![(40 * 1024, true), (16 * 1024, false), (3000, false)]
+    );
+}
+
 #[test]
 fn a_wait_completes_its_irecv_when_the_message_arrives() {
     // Rank 1 posts an Irecv at 0, computes 1 s, waits. Rank 0 sends 1 s of data at 2 s.
@@ -1201,7 +1291,7 @@ fn a_live_snapshot_names_who_waits_and_on_whom() {
             2,
         ),
     ]);
-    let s = pmpi_core::report::live::snapshot(&r, 0.0, 2.0, None);
+    let s = pmpi_core::report::live::snapshot(&r, 0.0, 2.0, None, None);
     assert_eq!(s.graph.len(), 1);
     assert_eq!(
         (s.graph[0].src.as_str(), s.graph[0].dst.as_str()),

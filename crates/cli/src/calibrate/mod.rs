@@ -1,8 +1,9 @@
 //! `pmpi-predict calibrate`: measures the network under MPI (`bench`, over the PMPI
-//! wrappers of `mpi`), fits every model's parameters (`fit`, pure) and writes the profile
-//! (`run`).
+//! wrappers of `mpi`), reads the library's eager limits (`eager`, through MPI_T), fits
+//! every model's parameters (`fit`, pure) and writes the profile (`run`).
 
 pub mod bench;
+pub mod eager;
 pub mod fit;
 pub mod mpi;
 pub mod run;

@@ -8,7 +8,7 @@
 //! `f64` as `MPI_DOUBLE`), so no call can read or write out of bounds. Errors abort: MPI's
 //! default error handler (`MPI_ERRORS_ARE_FATAL`) stays in place.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{CStr, c_int, c_void};
 use std::mem::MaybeUninit;
 
 use mpi_sys as ffi;
@@ -73,6 +73,44 @@ impl Mpi {
         let n = (len.max(0) as usize).min(buf.len());
         let s = String::from_utf8_lossy(&buf[..n]);
         s.trim_matches(char::from(0)).trim().to_string()
+    }
+
+    /// The integer control variables named in `names`, read through the MPI tool
+    /// information interface in this process: `MPI_T_init_thread`, the variables listed by
+    /// `MPI_T_cvar_get_num`/`MPI_T_cvar_get_info`, `MPI_T_finalize`. Only variables bound to
+    /// no object (`bind == no_object`: the library's `MPI_T_BIND_NO_OBJECT`, whose value
+    /// differs between libraries) holding one 4- or 8-byte integer are read, as signed
+    /// integers; the others (and names the library does not list) are left out. An error
+    /// when MPI_T cannot be initialised.
+    pub fn read_cvars(
+        &self,
+        names: &[&str],
+        no_object: c_int,
+    ) -> Result<Vec<(String, i64)>, String> {
+        let mut provided: c_int = 0;
+        // SAFETY: a constant defined by mpi-sys's C shim; MPI_T_init_thread writes one int
+        // and may be called at any time, also after MPI_Init.
+        let rc = unsafe { ffi::PMPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) };
+        if rc != 0 {
+            return Err(format!("MPI_T_init_thread failed (error {rc})"));
+        }
+        let mut num: c_int = 0;
+        // SAFETY: MPI_T is initialised; writes one int.
+        let rc = unsafe { ffi::PMPI_T_cvar_get_num(&mut num) };
+        let mut out = Vec::new();
+        if rc == 0 {
+            for i in 0..num {
+                if let Some((name, v)) = cvar(i, names, no_object) {
+                    out.push((name, v));
+                }
+            }
+        }
+        // SAFETY: paired with the successful MPI_T_init_thread above; no handle is left.
+        unsafe { ffi::PMPI_T_finalize() };
+        if rc != 0 {
+            return Err(format!("MPI_T_cvar_get_num failed (error {rc})"));
+        }
+        Ok(out)
     }
 
     /// A barrier whose waiting ranks sleep instead of spinning: a dissemination barrier
@@ -340,6 +378,80 @@ impl Drop for Mpi {
         // SAFETY: called once, after every request of this process has completed.
         unsafe { ffi::PMPI_Finalize() };
     }
+}
+
+/// Control variable `index` if its name is one of `names`, it is bound to no object and it
+/// holds one 4- or 8-byte integer: its name and value (signed). MPI_T must be initialised.
+fn cvar(index: c_int, names: &[&str], no_object: c_int) -> Option<(String, i64)> {
+    let mut name = [0u8; 256];
+    let mut desc = [0u8; 1024];
+    let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
+    let (mut verbosity, mut bind, mut scope) = (0, 0, 0);
+    let mut datatype = MaybeUninit::<ffi::MPI_Datatype>::uninit();
+    let mut enumtype = MaybeUninit::<ffi::MPI_T_enum>::uninit();
+    // SAFETY: the name and description buffers hold the lengths passed in (the library
+    // writes at most that many bytes, the terminating NUL included); every other output
+    // is one local value of the type the prototype names.
+    let rc = unsafe {
+        ffi::PMPI_T_cvar_get_info(
+            index,
+            name.as_mut_ptr().cast(),
+            &mut name_len,
+            &mut verbosity,
+            datatype.as_mut_ptr(),
+            enumtype.as_mut_ptr(),
+            desc.as_mut_ptr().cast(),
+            &mut desc_len,
+            &mut bind,
+            &mut scope,
+        )
+    };
+    if rc != 0 || bind != no_object {
+        return None;
+    }
+    let name = CStr::from_bytes_until_nul(&name).ok()?.to_str().ok()?;
+    if !names.contains(&name) {
+        return None;
+    }
+    // SAFETY: written by the successful MPI_T_cvar_get_info above.
+    let datatype = unsafe { datatype.assume_init() };
+    let mut size: c_int = 0;
+    // SAFETY: a datatype handle the library returned; writes one int.
+    if unsafe { ffi::PMPI_Type_size(datatype, &mut size) } != 0 || !(size == 4 || size == 8) {
+        return None;
+    }
+    let mut handle = MaybeUninit::<ffi::MPI_T_cvar_handle>::uninit();
+    let mut count: c_int = 0;
+    // SAFETY: a variable bound to no object takes a null object handle; writes one handle
+    // and one int.
+    let rc = unsafe {
+        ffi::PMPI_T_cvar_handle_alloc(index, std::ptr::null_mut(), handle.as_mut_ptr(), &mut count)
+    };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: written by the successful MPI_T_cvar_handle_alloc above.
+    let mut handle = unsafe { handle.assume_init() };
+    // Room for 4 values of 8 bytes; only a count of 1 is read.
+    let mut buf = [0u64; 4];
+    let rc = if count == 1 {
+        // SAFETY: one element of `size` <= 8 bytes fits the 32-byte, 8-aligned buffer.
+        unsafe { ffi::PMPI_T_cvar_read(handle, buf.as_mut_ptr().cast()) }
+    } else {
+        -1
+    };
+    // SAFETY: the handle allocated above, freed once.
+    unsafe { ffi::PMPI_T_cvar_handle_free(&mut handle) };
+    if rc != 0 {
+        return None;
+    }
+    let bytes = buf[0].to_ne_bytes();
+    let value = if size == 4 {
+        i64::from(i32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    } else {
+        i64::from_ne_bytes(bytes)
+    };
+    Some((name.to_string(), value))
 }
 
 /// Keeps the compiler from proving a buffer unused (benchmarks write into receive buffers

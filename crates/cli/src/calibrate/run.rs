@@ -7,10 +7,11 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::bench::{self, Ctx};
+use super::eager;
 use super::fit;
 use super::mpi::Mpi;
 use crate::model::Hockney;
-use crate::profile::{PenaltyParams, Profile};
+use crate::profile::{Eager, EagerSource, PenaltyParams, Profile};
 
 /// What `pmpi-predict calibrate` was asked to do.
 #[derive(Debug, Clone)]
@@ -161,6 +162,62 @@ pub fn utc_now() -> String {
     )
 }
 
+/// What the eager-limit read gave: the profile's field, a line for the user and the raw
+/// section's record of the control variables.
+struct EagerRead {
+    eager: Option<Eager>,
+    line: String,
+    raw: Value,
+}
+
+/// Every rank reads the eager limits through MPI_T (a BTL's variables are listed only
+/// where it is loaded: Open MPI's shared-memory one on ranks that share a node); each limit
+/// is the largest any rank read. Collective over WORLD.
+fn read_eager(mpi: &Mpi, library: &str) -> EagerRead {
+    let cvars = eager::cvars_for(library);
+    let read = match &cvars {
+        Ok(c) => mpi.read_cvars(&c.names(), c.no_object),
+        Err(e) => Err(e.clone()),
+    };
+    let (inter, intra) = match (&cvars, &read) {
+        (Ok(c), Ok(r)) => eager::limits(c, r),
+        _ => (None, None),
+    };
+    let mut v = [eager::encode(inter), eager::encode(intra)];
+    mpi.allreduce_max(&mut v, mpi.world);
+    let (inter, intra) = (eager::decode(v[0]), eager::decode(v[1]));
+    let show = |v: Option<u64>, names: &[&str]| match v {
+        Some(b) => format!("{b} B ({})", names.join(" or ")),
+        None if names.is_empty() => "not exposed".to_string(),
+        None => format!("not exposed ({} not listed or unset)", names.join(" or ")),
+    };
+    let (line, raw) = match (&cvars, &read) {
+        (Ok(c), Ok(r)) => (
+            format!(
+                "eager limits from MPI_T: between nodes {}, within a node {}{}",
+                show(inter, &c.inter),
+                show(intra, &c.intra),
+                if inter.is_none() || intra.is_none() {
+                    "; the engine keeps the library's default where not exposed"
+                } else {
+                    ""
+                }
+            ),
+            json!({"read": r.iter().map(|(n, x)| (n.clone(), json!(x))).collect::<serde_json::Map<String, Value>>()}),
+        ),
+        (Err(e), _) | (_, Err(e)) => (
+            format!("eager limits not read ({e}); the engine keeps the library's defaults"),
+            json!({"error": e}),
+        ),
+    };
+    let eager = (inter.is_some() || intra.is_some()).then_some(Eager {
+        inter,
+        intra,
+        source: EagerSource::MpiT,
+    });
+    EagerRead { eager, line, raw }
+}
+
 /// Runs the calibration on every rank; rank 0 writes the profile. Returns the exit status
 /// (0 ok, 2 cannot calibrate with these ranks, 69 MPI failed to start, 70 the fit gave an
 /// invalid profile, 74 the profile cannot be written).
@@ -180,6 +237,9 @@ pub fn run(opts: &Options) -> i32 {
         eprintln!("pmpi-predict: {NEED_RANKS}");
         return 2;
     }
+    // Before any measurement: the library's eager limits, from its control variables.
+    let library = mpi.library_version();
+    let eager = read_eager(&mpi, &library);
     let name = crate::topo::node_name(opts.node.as_deref());
     let ctx = Ctx::discover(&mpi, &name);
     let nnodes = ctx.nodes.len();
@@ -215,7 +275,12 @@ pub fn run(opts: &Options) -> i32 {
     let mut notes: Vec<String> = Vec::new();
     let mut profile = Profile::builtin_default();
     profile.date = Some(utc_now());
-    profile.mpi_library = Some(mpi.library_version());
+    profile.mpi_library = Some(library);
+    raw.insert("eager_cvars".into(), eager.raw.clone());
+    if mpi.rank == 0 {
+        eprintln!("calibrate: {}", eager.line);
+    }
+    profile.eager = eager.eager;
     profile.nodes = ctx.nodes.clone();
     raw.insert("ranks".into(), json!(mpi.size));
     raw.insert("node_of_rank".into(), json!(ctx.node_of));

@@ -82,6 +82,19 @@ pub fn render(p: &Profile, title: &str) -> String {
     if !p.nodes.is_empty() {
         let _ = writeln!(o, "  nodes:       {}", p.nodes.join(" "));
     }
+    if let Some(e) = &p.eager {
+        let b = |v: Option<u64>| v.map_or("library default".to_string(), |x| format!("{x} B"));
+        let src = match e.source {
+            crate::profile::EagerSource::MpiT => "read through MPI_T",
+            crate::profile::EagerSource::User => "given",
+        };
+        let _ = writeln!(
+            o,
+            "  eager limit: {} between nodes, {} within a node ({src})",
+            b(e.inter),
+            b(e.intra)
+        );
+    }
     let _ = writeln!(o);
     let _ = writeln!(
         o,

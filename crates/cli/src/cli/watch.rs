@@ -237,6 +237,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
                 (start - o) as f64 * 1e-9,
                 (end - o) as f64 * 1e-9,
                 model.as_deref(),
+                Some(&profile),
             );
             let res = if a.json {
                 serde_json::to_string(&s)

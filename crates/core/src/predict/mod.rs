@@ -352,7 +352,7 @@ pub fn predict_run_under(
     cond: &Conditions,
 ) -> Result<RunPrediction, String> {
     let model = penalty_model(profile, model_override)?;
-    let plan = Plan::for_run(run, cond.placement.clone());
+    let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
     Ok(predict_plan(plan, &lens, profile, model, assume, cond))
 }
@@ -373,7 +373,7 @@ pub fn predict_run_releasing(
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
     };
-    let plan = Plan::for_run(run, cond.placement.clone());
+    let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
     for rk in &mut run.ranks {
         rk.records = Vec::new();

@@ -19,6 +19,7 @@ pub mod whatif;
 
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};
+use crate::profile::Profile;
 use crate::topo::placement::Placement;
 use crate::trace::{CallArcs, CallKind, FLAG_NONBLOCKING, Record, RunTrace};
 use net::Net;
@@ -56,6 +57,18 @@ impl Protocol {
                 eager_intra: 4 * 1024,
             }
         }
+    }
+
+    /// The protocol of a run on `library`: its defaults ([`Protocol::for_library`]), with
+    /// the limits `profile` gives for that library ([`Profile::eager_for`]: calibrated on
+    /// the same library family) in their place.
+    pub fn for_library_with(library: &str, profile: Option<&Profile>) -> Protocol {
+        let mut p = Protocol::for_library(library);
+        if let Some(e) = profile.and_then(|pr| pr.eager_for(library)) {
+            p.eager_inter = e.inter.unwrap_or(p.eager_inter);
+            p.eager_intra = e.intra.unwrap_or(p.eager_intra);
+        }
+        p
     }
 }
 
@@ -207,14 +220,16 @@ impl Plan {
         &self.completes[s..e]
     }
 
-    /// The plan of `run` under `placement`, with the protocol of the MPI library it ran on.
-    pub fn for_run(run: &RunTrace, placement: Placement) -> Plan {
+    /// The plan of `run` under `placement`, with the protocol of the MPI library it ran on:
+    /// its default eager limits, or those of `profile` where it has them for that library
+    /// ([`Protocol::for_library_with`]).
+    pub fn for_run(run: &RunTrace, placement: Placement, profile: Option<&Profile>) -> Plan {
         let library = run
             .ranks
             .first()
             .map(|r| r.meta.mpi_library.as_str())
             .unwrap_or("");
-        Plan::new(run, placement, Protocol::for_library(library))
+        Plan::new(run, placement, Protocol::for_library_with(library, profile))
     }
 
     /// Builds the plan of a run.

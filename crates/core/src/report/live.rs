@@ -6,6 +6,7 @@
 use super::hotspots::Cause;
 use crate::graph;
 use crate::model::{CommGraph, Edge, PenaltyModel};
+use crate::profile::Profile;
 use crate::replay::{self, Plan};
 use crate::topo::placement::Placement;
 use crate::trace::{FLAG_NONBLOCKING, RunTrace};
@@ -57,12 +58,14 @@ pub struct Snapshot {
 }
 
 /// The snapshot of `[start_s, end_s)`: `run` holds every rank's records that start in
-/// it (the CLI cuts them), with the ranks' metadata.
+/// it (the CLI cuts them), with the ranks' metadata. `profile`'s eager limits (for the run's library) decide which sends waited as
+/// rendezvous ones.
 pub fn snapshot(
     run: &RunTrace,
     start_s: f64,
     end_s: f64,
     model: Option<&dyn PenaltyModel>,
+    profile: Option<&Profile>,
 ) -> Snapshot {
     let placement = Placement::from_run(run);
     let flows = graph::build(run, &placement);
@@ -128,7 +131,7 @@ pub fn snapshot(
         .cloned()
         .collect();
     penalised.sort_by(|a, b| b.penalty.total_cmp(&a.penalty).then(b.bytes.cmp(&a.bytes)));
-    let waiting = waiting(run, &placement);
+    let waiting = waiting(run, &placement, profile);
     Snapshot {
         start_s,
         end_s,
@@ -143,8 +146,8 @@ pub fn snapshot(
 /// interval (a message whose other end is in another interval is not counted), and its
 /// time in blocking and completion calls. Ranks that neither waited nor blocked are left
 /// out; the longest waits first.
-fn waiting(run: &RunTrace, placement: &Placement) -> Vec<Waiting> {
-    let plan = Plan::for_run(run, placement.clone());
+fn waiting(run: &RunTrace, placement: &Placement, profile: Option<&Profile>) -> Vec<Waiting> {
+    let plan = Plan::for_run(run, placement.clone(), profile);
     let waits = replay::measured_waits(&plan);
     struct Acc {
         wait: f64,
