@@ -138,8 +138,8 @@ fn stages(run: &RunTrace, profile: &Profile, n: usize) {
             .fold(f64::INFINITY, f64::min)
     };
     let placement = Placement::from_run(run);
-    let dt_plan = best(&mut || drop(Plan::for_run(run, placement.clone())));
-    let plan = Plan::for_run(run, placement.clone());
+    let dt_plan = best(&mut || drop(Plan::for_run(run, placement.clone(), Some(profile))));
+    let plan = Plan::for_run(run, placement.clone(), Some(profile));
     let costs: Vec<_> = plan
         .instances
         .iter()
