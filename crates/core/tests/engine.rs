@@ -830,6 +830,55 @@ fn a_zero_count_broadcast_waits_for_nobody() {
     }
 }
 
+/// Below the eager limit a broadcast's root returns after its local send and a member that
+/// enters after the data arrived only copies it out; from the limit on the member waits
+/// for the root and then the broadcast's time, as before.
+#[test]
+fn an_eager_broadcast_returns_at_the_root_and_waits_for_nothing_late() {
+    let bcast = |bytes: u64, root: bool, t0: u64, t1: u64| Record {
+        root: 0,
+        bytes_send: if root { bytes } else { 0 },
+        bytes_recv: if root { 0 } else { bytes },
+        ..coll(call::MPI_Bcast, 2, t0, t1)
+    };
+    // The root enters at 1 s, the other member at 3 s; 8 KiB (eager between nodes under
+    // Open MPI's 64 KiB limit), then 1 MB (rendezvous) at 5 s and 7 s.
+    let ranks = vec![
+        rank(
+            0,
+            "n0",
+            0,
+            vec![
+                bcast(8192, true, S, S + 1000),
+                bcast(1_000_000, true, 5 * S, 5 * S + 1000),
+            ],
+            2,
+        ),
+        rank(
+            1,
+            "n1",
+            0,
+            vec![
+                bcast(8192, false, 3 * S, 3 * S + 1000),
+                bcast(1_000_000, false, 7 * S, 7 * S + 1000),
+            ],
+            2,
+        ),
+    ];
+    let p = predict_run(&run(ranks), &profile(), Some("gige")).unwrap();
+    let (root, leaf) = (p.calls[0][0], p.calls[1][0]);
+    // Local costs only: microseconds, where the broadcast's time of 8 KiB at β = 1e-8 is
+    // 82 µs.
+    assert!(root.predicted.unwrap() < 1e-5, "{root:?}");
+    assert!(leaf.predicted.unwrap() < 1e-5, "{leaf:?}");
+    assert_eq!(leaf.wait.kind, WaitKind::None, "{leaf:?}");
+    // Rendezvous: the root takes the broadcast's time (1 MB at β = 1e-8: 10 ms at least),
+    // and so does the member entering 2 s later.
+    let (root, leaf) = (p.calls[0][1], p.calls[1][1]);
+    assert!(root.predicted.unwrap() >= 0.01, "{root:?}");
+    assert!(leaf.predicted.unwrap() >= 0.01, "{leaf:?}");
+}
+
 #[test]
 fn a_single_node_run_has_no_contention() {
     // Four ranks on one node exchange large messages at once: no network, no penalty.

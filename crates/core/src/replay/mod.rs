@@ -797,7 +797,11 @@ impl P2p {
     /// copy at memory speed (intra-node β) to or from the socket buffer. Calibrated os(m) and
     /// or(m) on TCP include the wire time of the message, which the replay's network adds.
     fn overhead(&self, msg: &Msg, send: bool) -> f64 {
-        let intra = msg.src_node == msg.dst_node;
+        self.local_cost(msg.bytes, msg.src_node == msg.dst_node, send)
+    }
+
+    /// [`P2p::overhead`] of a message of `bytes` within a node (`intra`) or between nodes.
+    fn local_cost(&self, bytes: u64, intra: bool, send: bool) -> f64 {
         let pl = if intra {
             &self.plogp_intra
         } else {
@@ -811,9 +815,9 @@ impl P2p {
             }
         };
         if intra {
-            at(msg.bytes as f64)
+            at(bytes as f64)
         } else {
-            at(0.0) + self.intra.beta * msg.bytes as f64
+            at(0.0) + self.intra.beta * bytes as f64
         }
     }
 }
@@ -1464,6 +1468,17 @@ impl Engine<'_> {
         }
         let all_in = self.inst_entered[i as usize] as usize >= inst.members.len();
         let root_g = inst.root.map(|k| inst.members[k]);
+        // Below the eager limit of its path, a rooted collective's messages go out at once:
+        // a sender returns after its local send costs, and a receiver that enters after the
+        // data arrived only copies it out (as for point-to-point messages).
+        let limit = if inst.multi_node {
+            self.plan.protocol.eager_inter
+        } else {
+            self.plan.protocol.eager_intra
+        };
+        let eager = inst.block < limit;
+        let intra = !inst.multi_node;
+        let send = self.p2p.local_cost(inst.block, intra, true);
         match coll_shape(inst.kind) {
             CollShape::All => {
                 if all_in {
@@ -1473,12 +1488,20 @@ impl Engine<'_> {
                 }
             }
             CollShape::FromRoot => match root_g {
+                // The root sends to its children in a binomial tree.
+                Some(r) if r == g && eager => {
+                    let children = (inst.n.max(2) as f64).log2().ceil();
+                    Ok(t0 + children * send)
+                }
                 Some(r) if r == g => Ok(t0 + total),
                 Some(r) => {
                     // Entry times are set when a stream enters a call.
                     let rt = self.t.start[r as usize];
                     if rt.is_nan() {
                         Err(Block::Inst(i))
+                    } else if eager {
+                        let recv = self.p2p.local_cost(inst.block, intra, false);
+                        Ok((t0 + recv).max(rt + total))
                     } else {
                         Ok(t0.max(rt) + total)
                     }
@@ -1493,6 +1516,7 @@ impl Engine<'_> {
                         Err(Block::Inst(i))
                     }
                 }
+                _ if eager => Ok(t0 + send),
                 _ => Ok(t0 + step),
             },
         }
