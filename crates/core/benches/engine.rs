@@ -6,7 +6,6 @@
 //! `--write=DIR` it writes the trace as a run directory for `pmpi-predict analyze`; with
 //! `--profile-replay` it runs only the replay under gige, ten times, for `perf record`).
 
-use pmpi_core::model::PLogP;
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
 use pmpi_core::replay::{self, P2p, Plan};
@@ -145,40 +144,17 @@ fn stages(run: &RunTrace, profile: &Profile, n: usize) {
         .iter()
         .map(|i| coll_cost(profile, &Assumptions::default(), i))
         .collect();
-    let p2p = P2p {
-        inter: profile.hockney.inter,
-        intra: profile.hockney.intra,
-        plogp_inter: profile.plogp_or_hockney(),
-        plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
-        wan: None,
-        socket_buffer: profile.socket_buffer.unwrap_or(replay::SOCKET_BUFFER),
-        reverse: profile.penalty.reverse,
-    };
+    let p2p = P2p::from_profile(profile, None);
     let model = penalty_model(profile, Some("gige")).expect("gige model");
+    let gige = || replay::replay(&plan, &p2p, model.as_deref(), &costs, true, true);
     // `--profile-replay`: only the gige replay, ten times (for `perf record`).
     if std::env::args().any(|a| a == "--profile-replay") {
         for _ in 0..10 {
-            drop(replay::replay(
-                &plan,
-                &p2p,
-                model.as_deref(),
-                &costs,
-                true,
-                true,
-            ));
+            drop(gige());
         }
         return;
     }
-    let dt_gige = best(&mut || {
-        drop(replay::replay(
-            &plan,
-            &p2p,
-            model.as_deref(),
-            &costs,
-            true,
-            true,
-        ));
-    });
+    let dt_gige = best(&mut || drop(gige()));
     let dt_free = best(&mut || drop(replay::replay(&plan, &p2p, None, &costs, false, false)));
     let dt_all = best(&mut || drop(predict_run(run, profile, Some("gige")).expect("engine runs")));
     let rate = |dt: f64| n as f64 / dt / 1e6;

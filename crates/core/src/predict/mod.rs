@@ -398,15 +398,7 @@ fn predict_plan(
         .iter()
         .map(|i| coll_cost_under(profile, assume, &plan, i, cond))
         .collect();
-    let p2p = P2p {
-        inter: profile.hockney.inter,
-        intra: profile.hockney.intra,
-        plogp_inter: profile.plogp_or_hockney(),
-        plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
-        wan: cond.clusters.clone(),
-        socket_buffer: profile.socket_buffer.unwrap_or(replay::SOCKET_BUFFER),
-        reverse: profile.penalty.reverse,
-    };
+    let p2p = P2p::from_profile(profile, cond.clusters.clone());
     // Without a penalty model ("none") nothing is contended, collectives included.
     let last = |v: &[f64]| {
         v.iter()

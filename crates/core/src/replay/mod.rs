@@ -784,6 +784,19 @@ pub struct P2p {
 }
 
 impl P2p {
+    /// The point-to-point parameters of `profile`, with the wide-area link of `wan`.
+    pub fn from_profile(profile: &Profile, wan: Option<whatif::Clusters>) -> P2p {
+        P2p {
+            inter: profile.hockney.inter,
+            intra: profile.hockney.intra,
+            plogp_inter: profile.plogp_or_hockney(),
+            plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
+            wan,
+            socket_buffer: profile.socket_buffer.unwrap_or(SOCKET_BUFFER),
+            reverse: profile.penalty.reverse,
+        }
+    }
+
     /// The point-to-point parameters between two nodes.
     fn hockney(&self, src_node: u32, dst_node: u32) -> &Hockney {
         match &self.wan {
