@@ -1491,7 +1491,7 @@ impl Engine<'_> {
         };
         let eager = inst.block < limit;
         let intra = !inst.multi_node;
-        let send = self.p2p.local_cost(inst.block, intra, true);
+        let local = |send: bool| self.p2p.local_cost(inst.block, intra, send);
         match coll_shape(inst.kind) {
             CollShape::All => {
                 if all_in {
@@ -1504,7 +1504,7 @@ impl Engine<'_> {
                 // The root sends to its children in a binomial tree.
                 Some(r) if r == g && eager => {
                     let children = (inst.n.max(2) as f64).log2().ceil();
-                    Ok(t0 + children * send)
+                    Ok(t0 + children * local(true))
                 }
                 Some(r) if r == g => Ok(t0 + total),
                 Some(r) => {
@@ -1513,8 +1513,7 @@ impl Engine<'_> {
                     if rt.is_nan() {
                         Err(Block::Inst(i))
                     } else if eager {
-                        let recv = self.p2p.local_cost(inst.block, intra, false);
-                        Ok((t0 + recv).max(rt + total))
+                        Ok((t0 + local(false)).max(rt + total))
                     } else {
                         Ok(t0.max(rt) + total)
                     }
@@ -1529,7 +1528,7 @@ impl Engine<'_> {
                         Err(Block::Inst(i))
                     }
                 }
-                _ if eager => Ok(t0 + send),
+                _ if eager => Ok(t0 + local(true)),
                 _ => Ok(t0 + step),
             },
         }
