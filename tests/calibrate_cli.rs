@@ -146,20 +146,22 @@ fn profile_show_calibrated_file() {
     }
 }
 
-fn have_mpirun() -> bool {
-    Command::new(common::launcher())
+/// Fails the test when no MPI launcher runs (scripts/setup installs them).
+fn require_mpirun() {
+    let ok = Command::new(common::launcher())
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "no MPI launcher ({}): scripts/setup installs Open MPI and MPICH",
+        common::launcher()
+    );
 }
 
 #[test]
 fn two_ranks_one_node_fit_intra_only() {
-    assert!(
-        have_mpirun(),
-        "no MPI launcher ({}): scripts/setup installs Open MPI and MPICH",
-        common::launcher()
-    );
+    require_mpirun();
     let dir = common::scratch("calibrate_mpi_intra");
     let p = dir.join("p.json");
     let exe = common::cli_path();
@@ -183,11 +185,7 @@ fn two_ranks_one_node_fit_intra_only() {
 
 #[test]
 fn eager_limits_come_from_the_librarys_control_variables() {
-    assert!(
-        have_mpirun(),
-        "no MPI launcher ({}): scripts/setup installs Open MPI and MPICH",
-        common::launcher()
-    );
+    require_mpirun();
     let dir = common::scratch("calibrate_mpi_eager");
     let p = dir.join("p.json");
     let exe = common::cli_path();
@@ -232,11 +230,7 @@ fn eager_limits_come_from_the_librarys_control_variables() {
 
 #[test]
 fn four_ranks_posing_as_four_nodes() {
-    assert!(
-        have_mpirun(),
-        "no MPI launcher ({}): scripts/setup installs Open MPI and MPICH",
-        common::launcher()
-    );
+    require_mpirun();
     let dir = common::scratch("calibrate_mpi_fake4");
     let wrap = dir.join("as-node.sh");
     std::fs::write(
