@@ -535,6 +535,16 @@ fn coll(call: u16, n: u32, t0: u64, t1: u64) -> Record {
     }
 }
 
+/// An MPI_Bcast of `bytes` from WORLD rank 0 on a communicator of `n`, as `root` or not.
+fn bcast_from_0(n: u32, bytes: u64, root: bool, t0: u64, t1: u64) -> Record {
+    Record {
+        root: 0,
+        bytes_send: if root { bytes } else { 0 },
+        bytes_recv: if root { 0 } else { bytes },
+        ..coll(call::MPI_Bcast, n, t0, t1)
+    }
+}
+
 #[test]
 fn compute_gaps_are_kept_and_an_over_estimate_delays_what_follows() {
     // Rank 0: Send 1 s of data, compute 1 s, Send again. Rank 1 receives both as soon as
@@ -793,12 +803,7 @@ fn a_zero_count_broadcast_waits_for_nobody() {
     // once on every rank (the library does not communicate): its measured microsecond,
     // predicted, no wait. The 8-byte one after it is the communicator's first operation
     // on every rank and waits for the root.
-    let bcast = |bytes: u64, root: bool, t0: u64, t1: u64| Record {
-        root: 0,
-        bytes_send: if root { bytes } else { 0 },
-        bytes_recv: if root { 0 } else { bytes },
-        ..coll(call::MPI_Bcast, 3, t0, t1)
-    };
+    let bcast = |bytes, root, t0, t1| bcast_from_0(3, bytes, root, t0, t1);
     let ranks = (0..3)
         .map(|r| {
             let records = if r == 0 {
@@ -835,12 +840,7 @@ fn a_zero_count_broadcast_waits_for_nobody() {
 /// for the root and then the broadcast's time, as before.
 #[test]
 fn an_eager_broadcast_returns_at_the_root_and_waits_for_nothing_late() {
-    let bcast = |bytes: u64, root: bool, t0: u64, t1: u64| Record {
-        root: 0,
-        bytes_send: if root { bytes } else { 0 },
-        bytes_recv: if root { 0 } else { bytes },
-        ..coll(call::MPI_Bcast, 2, t0, t1)
-    };
+    let bcast = |bytes, root, t0, t1| bcast_from_0(2, bytes, root, t0, t1);
     // The root enters at 1 s, the other member at 3 s; 8 KiB (eager between nodes under
     // Open MPI's 64 KiB limit), then 1 MB (rendezvous) at 5 s and 7 s.
     let ranks = vec![
