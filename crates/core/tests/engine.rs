@@ -872,11 +872,11 @@ fn an_eager_broadcast_returns_at_the_root_and_waits_for_nothing_late() {
     assert!(root.predicted.unwrap() < 1e-5, "{root:?}");
     assert!(leaf.predicted.unwrap() < 1e-5, "{leaf:?}");
     assert_eq!(leaf.wait.kind, WaitKind::None, "{leaf:?}");
-    // Rendezvous: the root takes the broadcast's time (1 MB at β = 1e-8: 10 ms at least),
-    // and so does the member entering 2 s later.
+    // Rendezvous: the root takes the broadcast's time (1 MB at β = 1e-8: 10 ms, to the
+    // rounding of the clock), and so does the member entering 2 s later.
     let (root, leaf) = (p.calls[0][1], p.calls[1][1]);
-    assert!(root.predicted.unwrap() >= 0.01, "{root:?}");
-    assert!(leaf.predicted.unwrap() >= 0.01, "{leaf:?}");
+    assert!(root.predicted.unwrap() >= 0.01 - 1e-9, "{root:?}");
+    assert!(leaf.predicted.unwrap() >= 0.01 - 1e-9, "{leaf:?}");
 }
 
 #[test]

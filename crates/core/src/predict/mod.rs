@@ -131,16 +131,61 @@ impl Assumptions {
     }
 }
 
-/// The broadcast strategy Open MPI's tuned component picks by its fixed decision: binomial
-/// below 2 KiB; a split binary tree with segments ("binary" here) up to 362 KiB, and for
-/// fewer than 13 processes at any size; a segmented pipeline ("segmented-chain") beyond.
+/// The broadcast strategy Open MPI 4.1's tuned component picks by its fixed decision
+/// (`ompi_coll_tuned_bcast_intra_dec_fixed`: a table by communicator size and message
+/// size, no segmentation), as the closest of Table 1's strategies: `basic_linear` is
+/// `flat`; `chain` and `pipeline` (unsegmented) are `chain`; `binary_tree` is `binary`,
+/// except with fewer than 4 processes, where the root's children are all the others and
+/// the tree is `flat`; `binomial` and `knomial` are `binomial`; `scatter_allgather`
+/// (communicators of 16 and more, 1 MiB and more) moves each byte about twice, as the
+/// segmented pipeline does once: `segmented-chain`.
 pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
-    if m < 2048 {
-        bcast::BcastStrategy::Binomial
-    } else if m < 370_728 || p < 13 {
-        bcast::BcastStrategy::Binary
+    use bcast::BcastStrategy::{Binary, Binomial, Chain, Flat, SegmentedChain};
+    if p < 4 {
+        // A binary tree of 2 or 3 processes is the root sending to each other one.
+        match m {
+            0..32 => Chain,
+            32..256 => Flat,
+            256..512 => Chain,
+            512..1024 => Binomial,
+            1024..131072 => Flat,
+            131072..262144 => Chain,
+            262144..524288 => Flat,
+            524288..1048576 => Binomial,
+            _ => Flat,
+        }
+    } else if p < 8 {
+        match m {
+            0..64 => Binary,
+            64..128 => Binomial,
+            128..2048 => Binary,
+            2048..8192 => Binomial,
+            8192..1048576 => Flat,
+            _ => Chain,
+        }
+    } else if p < 16 {
+        match m {
+            0..8 => Binomial,
+            8..64 => Binary,
+            64..4096 => Binomial,
+            4096..16384 => Binary,
+            16384..32768 => Binomial,
+            _ => Flat,
+        }
+    } else if p < 32 {
+        if m < 1048576 {
+            Binomial
+        } else {
+            SegmentedChain
+        }
+    } else if p < 1024 {
+        // knomial and binomial, with binary, linear and split-binary islands between 2 and
+        // 64 KiB from 128 processes that a binomial tree approximates.
+        Binomial
+    } else if m < if p < 2048 { 524288 } else { 262144 } {
+        Binomial
     } else {
-        bcast::BcastStrategy::SegmentedChain
+        SegmentedChain
     }
 }
 
@@ -575,5 +620,47 @@ fn contention(plan: &Plan, t: &Timing, g: usize) -> f64 {
             }
         }
         _ => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bcast::BcastStrategy::{Binary, Binomial, Chain, Flat, SegmentedChain};
+
+    #[test]
+    fn the_assumed_broadcast_follows_open_mpi_4_1_s_table() {
+        // Two members (CP2K's row broadcasts): the root sends the block itself.
+        assert_eq!(assumed_bcast(2, 16384), Flat);
+        assert_eq!(assumed_bcast(2, 65536), Flat);
+        assert_eq!(assumed_bcast(3, 200_000), Chain);
+        assert_eq!(assumed_bcast(2, 700_000), Binomial);
+        assert_eq!(assumed_bcast(2, 8), Chain);
+        // Four members: binary tree for tiny, linear from 8 KiB to 1 MiB, chain beyond.
+        assert_eq!(assumed_bcast(4, 16), Binary);
+        assert_eq!(assumed_bcast(4, 4096), Binomial);
+        assert_eq!(assumed_bcast(4, 262_144), Flat);
+        assert_eq!(assumed_bcast(4, 1_048_575), Flat);
+        assert_eq!(assumed_bcast(4, 1_048_576), Chain);
+        assert_eq!(assumed_bcast(8, 32768), Flat);
+        assert_eq!(assumed_bcast(8, 8192), Binary);
+        assert_eq!(assumed_bcast(16, 4 << 20), SegmentedChain);
+        assert_eq!(assumed_bcast(512, 4 << 20), Binomial);
+        assert_eq!(assumed_bcast(1024, 300_000), Binomial);
+        assert_eq!(assumed_bcast(2048, 300_000), SegmentedChain);
+    }
+
+    #[test]
+    fn a_two_member_broadcast_costs_one_message() {
+        // One send of m: no tree to climb, so no more than the pLogP gap and latency.
+        let h = Hockney {
+            alpha: 1e-4,
+            beta: 8e-8,
+        };
+        let pl = PLogP::from_hockney(&h);
+        let t = bcast::predict(&pl, assumed_bcast(2, 16384), 2, 16384)
+            .unwrap()
+            .seconds;
+        assert!((t - (pl.gap(16384.0) + pl.l)).abs() < 1e-12, "{t}");
     }
 }
