@@ -84,11 +84,12 @@ grep -q '100mbit' "$TMP/status" || fail "status does not show the rate"
 for (( k=0; k<NHOSTS; k++ )); do
     grep -qE "h$k +10\.77\.0\.$(( k + 1 ))" "$TMP/status" || fail "status misses h$k and its address"
 done
-# the switch's ports keep a switch-sized queue, the hosts' side a host's (2 MB)
-grep -q "queue: 100000 B (hosts' side 2000000 B)" "$TMP/status" || fail "status does not show both queues"
-ip netns exec h1 tc qdisc show dev eth0 | grep -q 'tbf.*lat 159ms' \
+# the switch's ports keep a switch-sized queue, the hosts' side a host's (2 MB); a
+# 100 Mbit/s port's bucket is two frames (3028 B, which tc prints as 3025b)
+grep -q "queue: 100000 B (hosts' side 2000000 B)   burst: 3028 B" "$TMP/status" || fail "status does not show both queues and the burst"
+ip netns exec h1 tc qdisc show dev eth0 | grep -q 'tbf.*burst 3025b lat 160ms' \
     || fail "h1's side is not a 2 MB tbf queue: $(ip netns exec h1 tc qdisc show dev eth0)"
-ip netns exec emusw tc qdisc show dev p-h1 | grep -q 'tbf.*lat 6.69ms' \
+ip netns exec emusw tc qdisc show dev p-h1 | grep -q 'tbf.*burst 3025b lat 7.76ms' \
     || fail "the switch's port to h1 is not a 100,000 B tbf queue: $(ip netns exec emusw tc qdisc show dev p-h1)"
 ok "status"
 
