@@ -297,6 +297,31 @@ fn four_ranks_posing_as_four_nodes() {
         "{} vs {mean}",
         prof.penalty.reverse
     );
+    // The ports' capacity: over the fan schemes (all arcs from one node or into one),
+    // N over the best repetition's last arrival, at least 1.
+    let fans = ["out2", "out3", "in2", "in3"];
+    let capacity = schemes
+        .iter()
+        .filter(|s| fans.contains(&s["name"].as_str().unwrap()))
+        .map(|s| {
+            let n = s["arcs"].as_array().unwrap().len() as f64;
+            let best = s["reps_s"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    r.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.as_f64().unwrap())
+                        .fold(0.0, f64::max)
+                })
+                .fold(f64::INFINITY, f64::min);
+            n / (best / t_ref)
+        })
+        .fold(1.0, f64::max);
+    let got = prof.penalty.port_capacity.expect("port_capacity written");
+    assert!((got - capacity).abs() < 1e-9, "{got} vs {capacity}");
     assert!(prof.plogp.is_some());
     let res = prof.residuals.as_ref().unwrap();
     assert!(res["penalty"]["mean_abs_rel_error_pct"]["gige"].is_number());

@@ -168,6 +168,13 @@ pub struct PenaltyParams {
     /// "bidirectional" scheme's penalty.
     #[serde(default = "one")]
     pub reverse: f64,
+    /// What a node's port carries each way, in lone messages' worth (1: a lone message
+    /// fills it, as over TCP on a shaped 100 Mbit/s port; the bandwidth-sharing paper's
+    /// Gigabit Ethernet carries about 1.33). The replay never lets the flows through a
+    /// port move more than this, whatever the model's penalties. `calibrate` measures it
+    /// from the one-to-many and many-to-one schemes; absent: ports are not capped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_capacity: Option<f64>,
 }
 
 fn one() -> f64 {
@@ -289,6 +296,7 @@ impl Profile {
                 myrinet: MyrinetParams::default(),
                 maxmin: MaxminParams::default(),
                 reverse: 1.0,
+                port_capacity: None,
             },
             alltoall: Signature {
                 gamma: 1.0195,

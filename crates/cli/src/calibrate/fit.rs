@@ -182,6 +182,44 @@ pub fn steady(median: f64, best: f64) -> bool {
     median.is_finite() && best > 0.0 && median <= STEADY * best
 }
 
+/// A scheme's arcs and its repetitions' per-arc seconds.
+pub type FanReps<'a> = (&'a [(u32, u32)], &'a [Vec<f64>]);
+
+/// What one node's port carries, in lone messages' worth, from the schemes whose arcs all
+/// leave one node or all enter one node (`out2`, `in3`...): N arcs whose last message
+/// arrived after `P` times the lone message's time moved N messages in that time, N / P.
+/// Each scheme counts by its best repetition (a stall only ever slows a port), and the
+/// port by its best scheme; `reps` holds each scheme's repetitions of per-arc seconds.
+/// At least 1 (a port carries a lone message); `None` without such a scheme.
+pub fn port_capacity(schemes: &[FanReps], t_ref: f64) -> Option<f64> {
+    if t_ref.is_nan() || t_ref <= 0.0 {
+        return None;
+    }
+    schemes
+        .iter()
+        .filter(|(arcs, _)| {
+            arcs.len() >= 2 && (fan(arcs, |a| a.0, |a| a.1) || fan(arcs, |a| a.1, |a| a.0))
+        })
+        .filter_map(|(arcs, reps)| {
+            let best = reps
+                .iter()
+                .map(|r| r.iter().copied().fold(0.0, f64::max))
+                .filter(|&t| t > 0.0 && t.is_finite())
+                .fold(f64::INFINITY, f64::min);
+            best.is_finite().then(|| arcs.len() as f64 / (best / t_ref))
+        })
+        .reduce(f64::max)
+        .map(|c| c.max(1.0))
+}
+
+/// Whether every arc has the same `hub` end and distinct `other` ends.
+fn fan(arcs: &[(u32, u32)], hub: fn(&(u32, u32)) -> u32, other: fn(&(u32, u32)) -> u32) -> bool {
+    let mut ends: Vec<u32> = arcs.iter().map(other).collect();
+    ends.sort_unstable();
+    ends.dedup();
+    arcs.iter().all(|a| hub(a) == hub(&arcs[0])) && ends.len() == arcs.len()
+}
+
 /// One penalty-benchmark scheme: arcs between node indices, and the measured penalty
 /// `T_i / T_ref` of each arc.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1127,5 +1165,39 @@ mod tests {
             (th.kappa2 - (2e-7 - 2.0 * (1e-9 + 1e-7))).abs() < 1e-12,
             "{th:?}"
         );
+    }
+
+    #[test]
+    fn a_port_s_capacity_is_its_best_fan_scheme_s_best_repetition() {
+        let lone: &[(u32, u32)] = &[(0, 1)];
+        let out2: &[(u32, u32)] = &[(0, 1), (0, 2)];
+        let in3: &[(u32, u32)] = &[(1, 0), (2, 0), (3, 0)];
+        let through: &[(u32, u32)] = &[(0, 1), (1, 2)];
+        let bidi: &[(u32, u32)] = &[(0, 1), (1, 0)];
+        let r_lone = vec![vec![1.0]];
+        // out2: the last message after 2.0 and 2.5 lone times (a stall): 2 / 2.0 = 1.
+        let r_out2 = vec![vec![1.9, 2.0], vec![2.5, 1.0]];
+        // in3: best repetition 3.3: 3 / 3.3 = 0.91, below out2's.
+        let r_in3 = vec![vec![3.3, 3.0, 2.0], vec![6.0, 1.0, 1.0]];
+        // through and bidirectional are no fans: their 1.0 would claim a capacity of 2.
+        let r_1 = vec![vec![1.0, 1.0]];
+        let schemes: Vec<FanReps> = vec![
+            (lone, &r_lone),
+            (out2, &r_out2),
+            (in3, &r_in3),
+            (through, &r_1),
+            (bidi, &r_1),
+        ];
+        assert_eq!(port_capacity(&schemes, 1.0), Some(1.0));
+        // The paper's Gigabit Ethernet: two messages out of one node in 1.5 lone times.
+        let r_gige = vec![vec![1.5, 1.5]];
+        let gige: Vec<FanReps> = vec![(out2, &r_gige), (in3, &r_in3)];
+        let c = port_capacity(&gige, 1.0).unwrap();
+        assert!((c - 2.0 / 1.5).abs() < 1e-12, "{c}");
+        // Only a slow in3: never below a lone message's worth.
+        let slow: Vec<FanReps> = vec![(in3, &r_in3)];
+        assert_eq!(port_capacity(&slow, 1.0), Some(1.0));
+        assert_eq!(port_capacity(&schemes[3..], 1.0), None);
+        assert_eq!(port_capacity(&schemes, 0.0), None);
     }
 }

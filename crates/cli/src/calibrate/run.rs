@@ -579,6 +579,14 @@ pub fn run(opts: &Options) -> i32 {
             }),
         );
         profile.penalty.reverse = reverse;
+        // The ports' capacity from the fan schemes' best repetitions (stalls only slow a
+        // port): what the replay never lets a port exceed.
+        let fans: Vec<fit::FanReps> = schemes
+            .iter()
+            .zip(&all_reps)
+            .map(|(s, r)| (s.arcs.as_slice(), r.as_slice()))
+            .collect();
+        profile.penalty.port_capacity = fit::port_capacity(&fans, t_ref);
         if trusted {
             profile.penalty = PenaltyParams {
                 model: choice.model.clone(),

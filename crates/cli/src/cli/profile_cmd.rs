@@ -152,6 +152,16 @@ pub fn render(p: &Profile, title: &str) -> String {
         let mark = if m == p.penalty.model { "*" } else { " " };
         let _ = writeln!(o, "{mark} {:<11} {:<44} {:>12}", m, params(m), e);
     }
+    let _ = writeln!(
+        o,
+        "  under every model: reverse-flow factor {:.2}; a port carries {}",
+        p.penalty.reverse,
+        p.penalty
+            .port_capacity
+            .map_or("what the model says (not measured)".into(), |c| format!(
+                "{c:.2} lone message(s)' worth each way"
+            ))
+    );
     if let Some(pen) = p.raw.as_ref().and_then(|r| r.get("penalty")) {
         let bytes = pen.get("bytes").and_then(Value::as_u64).unwrap_or(0);
         let tref = pen.get("t_ref_s").and_then(Value::as_f64).unwrap_or(0.0);

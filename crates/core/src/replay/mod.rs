@@ -781,6 +781,8 @@ pub struct P2p {
     pub socket_buffer: u64,
     /// Penalty factor of a flow while its reverse flow runs (see [`Net::with_reverse`]).
     pub reverse: f64,
+    /// What a node's port carries, in lone messages' worth (see [`Net::with_ports`]).
+    pub port_capacity: Option<f64>,
 }
 
 impl P2p {
@@ -794,6 +796,7 @@ impl P2p {
             wan,
             socket_buffer: profile.socket_buffer.unwrap_or(SOCKET_BUFFER),
             reverse: profile.penalty.reverse,
+            port_capacity: profile.penalty.port_capacity,
         }
     }
 
@@ -988,6 +991,10 @@ pub fn replay(
         _ => Net::new(model),
     }
     .with_reverse(p2p.reverse, plan.protocol.eager_inter);
+    let net = match p2p.port_capacity {
+        Some(c) => net.with_ports(p2p.inter.beta, c),
+        None => net,
+    };
     let net = if log { net } else { net.without_log() };
     let n = plan.hot.len();
     let nm = plan.msgs.len();
