@@ -278,20 +278,24 @@ fn four_ranks_posing_as_four_nodes() {
         .iter()
         .find(|s| s["name"] == "bidirectional")
         .unwrap();
-    let reps = bidir["reps_s"].as_array().unwrap();
+    // Each repetition's last arrival.
+    let lasts = |scheme: &serde_json::Value| -> Vec<f64> {
+        scheme["reps_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .fold(0.0, f64::max)
+            })
+            .collect()
+    };
     let t_ref = raw["penalty"]["t_ref_s"].as_f64().unwrap();
-    let mean = reps
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .fold(0.0, f64::max)
-        })
-        .sum::<f64>()
-        / reps.len() as f64
-        / t_ref;
+    let reps = lasts(bidir);
+    let mean = reps.iter().sum::<f64>() / reps.len() as f64 / t_ref;
     assert!(
         (prof.penalty.reverse - mean.max(1.0)).abs() < 1e-9,
         "{} vs {mean}",
@@ -305,18 +309,7 @@ fn four_ranks_posing_as_four_nodes() {
         .filter(|s| fans.contains(&s["name"].as_str().unwrap()))
         .map(|s| {
             let n = s["arcs"].as_array().unwrap().len() as f64;
-            let best = s["reps_s"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| {
-                    r.as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|x| x.as_f64().unwrap())
-                        .fold(0.0, f64::max)
-                })
-                .fold(f64::INFINITY, f64::min);
+            let best = lasts(s).into_iter().fold(f64::INFINITY, f64::min);
             n / (best / t_ref)
         })
         .fold(1.0, f64::max);

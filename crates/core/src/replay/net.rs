@@ -529,33 +529,28 @@ mod tests {
         let ends = run_all(&mut small);
         // 1/1.84 + 0.1/1.84 < 1: the model's penalties stand.
         assert!((ends[0].1 - 1.84).abs() < 1e-9, "{ends:?}");
+        // Two flows into node 0, each a lone second of wire time: when each ends.
+        let two_in = |mut net: Net| {
+            net.add(1, 0, 10, 1.0);
+            net.add(2, 0, 10, 1.0);
+            run_all(&mut net)
+                .into_iter()
+                .map(|(_, t)| t)
+                .collect::<Vec<f64>>()
+        };
+        let all_at = |ends: Vec<f64>, t: f64| ends.iter().all(|e| (e - t).abs() < 1e-9);
         // Without a model (the contention-free replay) nothing is capped.
-        let mut free = Net::new(None).with_ports(0.1, 1.0);
-        free.add(1, 0, 10, 1.0);
-        free.add(2, 0, 10, 1.0);
-        assert!(
-            run_all(&mut free)
-                .iter()
-                .all(|&(_, t)| (t - 1.0).abs() < 1e-9)
-        );
+        assert!(all_at(two_in(Net::new(None).with_ports(0.1, 1.0)), 1.0));
         // A port that carries 1.5 lone messages' worth (gige's own 2·0.92 = 1.84 is within
         // it): the model's penalties stand; at 1.05 both end at 2 / 1.05.
-        let mut wide = Net::new(Some(&m)).with_ports(0.1, 1.5);
-        wide.add(1, 0, 10, 1.0);
-        wide.add(2, 0, 10, 1.0);
-        assert!(
-            run_all(&mut wide)
-                .iter()
-                .all(|&(_, t)| (t - 1.84).abs() < 1e-9)
-        );
-        let mut some = Net::new(Some(&m)).with_ports(0.1, 1.05);
-        some.add(1, 0, 10, 1.0);
-        some.add(2, 0, 10, 1.0);
-        assert!(
-            run_all(&mut some)
-                .iter()
-                .all(|&(_, t)| (t - 2.0 / 1.05).abs() < 1e-9)
-        );
+        assert!(all_at(
+            two_in(Net::new(Some(&m)).with_ports(0.1, 1.5)),
+            1.84
+        ));
+        assert!(all_at(
+            two_in(Net::new(Some(&m)).with_ports(0.1, 1.05)),
+            2.0 / 1.05
+        ));
     }
 
     #[test]
