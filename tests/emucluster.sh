@@ -71,6 +71,19 @@ fi
 nothing_left "after a failed up"
 ok "failed up midway leaves nothing behind"
 
+# ---- bad sizes are refused before anything is built, with the option named
+for bad in "--burst 100" "--burst x" "--host-queue 10" "--queue -5"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$EMU" up 2 $bad >"$TMP/bad.out" 2>&1
+    rc=$?
+    set -e
+    [[ $rc -eq 1 ]] || fail "up 2 $bad: expected exit 1, got $rc"
+    grep -q -- "${bad%% *}" "$TMP/bad.out" || fail "up 2 $bad: message does not name the option: $(cat "$TMP/bad.out")"
+    nothing_left "after up 2 $bad"
+done
+ok "bad --burst, --host-queue and --queue are refused"
+
 # ---- up
 brought_up=1
 "$EMU" up "$NHOSTS" --rate 100mbit || fail "up $NHOSTS failed"
