@@ -1647,3 +1647,46 @@ fn collectives_on_an_intercommunicator_are_one_operation_of_both_groups() {
     // group does not wait for it either beyond the broadcast itself.
     assert!(p.calls[1][0].predicted.unwrap() < 0.5);
 }
+
+/// Open MPI's linear broadcast (4 members, 8 KiB to 1 MiB) sends to the others one after
+/// another in rank order: the first has its data after a third of the broadcast's time,
+/// the last after all of it. Rooted at 1, the order is 0, 2, 3.
+#[test]
+fn a_linear_broadcast_serves_the_members_in_rank_order() {
+    let bcast_run = |root: i32| {
+        let ranks = (0..4)
+            .map(|r| {
+                let rec = Record {
+                    root,
+                    ..bcast_from_0(4, 16384, r == root, S, S + 1000)
+                };
+                rank(r, &format!("n{r}"), 0, vec![rec], 4)
+            })
+            .collect();
+        let r = run(ranks);
+        let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+        (r, p)
+    };
+    let ends = |root: i32| {
+        let (_, p) = bcast_run(root);
+        (0..4)
+            .map(|r| p.calls[r][0].predicted.unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let e = ends(0);
+    // Non-roots: in the ratio 1 : 2 : 3, the last one the whole broadcast.
+    assert!(e[1] > 0.0 && e[0] < e[1], "{e:?}");
+    assert!((e[2] / e[1] - 2.0).abs() < 1e-6, "{e:?}");
+    assert!((e[3] / e[1] - 3.0).abs() < 1e-6, "{e:?}");
+    let e = ends(1);
+    assert!((e[2] / e[0] - 2.0).abs() < 1e-6, "{e:?}");
+    assert!((e[3] / e[0] - 3.0).abs() < 1e-6, "{e:?}");
+    // `accuracy` compares the operation's slowest member, measured and predicted: the
+    // last served member's prediction, not the root's (which returns first).
+    let (r, p) = bcast_run(0);
+    let (groups, _) = pmpi_core::report::accuracy::groups(&r, &p, &[], false);
+    assert_eq!(groups.len(), 1);
+    let last = p.calls[3][0].predicted.unwrap();
+    assert_eq!(groups[0].predicted_s, last);
+    assert!(last > p.calls[0][0].predicted.unwrap());
+}

@@ -291,10 +291,18 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         _ => (free, None),
     };
     let model = model.unwrap_or(free);
+    let serial = match kind {
+        CallKind::Bcast => assume.bcast_for(n, m) == bcast::BcastStrategy::Flat,
+        CallKind::Scatter | CallKind::Scatterv => {
+            assume.scatter_for() == scatter::ScatterStrategy::Flat
+        }
+        _ => false,
+    };
     CollCost {
         model_s: model,
         free_s: free,
         step_s,
+        serial,
     }
 }
 
@@ -337,6 +345,7 @@ pub fn coll_cost_under(
             model_s: free_other,
             free_s: free_other,
             step_s,
+            serial: false,
         };
     }
     let mut sizes: Vec<u64> = per.values().copied().collect();
@@ -369,6 +378,7 @@ pub fn coll_cost_under(
         model_s,
         free_s,
         step_s,
+        serial: false,
     }
 }
 

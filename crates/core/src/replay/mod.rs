@@ -764,6 +764,10 @@ pub struct CollCost {
     pub model_s: f64,
     pub free_s: f64,
     pub step_s: f64,
+    /// The root serves the other members one after another in rank order (Open MPI's
+    /// linear broadcast and scatter): the j-th of the n−1 has its data after j/(n−1) of
+    /// the time, not all of it.
+    pub serial: bool,
 }
 
 /// Point-to-point costs per path.
@@ -1517,12 +1521,21 @@ impl Engine<'_> {
                 Some(r) => {
                     // Entry times are set when a stream enters a call.
                     let rt = self.t.start[r as usize];
+                    let serial = self.costs.get(i as usize).is_some_and(|c| c.serial);
+                    let share = match (serial, inst.members.binary_search(&g), inst.root) {
+                        (true, Ok(k), Some(root)) if inst.n >= 2 => {
+                            // Members are in rank order; the root skips itself.
+                            let j = if k < root { k + 1 } else { k };
+                            j as f64 / (inst.n - 1) as f64
+                        }
+                        _ => 1.0,
+                    };
                     if rt.is_nan() {
                         Err(Block::Inst(i))
                     } else if eager {
-                        Ok((t0 + local(false)).max(rt + total))
+                        Ok((t0 + local(false)).max(rt + total * share))
                     } else {
-                        Ok(t0.max(rt) + total)
+                        Ok(t0.max(rt) + total * share)
                     }
                 }
                 None => Ok(t0 + total),
