@@ -252,11 +252,12 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         PLogP::from_hockney(&profile.hockney.intra)
     };
     let step_s = if n >= 2 { h.time_bytes(m as f64) } else { 0.0 };
+    let (bcast_algo, scatter_algo) = (assume.bcast_for(n, m), assume.scatter_for());
     let free = match kind {
-        CallKind::Bcast if n >= 2 => bcast::predict(&plogp, assume.bcast_for(n, m), n, m)
+        CallKind::Bcast if n >= 2 => bcast::predict(&plogp, bcast_algo, n, m)
             .ok()
             .map(|x| x.seconds),
-        CallKind::Scatter if n >= 2 => scatter::predict(&plogp, assume.scatter_for(), n, m)
+        CallKind::Scatter if n >= 2 => scatter::predict(&plogp, scatter_algo, n, m)
             .ok()
             .map(|x| x.seconds),
         _ => free_collective(kind, &h, n, m),
@@ -292,10 +293,8 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     };
     let model = model.unwrap_or(free);
     let serial = match kind {
-        CallKind::Bcast => assume.bcast_for(n, m) == bcast::BcastStrategy::Flat,
-        CallKind::Scatter | CallKind::Scatterv => {
-            assume.scatter_for() == scatter::ScatterStrategy::Flat
-        }
+        CallKind::Bcast => bcast_algo == bcast::BcastStrategy::Flat,
+        CallKind::Scatter | CallKind::Scatterv => scatter_algo == scatter::ScatterStrategy::Flat,
         _ => false,
     };
     CollCost {
