@@ -100,6 +100,35 @@ fn sizes(v: &[usize]) -> Vec<usize> {
     v.to_vec()
 }
 
+/// A ping-pong and its Hockney fit. A sample disturbed on every repetition (a rank
+/// descheduled on a loaded host) can make larger messages look faster and the fit fail;
+/// then the sweep is measured again with three times the repetitions, at most twice,
+/// keeping each size's minimum over all attempts. Every rank gets the same answer (the
+/// times are shared), so all ranks retry together. Returns the times, the fit and the
+/// number of attempts.
+fn ping_pong_fitted(
+    ctx: &Ctx,
+    a: i32,
+    b: i32,
+    grid: &[usize],
+    reps: &[u32],
+) -> (Vec<f64>, Result<fit::HockneyFit, fit::FitError>, u32) {
+    let mut t = bench::ping_pong(ctx, a, b, grid, reps);
+    let mut reps = reps.to_vec();
+    let mut attempts = 1;
+    loop {
+        let samples: Vec<(f64, f64)> = grid.iter().map(|&s| s as f64).zip(t.clone()).collect();
+        let fitted = fit::fit_hockney(&samples);
+        if fitted.is_ok() || attempts == 3 {
+            return (t, fitted, attempts);
+        }
+        reps.iter_mut().for_each(|r| *r *= 3);
+        let again = bench::ping_pong(ctx, a, b, grid, &reps);
+        t.iter_mut().zip(again).for_each(|(x, y)| *x = x.min(y));
+        attempts += 1;
+    }
+}
+
 /// Penalty message size for a link of `beta` s/B: a lone message takes ~80 ms, rounded
 /// to 64 KiB, between 256 KiB and the paper's 20 MB.
 pub fn penalty_bytes(beta: f64) -> usize {
@@ -314,14 +343,19 @@ pub fn run(opts: &Options) -> i32 {
                 (false, false) => 8,
             })
             .collect();
-        let t = bench::ping_pong(&ctx, a, b, &grid, &reps);
+        let (t, fitted, attempts) = ping_pong_fitted(&ctx, a, b, &grid, &reps);
         let samples: Vec<(f64, f64)> = grid.iter().map(|&s| s as f64).zip(t.clone()).collect();
         pp_empty = samples.iter().find(|s| s.0 == 0.0).map(|s| s.1);
         raw.insert(
             "pingpong_inter".into(),
-            json!({"ranks": [a, b], "bytes": grid, "one_way_s": t}),
+            json!({"ranks": [a, b], "bytes": grid, "one_way_s": t, "attempts": attempts}),
         );
-        match fit::fit_hockney(&samples) {
+        if attempts > 1 && fitted.is_ok() {
+            notes.push(format!(
+                "inter-node ping-pong: the first fit failed (a disturbed sample); measured {attempts} times"
+            ));
+        }
+        match fitted {
             Ok(f) => {
                 // The socket buffer: how much of a rendezvous send is still in the kernel
                 // when MPI_Send returns (the replay lets the send return then).
@@ -369,13 +403,12 @@ pub fn run(opts: &Options) -> i32 {
         pg.total += 1;
         pg.begin(&format!("intra-node ping-pong ranks {a} <-> {b}"));
         let grid = sizes(&[0, 1024, 16384, 262144, 1048576]);
-        let t = bench::ping_pong(&ctx, a, b, &grid, &[8, 8, 8, 4, 3]);
-        let samples: Vec<(f64, f64)> = grid.iter().map(|&s| s as f64).zip(t.clone()).collect();
+        let (t, fitted, attempts) = ping_pong_fitted(&ctx, a, b, &grid, &[8, 8, 8, 4, 3]);
         raw.insert(
             "pingpong_intra".into(),
-            json!({"ranks": [a, b], "bytes": grid, "one_way_s": t}),
+            json!({"ranks": [a, b], "bytes": grid, "one_way_s": t, "attempts": attempts}),
         );
-        match fit::fit_hockney(&samples) {
+        match fitted {
             Ok(f) => {
                 pg.end(&format!(
                     "alpha = {:.2} us, beta = {:.3e} s/B",
