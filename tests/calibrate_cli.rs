@@ -318,4 +318,21 @@ fn four_ranks_posing_as_four_nodes() {
     assert!(prof.plogp.is_some());
     let res = prof.residuals.as_ref().unwrap();
     assert!(res["penalty"]["mean_abs_rel_error_pct"]["gige"].is_number());
+    // The through-flow factor: the "through" scheme's penalty on its first arc (into the
+    // node that sends on), at least 1; 1 where the scheme was left out as unsteady.
+    let through = schemes.iter().find(|s| s["name"] == "through").unwrap();
+    let left_out = res["penalty"]["left_out"].as_array().unwrap();
+    let want = if left_out
+        .iter()
+        .any(|x| x.as_str().unwrap().starts_with("through "))
+    {
+        1.0
+    } else {
+        through["penalties"][0].as_f64().unwrap().max(1.0)
+    };
+    assert!(
+        (prof.penalty.through - want).abs() < 1e-9,
+        "{} vs {want}",
+        prof.penalty.through
+    );
 }

@@ -21,7 +21,8 @@
 //!     "infiniband": {"beta_e": 0.965, "beta_s": 0.925, "gamma_r": 1.35},
 //!     "myrinet": {"max_sets": 100000},
 //!     "maxmin": {},
-//!     "reverse": 2.0                             // optional (default 1), see PenaltyParams
+//!     "reverse": 2.0,                            // optional (default 1), see PenaltyParams
+//!     "through": 1.1                             // optional (default 1), see PenaltyParams
 //!   },
 //!   "alltoall": {"gamma": 1.0195, "delta": 0.00823, "threshold": 2048},
 //!   "alltoall_gamma": [[4096, 1.1], [65536, 2.2]], // optional, [bytes, γ] measured per size
@@ -168,6 +169,12 @@ pub struct PenaltyParams {
     /// "bidirectional" scheme's penalty.
     #[serde(default = "one")]
     pub reverse: f64,
+    /// Factor on a flow's penalty while its destination node sends to a third node (TCP's
+    /// acknowledgements queue behind that node's outgoing data), whatever the model (1 where
+    /// a profile does not say). `calibrate` measures it as the "through" scheme's penalty on
+    /// the arc into the forwarding node.
+    #[serde(default = "one")]
+    pub through: f64,
     /// What a node's port carries each way, in lone messages' worth (1: a lone message
     /// fills it, as over TCP on a shaped 100 Mbit/s port; the bandwidth-sharing paper's
     /// Gigabit Ethernet carries about 1.33). The replay never lets the flows through a
@@ -296,6 +303,7 @@ impl Profile {
                 myrinet: MyrinetParams::default(),
                 maxmin: MaxminParams::default(),
                 reverse: 1.0,
+                through: 1.0,
                 port_capacity: None,
             },
             alltoall: Signature {
@@ -363,13 +371,17 @@ impl Profile {
         if let Some(g) = self.upper_lower_gamma {
             crate::model::non_negative("upper_lower_gamma", g)?;
         }
-        let r = self.penalty.reverse;
-        if !(r.is_finite() && r >= 1.0) {
-            return Err(ModelError::BadParam {
-                name: "penalty.reverse".into(),
-                value: r,
-                why: "must be a finite factor >= 1",
-            });
+        for (name, r) in [
+            ("penalty.reverse", self.penalty.reverse),
+            ("penalty.through", self.penalty.through),
+        ] {
+            if !(r.is_finite() && r >= 1.0) {
+                return Err(ModelError::BadParam {
+                    name: name.into(),
+                    value: r,
+                    why: "must be a finite factor >= 1",
+                });
+            }
         }
         // Every parameter set must build, not only the chosen model's.
         for m in ModelName::ALL.map(ModelName::as_str) {

@@ -574,6 +574,15 @@ pub fn run(opts: &Options) -> i32 {
                 let last = reps.iter().map(|r| r.iter().copied().fold(0.0, f64::max));
                 (last.sum::<f64>() / reps.len().max(1) as f64 / t_ref).max(1.0)
             });
+        // The arc into the node that forwards (its destination also sends): over TCP its
+        // acknowledgements queue behind that node's outgoing data. From the median
+        // repetition, and only where the scheme was steady.
+        let through = fitted
+            .iter()
+            .find(|s| s.name == "through")
+            .and_then(|s| s.penalties.first().copied())
+            .filter(|p| p.is_finite())
+            .map_or(1.0, |p| p.max(1.0));
         let show: Vec<String> = schemes
             .iter()
             .skip(1)
@@ -585,7 +594,7 @@ pub fn run(opts: &Options) -> i32 {
             })
             .collect();
         pg.end(&format!(
-            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}, reverse-flow factor {reverse:.2}",
+            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}, reverse-flow factor {reverse:.2}, through-flow factor {through:.2}",
             t_ref,
             spread[0].0,
             spread[0].1,
@@ -612,6 +621,7 @@ pub fn run(opts: &Options) -> i32 {
             }),
         );
         profile.penalty.reverse = reverse;
+        profile.penalty.through = through;
         // The ports' capacity from the fan schemes' best repetitions (stalls only slow a
         // port): what the replay never lets a port exceed.
         let fans: Vec<fit::FanReps> = schemes

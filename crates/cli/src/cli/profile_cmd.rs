@@ -154,8 +154,9 @@ pub fn render(p: &Profile, title: &str) -> String {
     }
     let _ = writeln!(
         o,
-        "  under every model: reverse-flow factor {:.2}; a port carries {}",
+        "  under every model: reverse-flow factor {:.2}, through-flow factor {:.2}; a port carries {}",
         p.penalty.reverse,
+        p.penalty.through,
         p.penalty
             .port_capacity
             .map_or("what the model says (not measured)".into(), |c| format!(

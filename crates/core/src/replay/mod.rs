@@ -785,6 +785,8 @@ pub struct P2p {
     pub socket_buffer: u64,
     /// Penalty factor of a flow while its reverse flow runs (see [`Net::with_reverse`]).
     pub reverse: f64,
+    /// Penalty factor of a flow while its destination sends onward (see [`Net::with_through`]).
+    pub through: f64,
     /// What a node's port carries, in lone messages' worth (see [`Net::with_ports`]).
     pub port_capacity: Option<f64>,
 }
@@ -800,6 +802,7 @@ impl P2p {
             wan,
             socket_buffer: profile.socket_buffer.unwrap_or(SOCKET_BUFFER),
             reverse: profile.penalty.reverse,
+            through: profile.penalty.through,
             port_capacity: profile.penalty.port_capacity,
         }
     }
@@ -994,7 +997,8 @@ pub fn replay(
         ),
         _ => Net::new(model),
     }
-    .with_reverse(p2p.reverse, plan.protocol.eager_inter);
+    .with_reverse(p2p.reverse, plan.protocol.eager_inter)
+    .with_through(p2p.through);
     let net = match p2p.port_capacity {
         Some(c) => net.with_ports(p2p.inter.beta, c),
         None => net,
