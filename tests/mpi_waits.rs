@@ -29,6 +29,19 @@ fn late_sender_and_barrier_waits_are_measured_and_predicted_and_one_node_has_no_
     assert!(f(recv, "wait_s") > 0.1, "{recv:?}");
     assert_eq!(recv["pred_wait_kind"], "late-sender", "{recv:?}");
     assert!(f(recv, "pred_wait_s") > 0.1, "{recv:?}");
+    // Rank 0 polled with MPI_Test while rank 3 slept: one row for the loop, from its first
+    // unsuccessful test, a late sender measured and predicted.
+    let tests: Vec<_> = rows
+        .iter()
+        .filter(|r| r["rank"] == "0" && r["call"] == "MPI_Test")
+        .collect();
+    assert_eq!(tests.len(), 1, "{tests:?}");
+    let t = tests[0];
+    assert!(f(t, "measured_s") > 0.1, "{t:?}");
+    assert_eq!(t["wait_kind"], "late-sender", "{t:?}");
+    assert!(f(t, "wait_s") > 0.1, "{t:?}");
+    assert_eq!(t["pred_wait_kind"], "late-sender", "{t:?}");
+    assert!(f(t, "pred_wait_s") > 0.1, "{t:?}");
     // The barrier: everyone waited for rank 2's longer sleep.
     let b = row("3", "MPI_Barrier");
     assert_eq!(b["wait_kind"], "wait-at-barrier", "{b:?}");

@@ -14,7 +14,7 @@ use crate::topo::clock::now_ns;
 use crate::trace::arcs::{ARC_PAIRS, MAX_ARCS, continuation};
 use crate::trace::{
     FLAG_ARCS, FLAG_ARCS_CAPPED, FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING,
-    NO_RANK, PROC_NULL, Record, UNKNOWN_RANK,
+    FLAG_POLLED, NO_RANK, PROC_NULL, Record, UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -42,6 +42,20 @@ thread_local! {
     /// Bytes this thread put and got by one-sided calls since its last synchronisation
     /// that completes them (recorded in that call's row).
     static RMA_BYTES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The polling loop in progress: entry of its first unsuccessful Test*/Iprobe and how
+    /// many there were since this thread's last recorded call.
+    static POLL: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// True for the calls whose unsuccessful form is counted as a poll and whose successful
+/// form may end a polling loop.
+#[inline]
+fn polls(call: u16) -> bool {
+    use crate::trace::CallKind as K;
+    matches!(
+        crate::trace::call_kind(call),
+        K::Test | K::Testall | K::Testany | K::Testsome | K::Iprobe | K::Improbe
+    )
 }
 
 /// Request arrays longer than this are passed through untracked beyond this index.
@@ -131,17 +145,30 @@ impl Done {
     /// bytes.
     #[inline]
     fn row(&self, ci: &CommInfo) -> Record {
+        // A recorded call ends the thread's polling loop, if one ran; a successful poll
+        // carries where the loop started and how many polls failed (Record::settle).
+        let (first, misses) = POLL.try_with(|p| p.replace((0, 0))).unwrap_or((0, 0));
+        let polled = misses > 0 && polls(self.call);
+        let mut flags = if self.rc != 0 { FLAG_ERROR } else { 0 };
+        if polled {
+            flags |= FLAG_POLLED;
+        }
         Record {
             t_start: self.t0,
             t_end: self.t1,
-            t_posted: self.t1,
+            t_posted: if polled { first } else { self.t1 },
             peer: NO_RANK,
             root: NO_RANK,
             peer2: NO_RANK,
             comm: ci.id,
             comm_size: ci.size,
             call: self.call,
-            flags: if self.rc != 0 { FLAG_ERROR } else { 0 },
+            flags,
+            reserved: if polled {
+                misses.min(u32::from(u16::MAX)) as u16
+            } else {
+                0
+            },
             ..Default::default()
         }
     }
@@ -398,6 +425,10 @@ fn status_at(st: *mut ffi::MPI_Status, i: usize, s: &Sentinels) -> *const ffi::M
 }
 
 fn poll_miss(d: &Done) {
+    let _ = POLL.try_with(|p| {
+        let (first, n) = p.get();
+        p.set((if n == 0 { d.t0 } else { first }, n.saturating_add(1)));
+    });
     if let (Some(c), Some(n)) = (
         POLL_COUNT.get(d.call as usize),
         POLL_NS.get(d.call as usize),

@@ -2,7 +2,9 @@
  * up (MPI_Init returns up to 0.1 s apart under MPICH, which would eat into the late
  * sender's wait). Then rank 1 sleeps 200 ms before its send to rank 0 (a late sender);
  * rank 2 sleeps 400 ms before a second barrier (the others wait at the barrier); every
- * rank then exchanges 1 MB with its ring neighbours. */
+ * rank then exchanges 1 MB with its ring neighbours. Last, rank 3 sleeps 200 ms before a
+ * send that rank 0 polls for with MPI_Test in a tight loop (a late sender seen by a
+ * polling loop: the successful test is recorded from the loop's first unsuccessful one). */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,15 @@ int main(int argc, char **argv) {
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     free(a);
     free(b);
+    if (rank == 3) {
+        usleep(200000);
+        MPI_Send(&v, 1, MPI_INT, 0, 9, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        MPI_Request req;
+        int flag = 0;
+        MPI_Irecv(&v, 1, MPI_INT, 3, 9, MPI_COMM_WORLD, &req);
+        while (!flag) MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    }
     MPI_Finalize();
     return 0;
 }

@@ -33,6 +33,14 @@ pub const FLAG_ARCS: u16 = 16;
 /// [`arcs::MAX_ARCS`]: its totals alone are recorded (the engine spreads them, as for
 /// spools without arcs; a neighbourhood call's give it no messages).
 pub const FLAG_ARCS_CAPPED: u16 = 32;
+/// Record flag: this successful MPI_Test*/MPI_Iprobe ended a polling loop, unsuccessful
+/// calls of the thread since its previous recorded call. As written by the layer,
+/// `t_posted` is the entry of the loop's first unsuccessful call and `reserved` how many
+/// there were (saturated); reading a spool settles the record (see [`Record::settle`]).
+pub const FLAG_POLLED: u16 = 64;
+/// A polling loop whose unsuccessful calls came at most this far apart on average (ns) is
+/// a wait spent in MPI: nothing but the polls ran between them.
+pub const POLL_TIGHT_NS: u64 = 50_000;
 
 /// One MPI call, as recorded on the hot path. Fixed size, plain old data: spool files
 /// are these records back to back in native byte order (with, after a v/w or
@@ -115,6 +123,27 @@ impl Record {
         bytemuck::pod_read_unaligned(b)
     }
 
+    /// The record as the engine and the reports read it. A successful test or probe that
+    /// ended a tight polling loop (see [`POLL_TIGHT_NS`]) starts where the loop started: the
+    /// rank was waiting in MPI all along, and the unsuccessful calls are not recorded. A
+    /// loose loop (other work between the polls) keeps the call's own times. Either way
+    /// `t_posted` is set back to `t_end`, as for any blocking call; the flag and the count
+    /// stay.
+    pub fn settle(mut self) -> Record {
+        if self.flags & FLAG_POLLED != 0
+            && self.flags & FLAG_NONBLOCKING == 0
+            && !self.is_continuation()
+        {
+            let first = self.t_posted;
+            let misses = u64::from(self.reserved.max(1));
+            if first <= self.t_start && (self.t_start - first) / misses <= POLL_TIGHT_NS {
+                self.t_start = first;
+            }
+            self.t_posted = self.t_end;
+        }
+        self
+    }
+
     /// Duration in seconds (rank clock).
     pub fn duration_s(&self) -> f64 {
         self.t_end.saturating_sub(self.t_start) as f64 * 1e-9
@@ -168,7 +197,7 @@ fn read_spool_sized<R: Read>(mut r: R, len: u64, path: &Path) -> Result<SpoolRea
         out.records.extend(
             buf[..whole]
                 .chunks_exact(RECORD_SIZE)
-                .map(|c| Record::from_bytes(c.try_into().unwrap())),
+                .map(|c| Record::from_bytes(c.try_into().unwrap()).settle()),
         );
         buf.copy_within(whole..have, 0);
         have -= whole;
@@ -206,7 +235,7 @@ pub fn parse_spool(data: &[u8]) -> Result<SpoolRead, Error> {
     let n = body.len() / RECORD_SIZE;
     let records = body
         .chunks_exact(RECORD_SIZE)
-        .map(|c| Record::from_bytes(c.try_into().unwrap()))
+        .map(|c| Record::from_bytes(c.try_into().unwrap()).settle())
         .collect::<Vec<_>>();
     debug_assert_eq!(records.len(), n);
     Ok(SpoolRead {
@@ -362,6 +391,40 @@ impl RankMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tight_polling_loop_settles_into_the_successful_call() {
+        let test = call_id("MPI_Test").unwrap();
+        let polled = |first: u64, misses: u16| Record {
+            t_start: 1_000_000,
+            t_end: 1_000_500,
+            t_posted: first,
+            call: test,
+            flags: FLAG_POLLED,
+            reserved: misses,
+            ..Default::default()
+        };
+        // 100 failed polls over 999 µs: 10 µs apart, tight: the row starts at the loop.
+        let r = polled(1_000, 100).settle();
+        assert_eq!((r.t_start, r.t_posted, r.t_end), (1_000, 1_000_500, 1_000_500));
+        assert_eq!((r.flags, r.reserved), (FLAG_POLLED, 100));
+        // 10 failed polls over 999 µs: 100 µs apart, work between them: own times kept.
+        let r = polled(1_000, 10).settle();
+        assert_eq!((r.t_start, r.t_posted), (1_000_000, 1_000_500));
+        // Exactly at the bound: tight.
+        let r = polled(1_000_000 - 2 * POLL_TIGHT_NS, 2).settle();
+        assert_eq!(r.t_start, 1_000_000 - 2 * POLL_TIGHT_NS);
+        // A loop start after the call's entry (a clock oddity) is ignored.
+        let r = polled(1_000_100, 1).settle();
+        assert_eq!(r.t_start, 1_000_000);
+        // Records without the flag, and continuations, are untouched.
+        let mut plain = polled(1_000, 100);
+        plain.flags = 0;
+        assert_eq!(plain.settle(), plain);
+        let mut cont = polled(1_000, 100);
+        cont.call = arcs::ARC_CALL;
+        assert_eq!(cont.settle(), cont);
+    }
 
     #[test]
     fn record_roundtrip_through_spool_bytes() {
