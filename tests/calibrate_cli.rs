@@ -270,7 +270,7 @@ fn four_ranks_posing_as_four_nodes() {
     assert_eq!(prof.nodes, ["node0", "node1", "node2", "node3"]);
     let raw = prof.raw.as_ref().unwrap();
     let schemes = raw["penalty"]["schemes"].as_array().unwrap();
-    assert_eq!(schemes.len(), 9);
+    assert_eq!(schemes.len(), 10);
     assert_eq!(raw["penalty"]["bytes"], 1048576);
     // The reverse-flow factor is the bidirectional scheme's mean penalty over its
     // repetitions, never below 1.
@@ -318,18 +318,33 @@ fn four_ranks_posing_as_four_nodes() {
     assert!(prof.plogp.is_some());
     let res = prof.residuals.as_ref().unwrap();
     assert!(res["penalty"]["mean_abs_rel_error_pct"]["gige"].is_number());
-    // The through-flow factor: the "through" scheme's penalty on its first arc (into the
-    // node that sends on), at least 1; 1 where the scheme was left out as unsteady.
-    let through = schemes.iter().find(|s| s["name"] == "through").unwrap();
-    let left_out = res["penalty"]["left_out"].as_array().unwrap();
-    let want = if left_out
+    // The through-flow factor: the median over every arc of every repetition of the ring
+    // (each node sends to the next), over T_ref, at least 1.
+    let ring = schemes.iter().find(|s| s["name"] == "ring").unwrap();
+    assert_eq!(
+        ring["arcs"],
+        serde_json::json!([[0, 1], [1, 2], [2, 3], [3, 0]])
+    );
+    let mut all: Vec<f64> = ring["reps_s"]
+        .as_array()
+        .unwrap()
         .iter()
-        .any(|x| x.as_str().unwrap().starts_with("through "))
-    {
-        1.0
+        .flat_map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() / t_ref)
+        })
+        .collect();
+    all.sort_by(f64::total_cmp);
+    let k = all.len();
+    assert!(k >= 4, "{all:?}");
+    let median = if k % 2 == 1 {
+        all[k / 2]
     } else {
-        through["penalties"][0].as_f64().unwrap().max(1.0)
+        (all[k / 2 - 1] + all[k / 2]) / 2.0
     };
+    let want = median.max(1.0);
     assert!(
         (prof.penalty.through - want).abs() < 1e-9,
         "{} vs {want}",

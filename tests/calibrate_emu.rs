@@ -138,7 +138,9 @@ fn report(label: &str, p: &Profile, wall: f64) {
         p.hockney.inter.alpha * 1e6,
         p.hockney.inter.beta
     );
-    for s in ["out2", "out3", "in2", "in3", "mixed", "out2-in3", "through"] {
+    for s in [
+        "out2", "out3", "in2", "in3", "mixed", "out2-in3", "through", "ring",
+    ] {
         let per: Vec<String> = penalties(p, s).iter().map(|x| format!("{x:.2}")).collect();
         println!(
             "  penalty {s:<9} {:.2}  per arc {}",
@@ -146,6 +148,10 @@ fn report(label: &str, p: &Profile, wall: f64) {
             per.join(" ")
         );
     }
+    println!(
+        "  reverse-flow factor {:.2}, through-flow factor {:.2}",
+        p.penalty.reverse, p.penalty.through
+    );
     println!(
         "  gige {:?}; infiniband {:?}; chosen {}",
         p.penalty.gige, p.penalty.infiniband, p.penalty.model
@@ -187,10 +193,14 @@ fn check(label: &str, p: &Profile) {
         "{label}: outgoing two-arc penalty {out2} (per arc {:?})",
         penalties(p, "out2")
     );
-    for s in ["out2", "out3", "in2", "in3", "mixed", "out2-in3", "through"] {
+    for s in [
+        "out2", "out3", "in2", "in3", "mixed", "out2-in3", "through", "ring",
+    ] {
         let w = whole(p, s);
         assert!(w.is_finite() && w > 0.0, "{label}: scheme {s} penalty {w}");
     }
+    // Factors on a penalty never speed a message up.
+    assert!(p.penalty.reverse >= 1.0 && p.penalty.through >= 1.0);
     assert!(
         ["gige", "myrinet", "infiniband", "maxmin"].contains(&p.penalty.model.as_str()),
         "{label}: model {}",

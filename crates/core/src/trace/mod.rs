@@ -406,7 +406,10 @@ mod tests {
         };
         // 100 failed polls over 999 µs: 10 µs apart, tight: the row starts at the loop.
         let r = polled(1_000, 100).settle();
-        assert_eq!((r.t_start, r.t_posted, r.t_end), (1_000, 1_000_500, 1_000_500));
+        assert_eq!(
+            (r.t_start, r.t_posted, r.t_end),
+            (1_000, 1_000_500, 1_000_500)
+        );
         assert_eq!((r.flags, r.reserved), (FLAG_POLLED, 100));
         // 10 failed polls over 999 µs: 100 µs apart, work between them: own times kept.
         let r = polled(1_000, 10).settle();
