@@ -140,7 +140,7 @@ fn profile_show_calibrated_file() {
         "lom: --quick",
         "wall time: 4.2 s",
         "nodes:       a b c",
-        "eager limit: 32768 B between nodes, library default within a node (read through MPI_T)",
+        "eager limit: rendezvous from 32768 B between nodes, library default within a node (read through MPI_T)",
     ] {
         assert!(out.contains(needle), "{needle}: {out}");
     }
@@ -207,13 +207,21 @@ fn eager_limits_come_from_the_librarys_control_variables() {
     let prof = Profile::load(&p).unwrap();
     let library = prof.mpi_library.clone().unwrap();
     let raw = &prof.raw.as_ref().unwrap()["eager_cvars"];
+    // One node: the limit between nodes is MPI_T's (nothing to measure it on); the one
+    // within the node is measured by the late-receiver probe, MPI_T's value kept beside it.
+    let knee = &prof.raw.as_ref().unwrap()["eager_knee"];
+    assert!(knee["inter"].is_null(), "{knee}");
+    assert!(knee["intra"].is_string(), "{knee}");
+    assert!(e.contains("eager between nodes: not measured"), "{e}");
     if library.contains("Open MPI") {
-        let want = Eager {
-            inter: Some(32768),
-            intra: Some(2048),
-            source: EagerSource::MpiT,
-        };
-        assert_eq!(prof.eager, Some(want), "{e}");
+        let got = prof.eager.expect("eager limits written");
+        assert_eq!(got.inter, Some(32768), "{e}");
+        assert_eq!(got.source, EagerSource::Measured, "{e}");
+        // vader's sends above its fast-box size wait for the receiver to enter MPI:
+        // measured 256 B here, below the 2048 B its eager limit says.
+        let intra = got.intra.expect("intra limit measured");
+        assert!((1..=2049).contains(&intra), "{intra}: {e}");
+        assert_eq!(knee["mpi_t"]["intra"], 2048, "{knee}");
         assert!(
             e.contains("eager limits from MPI_T: between nodes 32768 B (btl_tcp_eager_limit), within a node 2048 B"),
             "{e}"
@@ -223,9 +231,81 @@ fn eager_limits_come_from_the_librarys_control_variables() {
         assert_eq!(prof.eager.and_then(|x| x.inter), Some(50000), "{e}");
     } else {
         // MPICH's ch4 devices: the CH3 variable is listed but does not apply.
-        assert_eq!(prof.eager, None, "{e}");
+        assert_eq!(prof.eager.and_then(|x| x.inter), None, "{e}");
         assert!(e.contains("eager limits not read"), "{e}");
     }
+}
+
+#[test]
+fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
+    require_mpirun();
+    let dir = common::scratch("calibrate_mpi_knee");
+    let wrap = dir.join("as-node.sh");
+    std::fs::write(
+        &wrap,
+        "#!/bin/sh\nexport PMPI_PREDICT_NODE=node${OMPI_COMM_WORLD_RANK}${PMI_RANK}\nexec \"$@\"\n",
+    )
+    .unwrap();
+    Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
+    let p = dir.join("p.json");
+    let exe = common::cli_path();
+    // Both "nodes" talk over TCP (Open MPI: the shared-memory BTL left out).
+    let (l, prefix, _) = common::launch_prefix(2);
+    let prefix = prefix.into_iter().map(|a| {
+        if a == "self,vader,tcp" {
+            "self,tcp".to_string()
+        } else {
+            a
+        }
+    });
+    let o = Command::new(l)
+        .args(prefix)
+        .arg(&wrap)
+        .args([
+            exe.to_str().unwrap(),
+            "calibrate",
+            "--quick",
+            "--penalty-bytes",
+            "262144",
+            "-o",
+            p.to_str().unwrap(),
+        ])
+        .current_dir(&dir)
+        .env("OMPI_MCA_btl_tcp_eager_limit", "32768")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("launcher runs");
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("[7/7] eager limits (late-receiver probe"), "{e}");
+    let prof = Profile::load(&p).unwrap();
+    let library = prof.mpi_library.clone().unwrap();
+    if !library.contains("Open MPI") {
+        println!("skipped: the TCP knee is checked under Open MPI only (this is {library})");
+        return;
+    }
+    // Open MPI's limit counts its match header: the largest eager payload is a little
+    // below 32768 (32712 B here), the smallest rendezvous one byte above it.
+    let got = prof.eager.expect("eager limits written");
+    assert_eq!(got.source, EagerSource::Measured, "{e}");
+    let inter = got.inter.expect("inter limit measured");
+    assert!((32000..=32769).contains(&inter), "{inter}: {e}");
+    assert!(
+        e.contains(&format!(
+            "eager between nodes: up to {} B measured (MPI_T btl_tcp_eager_limit 32768)",
+            inter - 1
+        )),
+        "{e}"
+    );
+    let show = run(&["profile", "show", p.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        out.contains(&format!(
+            "eager limit: rendezvous from {inter} B between nodes"
+        )) && out.contains("measured by a late-receiver probe; MPI_T: 32768 B between nodes"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -259,7 +339,7 @@ fn four_ranks_posing_as_four_nodes() {
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
     for phase in [
-        "[2/6] inter-node ping-pong",
+        "[2/7] inter-node ping-pong",
         "penalty schemes",
         "all-to-all",
         "pLogP",

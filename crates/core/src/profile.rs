@@ -28,8 +28,9 @@
 //!   "alltoall_gamma": [[4096, 1.1], [65536, 2.2]], // optional, [bytes, γ] measured per size
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
 //!   "socket_buffer": 262144,                   // optional, bytes (default 4 MiB)
-//!   "eager": {"inter": 65536, "intra": 4096,   // optional, each limit optional: the
-//!             "source": "mpi_t"},              //   library's eager limits (bytes)
+//!   "eager": {"inter": 65481, "intra": 4041,   // optional, each limit optional: the
+//!             "source": "measured"},           //   smallest rendezvous message (bytes);
+//!                                              //   source measured | mpi_t | user
 //!   "raw": {...},                              // optional, free-form measurements
 //!   "residuals": {...}                         // optional, free-form fit residuals
 //! }
@@ -116,6 +117,9 @@ pub struct Eager {
 pub enum EagerSource {
     /// Read by `calibrate` from the library's MPI_T control variables.
     MpiT,
+    /// Measured by `calibrate` (the knee of a late-receiver probe; where it measured only
+    /// one of the limits, the other is the MPI_T value, see the profile's `raw.eager_knee`).
+    Measured,
     /// Written by hand (the value of a profile that does not say).
     #[default]
     User,

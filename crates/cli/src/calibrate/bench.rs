@@ -541,6 +541,39 @@ pub fn send_return(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: u32) -> Vec
     v.chunks(2).map(|p| (p[0], p[1])).collect()
 }
 
+/// How long the receiver of the late-receiver probe waits before posting its receive.
+pub const LATE_RECEIVER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Late-receiver probe: does a blocking send of `bytes` from WORLD rank `a` to `b` return
+/// before `b` posts its receive? `b` sleeps [`LATE_RECEIVER`] after a barrier both leave
+/// together; a send that returned within half of it went eagerly (buffered by the
+/// library), one that waited for the receive is a rendezvous. The majority of 3 trials,
+/// agreed by every rank (collective over WORLD).
+pub fn returns_early(ctx: &Ctx, a: i32, b: i32, bytes: usize) -> bool {
+    let m = ctx.mpi;
+    let mut buf = vec![0u8; bytes.max(1)];
+    let buf = &mut buf[..bytes];
+    let mut early = 0u32;
+    let mut trials = 0u32;
+    while trials < 3 && early < 2 && trials - early < 2 {
+        m.barrier(m.world);
+        if m.rank == a {
+            let t = Instant::now();
+            m.send(buf, b, 5, m.world);
+            early += u32::from(t.elapsed() < LATE_RECEIVER / 2);
+        } else if m.rank == b {
+            std::thread::sleep(LATE_RECEIVER);
+            m.recv(buf, a, 5, m.world);
+        }
+        trials += 1;
+        // Every rank takes the same branch of the loop: the sender's count, shared.
+        let mut v = [f64::from(early)];
+        m.bcast_f64(&mut v, a, m.world);
+        early = v[0] as u32;
+    }
+    early >= 2
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

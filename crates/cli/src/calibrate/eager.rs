@@ -108,9 +108,138 @@ pub fn decode(x: f64) -> Option<u64> {
     (x >= 0.0).then_some(x as u64)
 }
 
+/// What the search for the eager/rendezvous knee found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Knee {
+    /// `eager` bytes went eagerly, `rendezvous` (= eager + 1) waited for the receiver.
+    Found { eager: u64, rendezvous: u64 },
+    /// Every size probed up to the upper bound went eagerly.
+    EagerUpTo(u64),
+    /// Already the smallest size waited for the receiver.
+    RendezvousFrom(u64),
+}
+
+impl Knee {
+    /// The smallest message the library sends by rendezvous (the engine's limit), if found.
+    pub fn limit(self) -> Option<u64> {
+        match self {
+            Knee::Found { rendezvous, .. } => Some(rendezvous),
+            Knee::RendezvousFrom(lo) => Some(lo),
+            Knee::EagerUpTo(_) => None,
+        }
+    }
+}
+
+/// Finds the largest eager message size in `lo..=hi`: `probe(bytes)` says whether a send of
+/// `bytes` returned before its receive was posted. Doubles from `lo` while the probe says
+/// eager, then bisects to the byte between the last eager and the first rendezvous size
+/// (about 2·log2(knee / lo) probes). Assumes one knee: eager below it, rendezvous above.
+pub fn find_knee(mut probe: impl FnMut(u64) -> bool, lo: u64, hi: u64) -> Knee {
+    let lo = lo.max(1);
+    let hi = hi.max(lo);
+    if !probe(lo) {
+        return Knee::RendezvousFrom(lo);
+    }
+    let mut eager = lo;
+    let mut rdv = loop {
+        if eager >= hi {
+            return Knee::EagerUpTo(hi);
+        }
+        let next = eager.saturating_mul(2).min(hi);
+        if probe(next) {
+            eager = next;
+        } else {
+            break next;
+        }
+    };
+    while rdv - eager > 1 {
+        let mid = eager + (rdv - eager) / 2;
+        if probe(mid) {
+            eager = mid;
+        } else {
+            rdv = mid;
+        }
+    }
+    Knee::Found {
+        eager,
+        rendezvous: rdv,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The search against a library whose largest eager message is `knee`: its result and
+    /// how many probes it took.
+    fn search(knee: u64, lo: u64, hi: u64) -> (Knee, u32) {
+        let mut n = 0;
+        let k = find_knee(
+            |b| {
+                n += 1;
+                b <= knee
+            },
+            lo,
+            hi,
+        );
+        (k, n)
+    }
+
+    #[test]
+    fn the_knee_is_found_to_the_byte_in_logarithmic_probes() {
+        // Open MPI's tcp BTL with btl_tcp_eager_limit 32768 (its header takes 56 bytes).
+        let (k, n) = search(32712, 64, 1 << 22);
+        assert_eq!(
+            k,
+            Knee::Found {
+                eager: 32712,
+                rendezvous: 32713
+            }
+        );
+        assert_eq!(k.limit(), Some(32713));
+        // 10 doublings to 65536, 15 bisections of (32768, 65536).
+        assert!(n <= 2 * 16 + 1, "{n} probes");
+        // A knee just below the first doubling, and exactly at a power of two.
+        assert_eq!(
+            search(256, 64, 1 << 22).0,
+            Knee::Found {
+                eager: 256,
+                rendezvous: 257
+            }
+        );
+        assert_eq!(
+            search(4096, 64, 1 << 22).0,
+            Knee::Found {
+                eager: 4096,
+                rendezvous: 4097
+            }
+        );
+        let (k, n) = search(65536, 64, 1 << 22);
+        assert_eq!(k.limit(), Some(65537));
+        assert!(n <= 2 * 16 + 1, "{n} probes");
+    }
+
+    #[test]
+    fn no_knee_in_the_range_says_which_side() {
+        // Eager everywhere up to the bound: no limit to write.
+        let (k, n) = search(u64::MAX, 64, 1 << 20);
+        assert_eq!(k, Knee::EagerUpTo(1 << 20));
+        assert_eq!(k.limit(), None);
+        assert_eq!(n, 15, "64 .. 1 MiB by doubling");
+        // Rendezvous already at the lower bound: one probe.
+        let (k, n) = search(10, 64, 1 << 20);
+        assert_eq!(k, Knee::RendezvousFrom(64));
+        assert_eq!((k.limit(), n), (Some(64), 1));
+        // A bound that is not a power of two times lo is probed itself.
+        assert_eq!(search(u64::MAX, 64, 1000).0, Knee::EagerUpTo(1000));
+        assert_eq!(
+            search(999, 64, 1000).0,
+            Knee::Found {
+                eager: 999,
+                rendezvous: 1000
+            }
+        );
+    }
 
     const OMPI: &str =
         "Open MPI v4.1.2, package: Debian OpenMPI, ident: 4.1.2, repo rev: v4.1.2, Nov 24, 2021";

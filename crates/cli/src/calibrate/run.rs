@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::bench::{self, Ctx};
-use super::eager;
+use super::eager::{self, Knee};
 use super::fit;
 use super::mpi::Mpi;
 use crate::model::Hockney;
@@ -205,6 +205,56 @@ struct EagerRead {
     eager: Option<Eager>,
     line: String,
     raw: Value,
+    /// The control variables read between nodes and within a node, for the user's line.
+    names: (String, String),
+}
+
+/// Sizes the eager-limit search spans (bytes).
+const KNEE_LO: u64 = 64;
+const KNEE_HI: u64 = 1 << 20;
+
+/// The profile's eager limits once measured (`inter`, `intra`: the searches made) over the
+/// MPI_T values (`mpit`; `names`: their control variables), and the line for the user. A
+/// measured knee wins; where none was found below [`KNEE_HI`] or none was searched, the
+/// MPI_T value stays.
+fn eager_measured(
+    inter: Option<Knee>,
+    intra: Option<Knee>,
+    mpit: Option<Eager>,
+    names: &(String, String),
+) -> (String, Option<Eager>) {
+    let show = |k: Option<Knee>, t: Option<u64>, name: &str| {
+        let cv = match t {
+            Some(v) => format!("MPI_T {name} {v}"),
+            None => "MPI_T: not exposed".to_string(),
+        };
+        match k {
+            None => format!("not measured ({cv})"),
+            Some(Knee::Found { eager, .. }) => format!("up to {eager} B measured ({cv})"),
+            Some(Knee::RendezvousFrom(lo)) => format!("rendezvous from {lo} B measured ({cv})"),
+            Some(Knee::EagerUpTo(hi)) => format!("eager up to {hi} B and beyond ({cv})"),
+        }
+    };
+    let t_inter = mpit.and_then(|e| e.inter);
+    let t_intra = mpit.and_then(|e| e.intra);
+    let line = format!(
+        "eager between nodes: {}; within a node: {}",
+        show(inter, t_inter, &names.0),
+        show(intra, t_intra, &names.1)
+    );
+    let m_inter = inter.and_then(Knee::limit);
+    let m_intra = intra.and_then(Knee::limit);
+    let measured = m_inter.is_some() || m_intra.is_some();
+    let e = Eager {
+        inter: m_inter.or(t_inter),
+        intra: m_intra.or(t_intra),
+        source: if measured {
+            EagerSource::Measured
+        } else {
+            mpit.map_or(EagerSource::MpiT, |e| e.source)
+        },
+    };
+    (line, (e.inter.is_some() || e.intra.is_some()).then_some(e))
 }
 
 /// Every rank reads the eager limits through MPI_T (a BTL's variables are listed only
@@ -252,7 +302,16 @@ fn read_eager(mpi: &Mpi, library: &str) -> EagerRead {
         intra,
         source: EagerSource::MpiT,
     });
-    EagerRead { eager, line, raw }
+    let names = match &cvars {
+        Ok(c) => (c.inter.join(" or "), c.intra.join(" or ")),
+        Err(_) => (String::new(), String::new()),
+    };
+    EagerRead {
+        eager,
+        line,
+        raw,
+        names,
+    }
 }
 
 /// Runs the calibration on every rank; rank 0 writes the profile. Returns the exit status
@@ -286,7 +345,7 @@ pub fn run(opts: &Options) -> i32 {
         on: mpi.rank == 0,
         start: Instant::now(),
         phase: Instant::now(),
-        total: if inter { 6 } else { 0 },
+        total: if inter { 7 } else { 0 },
         done: 0,
     };
     if mpi.rank == 0 {
@@ -808,6 +867,43 @@ pub fn run(opts: &Options) -> i32 {
                 Err(e) => pg.end(&format!("fit failed: {e}")),
             }
         }
+    }
+
+    // The eager limits, measured: where the library does not expose them (MPICH's ch4) and
+    // where it does (Open MPI's limit counts its own header).
+    let pair_inter = inter.then(|| (ctx.leaders[0], ctx.leaders[1]));
+    if pair_inter.is_none() && intra.is_none() {
+        // Nothing to probe.
+    } else if over(&pg, 5.0) {
+        pg.skip("eager limits", "time budget");
+        skipped.push("eager limits (measured): time budget; MPI_T values kept".into());
+    } else {
+        pg.begin(&format!(
+            "eager limits (late-receiver probe, {KNEE_LO} B - {} KiB)",
+            KNEE_HI / 1024
+        ));
+        let search = |(a, b): (i32, i32)| {
+            eager::find_knee(
+                |bytes| bench::returns_early(&ctx, a, b, bytes as usize),
+                KNEE_LO,
+                KNEE_HI,
+            )
+        };
+        let k_inter = pair_inter.map(search);
+        let k_intra = intra.map(search);
+        let mpit = profile.eager;
+        let (line, e) = eager_measured(k_inter, k_intra, mpit, &eager.names);
+        pg.end(&line);
+        raw.insert(
+            "eager_knee".into(),
+            json!({
+                "inter": k_inter.map(|k| format!("{k:?}")),
+                "intra": k_intra.map(|k| format!("{k:?}")),
+                "mpi_t": {"inter": mpit.and_then(|e| e.inter), "intra": mpit.and_then(|e| e.intra)},
+                "probe_sleep_ms": bench::LATE_RECEIVER.as_millis() as u64,
+            }),
+        );
+        profile.eager = e;
     }
 
     let wall = pg.elapsed();

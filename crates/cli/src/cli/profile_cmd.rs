@@ -85,12 +85,29 @@ pub fn render(p: &Profile, title: &str) -> String {
     if let Some(e) = &p.eager {
         let b = |v: Option<u64>| v.map_or("library default".to_string(), |x| format!("{x} B"));
         let src = match e.source {
-            crate::profile::EagerSource::MpiT => "read through MPI_T",
-            crate::profile::EagerSource::User => "given",
+            crate::profile::EagerSource::MpiT => "read through MPI_T".to_string(),
+            crate::profile::EagerSource::User => "given".to_string(),
+            crate::profile::EagerSource::Measured => {
+                // What MPI_T said, beside the measurement.
+                let t = p
+                    .raw
+                    .as_ref()
+                    .map(|r| &r["eager_knee"]["mpi_t"])
+                    .filter(|t| t.is_object());
+                let v = |k: &str| {
+                    t.and_then(|t| t[k].as_u64())
+                        .map_or("not exposed".to_string(), |x| format!("{x} B"))
+                };
+                format!(
+                    "measured by a late-receiver probe; MPI_T: {} between nodes, {} within a node",
+                    v("inter"),
+                    v("intra")
+                )
+            }
         };
         let _ = writeln!(
             o,
-            "  eager limit: {} between nodes, {} within a node ({src})",
+            "  eager limit: rendezvous from {} between nodes, {} within a node ({src})",
             b(e.inter),
             b(e.intra)
         );
