@@ -47,6 +47,12 @@ thread_local! {
     static POLL: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
 }
 
+/// Forgets the thread's polling loop (a call was made that is not a poll).
+#[inline]
+fn end_poll() {
+    let _ = POLL.try_with(|p| p.set((0, 0)));
+}
+
 /// True for the calls whose unsuccessful form is counted as a poll and whose successful
 /// form may end a polling loop.
 #[inline]
@@ -184,6 +190,9 @@ impl Done {
     /// A nonblocking operation on `ci` posted by this call, to be recorded at its completion.
     #[inline]
     fn pending(&self, ci: &CommInfo, is_recv: bool, peer: i32, tag: c_int) -> Pending {
+        // A post ends the polling loop too: a successful poll after it must not start
+        // before the operation it may complete.
+        end_poll();
         Pending {
             call: self.call,
             thread: thread_no(),
@@ -1480,6 +1489,7 @@ fn started(req: usize, d: &Done, thread: u16) {
     let Some(mut p) = handles::persistent(req) else {
         return;
     };
+    end_poll();
     p.t_start = d.t0;
     p.t_posted = d.t1;
     p.thread = thread;
