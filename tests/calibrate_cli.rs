@@ -236,10 +236,8 @@ fn eager_limits_come_from_the_librarys_control_variables() {
     }
 }
 
-#[test]
-fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
-    require_mpirun();
-    let dir = common::scratch("calibrate_mpi_knee");
+/// A wrapper script in `dir` that makes each rank pose as its own node (node0, node1...).
+fn as_node_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
     let wrap = dir.join("as-node.sh");
     std::fs::write(
         &wrap,
@@ -247,6 +245,14 @@ fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
     )
     .unwrap();
     Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
+    wrap
+}
+
+#[test]
+fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
+    require_mpirun();
+    let dir = common::scratch("calibrate_mpi_knee");
+    let wrap = as_node_wrapper(&dir);
     let p = dir.join("p.json");
     let exe = common::cli_path();
     // Both "nodes" talk over TCP (Open MPI: the shared-memory BTL left out).
@@ -312,13 +318,7 @@ fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
 fn four_ranks_posing_as_four_nodes() {
     require_mpirun();
     let dir = common::scratch("calibrate_mpi_fake4");
-    let wrap = dir.join("as-node.sh");
-    std::fs::write(
-        &wrap,
-        "#!/bin/sh\nexport PMPI_PREDICT_NODE=node${OMPI_COMM_WORLD_RANK}${PMI_RANK}\nexec \"$@\"\n",
-    )
-    .unwrap();
-    Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
+    let wrap = as_node_wrapper(&dir);
     let p = dir.join("p.json");
     let exe = common::cli_path();
     let o = common::mpirun(
