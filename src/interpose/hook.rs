@@ -42,15 +42,38 @@ thread_local! {
     /// Bytes this thread put and got by one-sided calls since its last synchronisation
     /// that completes them (recorded in that call's row).
     static RMA_BYTES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-    /// The polling loop in progress: entry of its first unsuccessful Test*/Iprobe and how
-    /// many there were since this thread's last recorded call.
-    static POLL: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
+    /// The polling loop in progress: entry of its first unsuccessful Test*/Iprobe, how
+    /// many there were since this thread's last recorded call, and what they polled.
+    static POLL: Cell<(u64, u32, u64)> = const { Cell::new((0, 0, 0)) };
+    /// What the current poll call waits on (see [`poll_on`]).
+    static POLL_KEY: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Sets what the current poll call waits on: its request, the first of its requests and
+/// their number, or a probe's source, tag and communicator. Only unsuccessful polls on the
+/// same thing make the loop that a successful one ends: a loop that alternates between
+/// several (a Testany on receives and a Test on a send) is charged to none of them.
+#[inline]
+fn poll_on(k: u64) {
+    let _ = POLL_KEY.try_with(|c| c.set(k));
+}
+
+/// [`poll_on`] for a call on the `m` requests saved in the thread's scratch.
+#[inline]
+fn poll_on_requests(m: usize) {
+    poll_on(saved_request(0) as u64 ^ ((m as u64) << 56));
+}
+
+/// [`poll_on`] for a probe.
+#[inline]
+fn poll_on_probe<C: Copy>(peer: c_int, tag: c_int, comm: C) {
+    poll_on(key(comm) as u64 ^ (u64::from(peer as u32) << 32) ^ u64::from(tag as u32));
 }
 
 /// Forgets the thread's polling loop (a call was made that is not a poll).
 #[inline]
 fn end_poll() {
-    let _ = POLL.try_with(|p| p.set((0, 0)));
+    let _ = POLL.try_with(|p| p.set((0, 0, 0)));
 }
 
 /// True for the calls whose unsuccessful form is counted as a poll and whose successful
@@ -153,8 +176,9 @@ impl Done {
     fn row(&self, ci: &CommInfo) -> Record {
         // A recorded call ends the thread's polling loop, if one ran; a successful poll
         // carries where the loop started and how many polls failed (Record::settle).
-        let (first, misses) = POLL.try_with(|p| p.replace((0, 0))).unwrap_or((0, 0));
-        let polled = misses > 0 && polls(self.call);
+        let (first, misses, on) = POLL.try_with(|p| p.replace((0, 0, 0))).unwrap_or((0, 0, 0));
+        let polled =
+            misses > 0 && polls(self.call) && POLL_KEY.try_with(Cell::get).is_ok_and(|k| k == on);
         let mut flags = if self.rc != 0 { FLAG_ERROR } else { 0 };
         if polled {
             flags |= FLAG_POLLED;
@@ -434,9 +458,14 @@ fn status_at(st: *mut ffi::MPI_Status, i: usize, s: &Sentinels) -> *const ffi::M
 }
 
 fn poll_miss(d: &Done) {
+    let on = POLL_KEY.try_with(Cell::get).unwrap_or(0);
     let _ = POLL.try_with(|p| {
-        let (first, n) = p.get();
-        p.set((if n == 0 { d.t0 } else { first }, n.saturating_add(1)));
+        let (first, n, k) = p.get();
+        p.set(if n > 0 && k == on {
+            (first, n.saturating_add(1), on)
+        } else {
+            (d.t0, 1, on)
+        });
     });
     if let (Some(c), Some(n)) = (
         POLL_COUNT.get(d.call as usize),
@@ -694,6 +723,7 @@ kinds! {
     Iprobe before |a, s| -> () {
         own_status(&mut a.status, s)
     } after |a, d, ()| {
+        poll_on_probe(a.peer, a.tag, a.comm);
         // SAFETY: the call's flag, written by MPI when it succeeded.
         if d.rc != 0 || !unsafe { flag_set(a.flag) } {
             poll_miss(d);
@@ -740,6 +770,7 @@ kinds! {
         // SAFETY: the call's request pointer, readable as MPI requires.
         Some(unsafe { handle_at(a.request) })
     } after |a, d, req| {
+        poll_on(req as u64);
         // SAFETY: the call's flag, written by MPI when it succeeded.
         if d.rc == 0 && unsafe { flag_set(a.flag) } {
             // SAFETY: the request completed, so MPI filled the status.
@@ -832,6 +863,7 @@ kinds! {
         // SAFETY: the call's request array of `incount` handles.
         unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
     } after |a, d, m| {
+        poll_on_requests(m);
         // SAFETY: the call's flag, written by MPI when it succeeded.
         if d.rc == 0 && unsafe { flag_set(a.flag) } {
             // SAFETY: the call's arrays, which MPI updated.
@@ -878,6 +910,7 @@ kinds! {
         // SAFETY: the call's request array of `incount` handles.
         Some(unsafe { save_requests(a.incount, a.requests) })
     } after |a, d, m| {
+        poll_on_requests(m);
         // SAFETY: the flag and index MPI wrote through the caller's pointers.
         let done = d.rc == 0
             && unsafe { flag_set(a.flag) }
@@ -947,6 +980,7 @@ kinds! {
         // SAFETY: the call's request array of `incount` handles.
         unsafe { own_requests(a.incount, a.requests, &mut a.statuses, s) }
     } after |a, d, m| {
+        poll_on_requests(m);
         // SAFETY: the count, indices and statuses MPI wrote.
         unsafe { some_done(d, m, a.outcount, a.indices, a.statuses, true) };
     }
@@ -1564,6 +1598,7 @@ kinds! {
     Improbe before |a, s| -> () {
         own_status(&mut a.status, s)
     } after |a, d, ()| {
+        poll_on_probe(a.peer, a.tag, a.comm);
         // SAFETY: the call's flag, written by MPI when it succeeded.
         if d.rc == 0 && unsafe { flag_set(a.flag) } {
             // SAFETY: the probe's own pointers.
