@@ -194,7 +194,11 @@ fn analyze_rebuilds_the_same_calls_csv() {
     let out = dir.join("out");
     let out_s = out.display().to_string();
     let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
-    assert!(with.status.success());
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
     let first = std::fs::read_to_string(out.join("calls.csv")).unwrap();
     std::fs::remove_file(out.join("calls.csv")).unwrap();
     let a = std::process::Command::new(common::cli_path())
@@ -224,7 +228,11 @@ fn disabled_layer_writes_nothing_and_changes_nothing() {
         Some(&[("PMPI_PREDICT_OUT", &out_s), ("PMPI_PREDICT_DISABLE", "1")]),
         &dir,
     );
-    assert!(with.status.success());
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
     assert_eq!(with.stdout, plain.stdout);
     assert!(!out.exists(), "disabled layer created {}", out.display());
 }
@@ -234,7 +242,11 @@ fn default_output_directory_is_named_by_date_and_pid() {
     let dir = scratch("defaultdir");
     let exe = build_program("basic", &dir);
     let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_QUIET", "1")]), &dir);
-    assert!(with.status.success());
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
     let made: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -271,7 +283,11 @@ fn a_trace_above_the_report_limit_is_left_for_analyze() {
         ]),
         &dir,
     );
-    assert!(with.status.success());
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
     let err = String::from_utf8_lossy(&with.stderr);
     assert_eq!(
         err.matches("exceed PMPI_PREDICT_REPORT_MAX_MB=0").count(),

@@ -82,7 +82,11 @@ fn a_recorded_rank_says_nothing() {
     let out = dir.join("out");
     let out_s = out.display().to_string();
     let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
-    assert!(with.status.success());
+    assert!(
+        with.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with.stderr)
+    );
     assert_eq!(unseen_lines(&with.stderr), Vec::<String>::new());
     assert!(out.join("calls.csv").exists());
 }

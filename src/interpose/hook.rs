@@ -14,7 +14,7 @@ use crate::topo::clock::now_ns;
 use crate::trace::arcs::{ARC_PAIRS, MAX_ARCS, continuation};
 use crate::trace::{
     FLAG_ARCS, FLAG_ARCS_CAPPED, FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING,
-    FLAG_POLLED, NO_RANK, PROC_NULL, Record, UNKNOWN_RANK,
+    FLAG_POLLED, NO_RANK, POLL_TIGHT_NS, PROC_NULL, Record, UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -43,10 +43,29 @@ thread_local! {
     /// that completes them (recorded in that call's row).
     static RMA_BYTES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     /// The polling loop in progress: entry of its first unsuccessful Test*/Iprobe, how
-    /// many there were since this thread's last recorded call, and what they polled.
-    static POLL: Cell<(u64, u32, u64)> = const { Cell::new((0, 0, 0)) };
+    /// many there were since this thread's last recorded call, what they polled, and the
+    /// ns spent inside them.
+    static POLL: Cell<Poll> = const { Cell::new(Poll::NONE) };
     /// What the current poll call waits on (see [`poll_on`]).
     static POLL_KEY: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A polling loop in progress (see `POLL`).
+#[derive(Clone, Copy)]
+struct Poll {
+    first: u64,
+    misses: u32,
+    on: u64,
+    inside_ns: u64,
+}
+
+impl Poll {
+    const NONE: Poll = Poll {
+        first: 0,
+        misses: 0,
+        on: 0,
+        inside_ns: 0,
+    };
 }
 
 /// Sets what the current poll call waits on: its request, the first of its requests and
@@ -73,7 +92,7 @@ fn poll_on_probe<C: Copy>(peer: c_int, tag: c_int, comm: C) {
 /// Forgets the thread's polling loop (a call was made that is not a poll).
 #[inline]
 fn end_poll() {
-    let _ = POLL.try_with(|p| p.set((0, 0, 0)));
+    let _ = POLL.try_with(|p| p.set(Poll::NONE));
 }
 
 /// True for the calls whose unsuccessful form is counted as a poll and whose successful
@@ -176,9 +195,17 @@ impl Done {
     fn row(&self, ci: &CommInfo) -> Record {
         // A recorded call ends the thread's polling loop, if one ran; a successful poll
         // carries where the loop started and how many polls failed (Record::settle).
-        let (first, misses, on) = POLL.try_with(|p| p.replace((0, 0, 0))).unwrap_or((0, 0, 0));
-        let polled =
-            misses > 0 && polls(self.call) && POLL_KEY.try_with(Cell::get).is_ok_and(|k| k == on);
+        let p = POLL
+            .try_with(|p| p.replace(Poll::NONE))
+            .unwrap_or(Poll::NONE);
+        // A tight loop: between its polls, on average, at most POLL_TIGHT_NS outside MPI
+        // (the polls' own time does not count: on a loaded host they are slow).
+        let outside = self.t0.saturating_sub(p.first).saturating_sub(p.inside_ns);
+        let polled = p.misses > 0
+            && polls(self.call)
+            && POLL_KEY.try_with(Cell::get).is_ok_and(|k| k == p.on)
+            && outside / u64::from(p.misses) <= POLL_TIGHT_NS;
+        let (first, misses) = (p.first, p.misses);
         let mut flags = if self.rc != 0 { FLAG_ERROR } else { 0 };
         if polled {
             flags |= FLAG_POLLED;
@@ -459,12 +486,22 @@ fn status_at(st: *mut ffi::MPI_Status, i: usize, s: &Sentinels) -> *const ffi::M
 
 fn poll_miss(d: &Done) {
     let on = POLL_KEY.try_with(Cell::get).unwrap_or(0);
+    let inside = d.t1.saturating_sub(d.t0);
     let _ = POLL.try_with(|p| {
-        let (first, n, k) = p.get();
-        p.set(if n > 0 && k == on {
-            (first, n.saturating_add(1), on)
+        let cur = p.get();
+        p.set(if cur.misses > 0 && cur.on == on {
+            Poll {
+                misses: cur.misses.saturating_add(1),
+                inside_ns: cur.inside_ns.saturating_add(inside),
+                ..cur
+            }
         } else {
-            (d.t0, 1, on)
+            Poll {
+                first: d.t0,
+                misses: 1,
+                on,
+                inside_ns: inside,
+            }
         });
     });
     if let (Some(c), Some(n)) = (

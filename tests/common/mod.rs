@@ -152,6 +152,16 @@ pub fn launch_prefix(np: u32) -> (String, Vec<String>, bool) {
     let l = launcher();
     let ompi = is_openmpi(&l);
     let args = if ompi {
+        // Each launch gets its own session-directory base: two mpiruns started at the same
+        // instant (tests run two at a time) race to create /tmp/ompi.HOST.UID, and the loser
+        // fails in orte_init ("A call to mkdir was unable to create the desired directory:
+        // File exists"; CI failed once on it).
+        static LAUNCHES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let base = std::env::temp_dir()
+            .join("pmpi-predict-tests")
+            .join(format!("{}-{n}", std::process::id()));
+        let _ = std::fs::create_dir_all(&base);
         [
             "--allow-run-as-root",
             "--oversubscribe",
@@ -160,11 +170,16 @@ pub fn launch_prefix(np: u32) -> (String, Vec<String>, bool) {
             "--mca",
             "btl",
             "self,vader,tcp",
-            "-np",
+            "--mca",
+            "orte_tmpdir_base",
         ]
         .iter()
         .map(|s| s.to_string())
-        .chain([np.to_string()])
+        .chain([
+            base.display().to_string(),
+            "-np".to_string(),
+            np.to_string(),
+        ])
         .collect()
     } else {
         vec!["-n".to_string(), np.to_string()]
@@ -199,7 +214,16 @@ pub fn mpirun(
     c.arg(exe).args(args).current_dir(cwd);
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    c.output().expect("launcher runs")
+    let out = c.output().expect("launcher runs");
+    remove_session_base(&prefix);
+    out
+}
+
+/// Removes the session-directory base [`launch_prefix`] made for a launch that ended.
+pub fn remove_session_base(prefix: &[String]) {
+    if let Some(i) = prefix.iter().position(|a| a == "orte_tmpdir_base") {
+        let _ = std::fs::remove_dir_all(&prefix[i + 1]);
+    }
 }
 
 /// Runs `exe args` on `np` ranks without the layer, the launcher's environment extended
@@ -218,7 +242,9 @@ pub fn mpirun_with_env(
     c.envs(env.iter().copied())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    c.output().expect("launcher runs")
+    let out = c.output().expect("launcher runs");
+    remove_session_base(&prefix);
+    out
 }
 
 /// Runs `exe args` on `np` ranks under the layer, quiet, recording into `dir/out`;

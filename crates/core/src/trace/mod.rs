@@ -33,13 +33,15 @@ pub const FLAG_ARCS: u16 = 16;
 /// [`arcs::MAX_ARCS`]: its totals alone are recorded (the engine spreads them, as for
 /// spools without arcs; a neighbourhood call's give it no messages).
 pub const FLAG_ARCS_CAPPED: u16 = 32;
-/// Record flag: this successful MPI_Test*/MPI_Iprobe ended a polling loop, unsuccessful
-/// calls of the thread since its previous recorded call. As written by the layer,
-/// `t_posted` is the entry of the loop's first unsuccessful call and `reserved` how many
-/// there were (saturated); reading a spool settles the record (see [`Record::settle`]).
+/// Record flag: this successful MPI_Test*/MPI_Iprobe ended a tight polling loop
+/// (unsuccessful calls of the thread on the same request(s) since its previous recorded
+/// call or post, at most [`POLL_TIGHT_NS`] apart on average outside MPI). As written by the
+/// layer, `t_posted` is the entry of the loop's first unsuccessful call and `reserved` how
+/// many there were (saturated); reading a spool settles the record (see [`Record::settle`]).
 pub const FLAG_POLLED: u16 = 64;
-/// A polling loop whose unsuccessful calls came at most this far apart on average (ns) is
-/// a wait spent in MPI: nothing but the polls ran between them.
+/// A polling loop whose unsuccessful calls came at most this far apart on average (ns,
+/// outside the polls themselves) is a wait spent in MPI: nothing but the polls ran
+/// between them.
 pub const POLL_TIGHT_NS: u64 = 50_000;
 
 /// One MPI call, as recorded on the hot path. Fixed size, plain old data: spool files
@@ -124,9 +126,9 @@ impl Record {
     }
 
     /// The record as the engine and the reports read it. A successful test or probe that
-    /// ended a tight polling loop (see [`POLL_TIGHT_NS`]) starts where the loop started: the
-    /// rank was waiting in MPI all along, and the unsuccessful calls are not recorded. A
-    /// loose loop (other work between the polls) keeps the call's own times. Either way
+    /// ended a tight polling loop ([`FLAG_POLLED`]) starts where the loop started: the rank
+    /// was waiting in MPI all along, and the unsuccessful calls are not recorded (a loop
+    /// with other work between the polls is not flagged: the call keeps its own times).
     /// `t_posted` is set back to `t_end`, as for any blocking call; the flag and the count
     /// stay.
     pub fn settle(mut self) -> Record {
@@ -134,10 +136,8 @@ impl Record {
             && self.flags & FLAG_NONBLOCKING == 0
             && !self.is_continuation()
         {
-            let first = self.t_posted;
-            let misses = u64::from(self.reserved.max(1));
-            if first <= self.t_start && (self.t_start - first) / misses <= POLL_TIGHT_NS {
-                self.t_start = first;
+            if self.t_posted <= self.t_start {
+                self.t_start = self.t_posted;
             }
             self.t_posted = self.t_end;
         }
@@ -404,19 +404,15 @@ mod tests {
             reserved: misses,
             ..Default::default()
         };
-        // 100 failed polls over 999 µs: 10 µs apart, tight: the row starts at the loop.
+        // The row starts at the loop (the layer flags tight loops only).
         let r = polled(1_000, 100).settle();
         assert_eq!(
             (r.t_start, r.t_posted, r.t_end),
             (1_000, 1_000_500, 1_000_500)
         );
         assert_eq!((r.flags, r.reserved), (FLAG_POLLED, 100));
-        // 10 failed polls over 999 µs: 100 µs apart, work between them: own times kept.
-        let r = polled(1_000, 10).settle();
-        assert_eq!((r.t_start, r.t_posted), (1_000_000, 1_000_500));
-        // Exactly at the bound: tight.
-        let r = polled(1_000_000 - 2 * POLL_TIGHT_NS, 2).settle();
-        assert_eq!(r.t_start, 1_000_000 - 2 * POLL_TIGHT_NS);
+        // Settling twice changes nothing more.
+        assert_eq!(r.settle(), r);
         // A loop start after the call's entry (a clock oddity) is ignored.
         let r = polled(1_000_100, 1).settle();
         assert_eq!(r.t_start, 1_000_000);
