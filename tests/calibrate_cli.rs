@@ -284,7 +284,10 @@ fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
         .expect("launcher runs");
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
-    assert!(e.contains("[7/7] eager limits (late-receiver probe"), "{e}");
+    assert!(
+        e.contains("[7/7] eager limits (late-receiver probe, 64 B - 4 MiB)"),
+        "{e}"
+    );
     let prof = Profile::load(&p).unwrap();
     let library = prof.mpi_library.clone().unwrap();
     if !library.contains("Open MPI") {
@@ -292,11 +295,17 @@ fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
         return;
     }
     // Open MPI's limit counts its match header: the largest eager payload is a little
-    // below 32768 (32712 B here), the smallest rendezvous one byte above it.
+    // below 32768 (32712 B here), the smallest rendezvous one byte above it, so at most
+    // the limit itself.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    assert_eq!(json["eager"]["source"], "measured", "{json}");
     let got = prof.eager.expect("eager limits written");
     assert_eq!(got.source, EagerSource::Measured, "{e}");
     let inter = got.inter.expect("inter limit measured");
-    assert!((32000..=32769).contains(&inter), "{inter}: {e}");
+    assert!((32000..=32768).contains(&inter), "{inter}: {e}");
+    let knee = &prof.raw.as_ref().unwrap()["eager_knee"];
+    assert_eq!(knee["mpi_t"]["inter"], 32768, "{knee}");
     assert!(
         e.contains(&format!(
             "eager between nodes: up to {} B measured (MPI_T btl_tcp_eager_limit 32768)",

@@ -31,6 +31,10 @@
 //!   "eager": {"inter": 65481, "intra": 4041,   // optional, each limit optional: the
 //!             "source": "measured"},           //   smallest rendezvous message (bytes);
 //!                                              //   source measured | mpi_t | user
+//!                                              //   (measured: calibrate's late-receiver
+//!                                              //   probe, the smallest blocking send that
+//!                                              //   waits for a receive posted 20 ms late;
+//!                                              //   MPI_T's values kept in raw.eager_knee)
 //!   "raw": {...},                              // optional, free-form measurements
 //!   "residuals": {...}                         // optional, free-form fit residuals
 //! }

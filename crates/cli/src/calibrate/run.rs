@@ -209,9 +209,10 @@ struct EagerRead {
     names: (String, String),
 }
 
-/// Sizes the eager-limit search spans (bytes).
+/// Sizes the eager-limit search spans (bytes). Above the kernel's socket buffers an eager
+/// send over TCP would wait for the reader too, so a knee up there may be the buffers'.
 const KNEE_LO: u64 = 64;
-const KNEE_HI: u64 = 1 << 20;
+const KNEE_HI: u64 = 4 << 20;
 
 /// The profile's eager limits once measured (`inter`, `intra`: the searches made) over the
 /// MPI_T values (`mpit`; `names`: their control variables), and the line for the user. A
@@ -879,8 +880,8 @@ pub fn run(opts: &Options) -> i32 {
         skipped.push("eager limits (measured): time budget; MPI_T values kept".into());
     } else {
         pg.begin(&format!(
-            "eager limits (late-receiver probe, {KNEE_LO} B - {} KiB)",
-            KNEE_HI / 1024
+            "eager limits (late-receiver probe, {KNEE_LO} B - {} MiB)",
+            KNEE_HI >> 20
         ));
         let search = |(a, b): (i32, i32)| {
             eager::find_knee(
@@ -977,5 +978,95 @@ mod tests {
         let d = utc_now();
         assert_eq!(d.len(), 20, "{d}");
         assert!(d.starts_with("20") && d.ends_with('Z'));
+    }
+
+    fn knee(eager: u64) -> Option<Knee> {
+        Some(Knee::Found {
+            eager,
+            rendezvous: eager + 1,
+        })
+    }
+
+    fn names() -> (String, String) {
+        (
+            "btl_tcp_eager_limit".to_string(),
+            "btl_vader_eager_limit".to_string(),
+        )
+    }
+
+    #[test]
+    fn eager_limits_measured_win_over_mpi_t() {
+        let mpit = Some(Eager {
+            inter: Some(32768),
+            intra: Some(4096),
+            source: EagerSource::MpiT,
+        });
+        let (line, e) = eager_measured(knee(32712), knee(4040), mpit, &names());
+        assert_eq!(
+            line,
+            "eager between nodes: up to 32712 B measured (MPI_T btl_tcp_eager_limit 32768); \
+             within a node: up to 4040 B measured (MPI_T btl_vader_eager_limit 4096)"
+        );
+        assert_eq!(
+            e,
+            Some(Eager {
+                inter: Some(32713),
+                intra: Some(4041),
+                source: EagerSource::Measured,
+            })
+        );
+        // Rendezvous already at the smallest size probed: that size is the limit.
+        let (_, e) = eager_measured(Some(Knee::RendezvousFrom(64)), None, mpit, &names());
+        assert_eq!(e.and_then(|e| e.inter), Some(64));
+    }
+
+    #[test]
+    fn eager_limits_without_a_knee_keep_mpi_t_or_stay_absent() {
+        // Between nodes: no knee below the bound, MPI_T's value kept; within the node
+        // measured. The source is `measured` as soon as one limit is.
+        let mpit = Some(Eager {
+            inter: Some(65536),
+            intra: None,
+            source: EagerSource::MpiT,
+        });
+        let (line, e) = eager_measured(Some(Knee::EagerUpTo(KNEE_HI)), knee(255), mpit, &names());
+        assert!(
+            line.starts_with(
+                "eager between nodes: eager up to 4194304 B and beyond (MPI_T btl_tcp_eager_limit 65536)"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("up to 255 B measured (MPI_T: not exposed)"),
+            "{line}"
+        );
+        assert_eq!(
+            e,
+            Some(Eager {
+                inter: Some(65536),
+                intra: Some(256),
+                source: EagerSource::Measured,
+            })
+        );
+        // No knee and nothing from MPI_T (MPICH ch4): the limit stays absent, the engine's
+        // default applies; with neither limit, no `eager` field at all.
+        let (_, e) = eager_measured(Some(Knee::EagerUpTo(KNEE_HI)), knee(8254), None, &names());
+        assert_eq!(
+            e,
+            Some(Eager {
+                inter: None,
+                intra: Some(8255),
+                source: EagerSource::Measured,
+            })
+        );
+        let (line, e) = eager_measured(Some(Knee::EagerUpTo(KNEE_HI)), None, None, &names());
+        assert_eq!(e, None);
+        assert!(
+            line.ends_with("within a node: not measured (MPI_T: not exposed)"),
+            "{line}"
+        );
+        // Nothing measured: MPI_T's values as read.
+        let (_, e) = eager_measured(None, None, mpit, &names());
+        assert_eq!(e, mpit);
     }
 }

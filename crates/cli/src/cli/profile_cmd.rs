@@ -83,7 +83,11 @@ pub fn render(p: &Profile, title: &str) -> String {
         let _ = writeln!(o, "  nodes:       {}", p.nodes.join(" "));
     }
     if let Some(e) = &p.eager {
-        let b = |v: Option<u64>| v.map_or("library default".to_string(), |x| format!("{x} B"));
+        let b = |v: Option<u64>| {
+            v.map_or("library default".to_string(), |x| {
+                format!("rendezvous from {x} B")
+            })
+        };
         let src = match e.source {
             crate::profile::EagerSource::MpiT => "read through MPI_T".to_string(),
             crate::profile::EagerSource::User => "given".to_string(),
@@ -107,7 +111,7 @@ pub fn render(p: &Profile, title: &str) -> String {
         };
         let _ = writeln!(
             o,
-            "  eager limit: rendezvous from {} between nodes, {} within a node ({src})",
+            "  eager limit: {} between nodes, {} within a node ({src})",
             b(e.inter),
             b(e.intra)
         );
@@ -330,5 +334,28 @@ mod tests {
         assert!(t.contains("gamma = 1.0195"), "{t}");
         assert!(t.contains("* gige"), "{t}");
         assert!(t.contains("100.0 Mbit/s"), "{t}");
+    }
+
+    #[test]
+    fn measured_eager_limits_render_beside_mpi_t() {
+        // MPICH ch4:ucx on one node: only the limit within a node, measured; MPI_T had none.
+        let mut p = Profile::builtin_default();
+        p.eager = Some(crate::profile::Eager {
+            inter: None,
+            intra: Some(8256),
+            source: crate::profile::EagerSource::Measured,
+        });
+        p.raw = Some(serde_json::json!({
+            "eager_knee": {"inter": null, "intra": "Found { eager: 8255, rendezvous: 8256 }",
+                           "mpi_t": {"inter": null, "intra": null}}
+        }));
+        let t = render(&p, "x");
+        assert!(
+            t.contains(
+                "eager limit: library default between nodes, rendezvous from 8256 B within a node \
+                 (measured by a late-receiver probe; MPI_T: not exposed between nodes, not exposed within a node)"
+            ),
+            "{t}"
+        );
     }
 }
