@@ -256,16 +256,14 @@ fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
     let p = dir.join("p.json");
     let exe = common::cli_path();
     // Both "nodes" talk over TCP (Open MPI: the shared-memory BTL left out).
-    let (l, prefix, _) = common::launch_prefix(2);
-    let prefix = prefix.into_iter().map(|a| {
+    let (l, mut prefix, _) = common::launch_prefix(2);
+    for a in &mut prefix {
         if a == "self,vader,tcp" {
-            "self,tcp".to_string()
-        } else {
-            a
+            *a = "self,tcp".to_string();
         }
-    });
+    }
     let o = Command::new(l)
-        .args(prefix)
+        .args(&prefix)
         .arg(&wrap)
         .args([
             exe.to_str().unwrap(),
@@ -282,6 +280,7 @@ fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("launcher runs");
+    common::remove_session_base(&prefix);
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
     assert!(

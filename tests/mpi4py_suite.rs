@@ -65,6 +65,7 @@ fn run_suite(suite: &Path, env: Option<&[(&str, &str)]>, files: &Path) -> (Outpu
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     let _ = std::fs::remove_dir_all(files);
     let out = c.output().expect("launcher runs");
+    common::remove_session_base(&prefix);
     let mut v = Vec::new();
     for rank in 0..2 {
         let f = files.join(format!("1/rank.{rank}/stderr"));

@@ -201,31 +201,24 @@ impl Done {
         // A tight loop: between its polls, on average, at most POLL_TIGHT_NS outside MPI
         // (the polls' own time does not count: on a loaded host they are slow).
         let outside = self.t0.saturating_sub(p.first).saturating_sub(p.inside_ns);
-        let polled = p.misses > 0
+        let polled = (p.misses > 0
             && polls(self.call)
             && POLL_KEY.try_with(Cell::get).is_ok_and(|k| k == p.on)
-            && outside / u64::from(p.misses) <= POLL_TIGHT_NS;
-        let (first, misses) = (p.first, p.misses);
-        let mut flags = if self.rc != 0 { FLAG_ERROR } else { 0 };
-        if polled {
-            flags |= FLAG_POLLED;
-        }
+            && outside / u64::from(p.misses) <= POLL_TIGHT_NS)
+            .then_some(p);
         Record {
             t_start: self.t0,
             t_end: self.t1,
-            t_posted: if polled { first } else { self.t1 },
+            t_posted: polled.map_or(self.t1, |p| p.first),
             peer: NO_RANK,
             root: NO_RANK,
             peer2: NO_RANK,
             comm: ci.id,
             comm_size: ci.size,
             call: self.call,
-            flags,
-            reserved: if polled {
-                misses.min(u32::from(u16::MAX)) as u16
-            } else {
-                0
-            },
+            flags: if self.rc != 0 { FLAG_ERROR } else { 0 }
+                | if polled.is_some() { FLAG_POLLED } else { 0 },
+            reserved: polled.map_or(0, |p| p.misses.min(u32::from(u16::MAX)) as u16),
             ..Default::default()
         }
     }

@@ -162,8 +162,8 @@ impl<'m> Net<'m> {
     /// a flow to another node at the same time has its penalty multiplied by `factor` (at
     /// least 1; a flow that pays the reverse factor does not pay this one too). Over TCP the
     /// receiver's acknowledgements queue behind its own outgoing data in its port's shaper:
-    /// `calibrate` measured the "through" scheme's arc into the forwarding node at 1.10 on
-    /// the emulated 100 Mbit/s cluster, and hpcc's ring exchanges of 2 MB at 1.06.
+    /// `calibrate` measures it on a ring of the nodes (1.08-1.13 on the emulated 100 Mbit/s
+    /// cluster); hpcc's ring exchanges of 2 MB moved at 1.06.
     pub fn with_through(mut self, factor: f64) -> Self {
         self.through = if factor.is_finite() {
             factor.max(1.0)
