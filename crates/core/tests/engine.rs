@@ -1690,3 +1690,50 @@ fn a_linear_broadcast_serves_the_members_in_rank_order() {
     assert_eq!(groups[0].predicted_s, last);
     assert!(last > p.calls[0][0].predicted.unwrap());
 }
+
+/// A linear broadcast between nodes whose blocks go by rendezvous and fit in the socket
+/// buffer: the root posts every send, its data shares its port, so every member ends when
+/// all three blocks have left and the root returns once the last member matched. A second
+/// broadcast from the same root right after queues behind the first's data.
+#[test]
+fn a_buffered_linear_broadcast_ends_together_and_queues_behind_the_last() {
+    let m = 1_000_000; // rendezvous (Open MPI's 64 KiB), linear at 4 members, 10 ms a block
+    let ranks = (0..4)
+        .map(|r| {
+            let recs = vec![
+                bcast_from_0(4, m, r == 0, S, S + 1000),
+                bcast_from_0(4, m, r == 0, S + 1000, S + 2000),
+            ];
+            rank(r, &format!("n{r}"), 0, recs, 4)
+        })
+        .collect();
+    let mut prof = profile();
+    prof.socket_buffer = Some(4 << 20);
+    let r = run(ranks);
+    let p = predict_run(&r, &prof, Some("gige")).unwrap();
+    let d = |rank: usize, k: usize| p.calls[rank][k].predicted.unwrap();
+    // Three blocks of 10 ms through the root's port: every member at 30 ms.
+    for rank in 1..4 {
+        assert!(
+            (d(rank, 0) - 0.03).abs() < 1e-6,
+            "rank {rank}: {}",
+            d(rank, 0)
+        );
+    }
+    // The root copies 3 MB into the kernel (the intra-node β) and returns.
+    assert!(d(0, 0) < 0.01, "root {}", d(0, 0));
+    // The second broadcast's data leaves after the first's: 30 ms more for every member
+    // (a lone block would take 10 ms).
+    for rank in 1..4 {
+        assert!(
+            (d(rank, 1) - 0.03).abs() < 1e-6,
+            "rank {rank}: {}",
+            d(rank, 1)
+        );
+    }
+    // With a socket buffer smaller than a block, the members are served one after another.
+    prof.socket_buffer = Some(0);
+    let p = predict_run(&r, &prof, Some("gige")).unwrap();
+    let d = |rank: usize| p.calls[rank][0].predicted.unwrap();
+    assert!((d(3) / d(1) - 3.0).abs() < 1e-6, "{} {}", d(1), d(3));
+}

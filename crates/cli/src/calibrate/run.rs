@@ -346,7 +346,9 @@ pub fn run(opts: &Options) -> i32 {
         on: mpi.rank == 0,
         start: Instant::now(),
         phase: Instant::now(),
-        total: if inter { 7 } else { 0 },
+        // The intra-node ping-pong is a phase of its own where a node has two ranks: counted
+        // here, so that the first lines do not say [n/7] and the later ones [n/8].
+        total: (if inter { 7 } else { 0 }) + usize::from(intra.is_some()),
         done: 0,
     };
     if mpi.rank == 0 {
@@ -468,7 +470,6 @@ pub fn run(opts: &Options) -> i32 {
     }
 
     if let Some((a, b)) = intra {
-        pg.total += 1;
         pg.begin(&format!("intra-node ping-pong ranks {a} <-> {b}"));
         let grid = sizes(&[0, 1024, 16384, 262144, 1048576]);
         let (t, fitted, attempts) = ping_pong_fitted(&ctx, a, b, &grid, &[8, 8, 8, 4, 3]);
