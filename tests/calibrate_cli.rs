@@ -439,3 +439,78 @@ fn four_ranks_posing_as_four_nodes() {
         prof.penalty.through
     );
 }
+
+/// Four ranks posing as two nodes of two ranks: besides the node leaders' measurements,
+/// the all-to-all is measured over all four as launched, and the profile keeps its γ per
+/// size (from the mean of the slowest rank's time) for 4 members with 2 per node.
+#[test]
+fn two_ranks_per_node_measure_the_all_to_all_as_launched() {
+    require_mpirun();
+    let dir = common::scratch("calibrate_mpi_placed");
+    let wrap = dir.join("as-two-nodes.sh");
+    std::fs::write(
+        &wrap,
+        "#!/bin/sh\nr=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\nexport PMPI_PREDICT_NODE=node$((r % 2))\nexec \"$@\"\n",
+    )
+    .unwrap();
+    Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
+    let p = dir.join("p.json");
+    let exe = common::cli_path();
+    let o = common::mpirun(
+        4,
+        &wrap,
+        &[
+            exe.to_str().unwrap(),
+            "calibrate",
+            "--quick",
+            "--penalty-bytes",
+            "262144",
+            "-o",
+            p.to_str().unwrap(),
+        ],
+        None,
+        &dir,
+    );
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    // Seven phases between nodes, the intra-node ping-pong and this one: counted from the
+    // first line.
+    assert!(e.contains("calibrate [1/9] warm-up"), "{e}");
+    assert!(
+        e.contains("all-to-all with all 4 ranks, 2 per node (4 sizes, mean of 5)"),
+        "{e}"
+    );
+    let prof = Profile::load(&p).unwrap();
+    assert_eq!(prof.nodes, ["node0", "node1"]);
+    assert_eq!(prof.alltoall_placed.len(), 1, "{:?}", prof.alltoall_placed);
+    let placed = &prof.alltoall_placed[0];
+    assert_eq!((placed.procs, placed.per_node), (4, 2));
+    let raw = &prof.raw.as_ref().unwrap()["alltoall_placed"];
+    let bytes: Vec<u64> = raw["bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap())
+        .collect();
+    assert_eq!(bytes, [16384, 65536, 262144, 524288]);
+    let seconds = raw["seconds"].as_array().unwrap();
+    assert_eq!(seconds.len(), 4);
+    // Each size's γ is the signature solved at the mean of its five repetitions.
+    let h = prof.hockney.inter;
+    for &(m, g) in &placed.gamma.0 {
+        let k = bytes.iter().position(|&b| b == m).unwrap();
+        let reps: Vec<f64> = seconds[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(reps.len(), 5);
+        let mean = reps.iter().sum::<f64>() / 5.0;
+        let want = (mean / 3.0 - h.alpha) / (h.beta * m as f64);
+        assert!(
+            (g - want).abs() < 1e-9 * want.abs().max(1.0),
+            "{m}: {g} vs {want}"
+        );
+    }
+}

@@ -26,6 +26,8 @@
 //!   },
 //!   "alltoall": {"gamma": 1.0195, "delta": 0.00823, "threshold": 2048},
 //!   "alltoall_gamma": [[4096, 1.1], [65536, 2.2]], // optional, [bytes, γ] measured per size
+//!   "alltoall_placed": [{"procs": 8, "per_node": 2,   // optional: γ per size measured over
+//!                        "gamma": [[65536, 2.9]]}],   //   more ranks than nodes (mean)
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
 //!   "socket_buffer": 262144,                   // optional, bytes (default 4 MiB)
 //!   "eager": {"inter": 65481, "intra": 4041,   // optional, each limit optional: the
@@ -60,6 +62,15 @@ use crate::model::{
 /// The profile format version this build reads and writes.
 pub const PROFILE_VERSION: u32 = 1;
 
+/// γ per size of an all-to-all over `procs` ranks with at most `per_node` on one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlacedGamma {
+    pub procs: u64,
+    pub per_node: u64,
+    pub gamma: GammaTable,
+}
+
 /// A calibration profile. See the module documentation for the JSON format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +93,12 @@ pub struct Profile {
     /// single γ and δ.
     #[serde(default, skip_serializing_if = "GammaTable::is_empty")]
     pub alltoall_gamma: GammaTable,
+    /// γ per size measured with several ranks per node (`calibrate` launched with more
+    /// ranks than nodes), from the mean of the slowest rank's time: where an all-to-all
+    /// has as many members and at most as many per node, it replaces `alltoall_gamma` and
+    /// the port-load scaling.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alltoall_placed: Vec<PlacedGamma>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upper_lower_gamma: Option<f64>,
     /// Bytes a blocking rendezvous send between nodes leaves in the kernel's socket buffer
@@ -320,6 +337,7 @@ impl Profile {
                 threshold: 2048,
             },
             alltoall_gamma: GammaTable::default(),
+            alltoall_placed: Vec::new(),
             upper_lower_gamma: None,
             socket_buffer: None,
             eager: None,
@@ -376,6 +394,18 @@ impl Profile {
         }
         self.alltoall.validate()?;
         self.alltoall_gamma.validate()?;
+        for p in &self.alltoall_placed {
+            if p.procs < 2 || p.per_node < 1 || p.per_node > p.procs || p.gamma.is_empty() {
+                return Err(ModelError::BadTable {
+                    name: "alltoall_placed".into(),
+                    why: format!(
+                        "procs {} / per_node {}: needs procs >= 2, 1 <= per_node <= procs and a gamma table",
+                        p.procs, p.per_node
+                    ),
+                });
+            }
+            p.gamma.validate()?;
+        }
         if let Some(g) = self.upper_lower_gamma {
             crate::model::non_negative("upper_lower_gamma", g)?;
         }
@@ -409,6 +439,21 @@ impl Profile {
         penalty_model_by_name(m, &self.penalty.params_of(m)).map_err(|why| ModelError::BadTable {
             name: "penalty.model".into(),
             why,
+        })
+    }
+
+    /// The all-to-all signature measured with `n` ranks and at most `per_node` on a node,
+    /// at `m` bytes per message, if the profile has that placement
+    /// ([`Profile::alltoall_placed`]).
+    pub fn alltoall_placed_at(&self, n: u64, per_node: u64, m: u64) -> Option<Signature> {
+        let p = self
+            .alltoall_placed
+            .iter()
+            .find(|p| p.procs == n && p.per_node == per_node)?;
+        p.gamma.at(m).map(|gamma| Signature {
+            gamma,
+            delta: 0.0,
+            threshold: u64::MAX,
         })
     }
 
@@ -466,6 +511,27 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_placed_all_to_all_is_found_by_members_and_ranks_per_node() {
+        let mut p = Profile::builtin_default();
+        p.alltoall_placed = vec![PlacedGamma {
+            procs: 8,
+            per_node: 2,
+            gamma: GammaTable(vec![(65536, 4.0), (1 << 20, 2.0)]),
+        }];
+        p.validate().unwrap();
+        let q = Profile::from_json(&p.to_json()).unwrap();
+        assert_eq!(p, q);
+        assert_eq!(p.alltoall_placed_at(8, 2, 65536).unwrap().gamma, 4.0);
+        // Halfway in log m between the two sizes.
+        assert!((p.alltoall_placed_at(8, 2, 1 << 18).unwrap().gamma - 3.0).abs() < 1e-12);
+        assert!(p.alltoall_placed_at(8, 1, 65536).is_none());
+        assert!(p.alltoall_placed_at(16, 2, 65536).is_none());
+        p.alltoall_placed[0].per_node = 9;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("alltoall_placed"), "{e}");
+    }
 
     #[test]
     fn default_round_trips() {

@@ -396,6 +396,37 @@ pub fn alltoall(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<f64> {
     out
 }
 
+/// All-to-all over every rank of WORLD, as launched (several ranks per node): the slowest
+/// rank's time of each repetition, all repetitions kept, for every size; the same on every
+/// rank. Where a node's ranks share its port, TCP stalls on a dropped packet in some
+/// repetitions, and the mean of the slowest rank's time is what a run of many such
+/// exchanges pays on average (the others wait for that rank at the next collective).
+pub fn alltoall_world(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<Vec<f64>> {
+    let m = ctx.mpi;
+    let n = m.size as usize;
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let send = vec![1u8; max * n];
+    let mut recv = vec![0u8; max * n];
+    if let Some(&s) = sizes.first() {
+        m.alltoall(&send, &mut recv, s, m.world);
+    }
+    let mut out = Vec::with_capacity(sizes.len());
+    for &s in sizes {
+        let mut v = Vec::with_capacity(reps as usize);
+        for _ in 0..reps.max(1) {
+            m.barrier(m.world);
+            let t = Instant::now();
+            m.alltoall(&send, &mut recv, s, m.world);
+            let mut x = [t.elapsed().as_secs_f64()];
+            m.allreduce_max(&mut x, m.world);
+            v.push(x[0]);
+        }
+        out.push(v);
+    }
+    touch(&recv);
+    out
+}
+
 /// LOM experiments between node leaders: empty round trips and round trips of `bytes`
 /// bytes with empty replies for every pair, and one-to-two experiments for every root and
 /// pair of destinations; medians over `reps`. Experiments run one at a time (a barrier

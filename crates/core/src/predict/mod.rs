@@ -281,6 +281,16 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw
             if n >= 2 && inst.multi_node =>
         {
+            // Measured with this many members and as many per node: as it is.
+            if let Some(sig) = profile.alltoall_placed_at(n, inst.max_per_node.max(1), m) {
+                let extra = port_load - 1.0;
+                return CollCost {
+                    model_s: sig.predict(&h, n, m).unwrap_or(free),
+                    free_s: free + extra * wire(1.0),
+                    step_s,
+                    serial: false,
+                };
+            }
             let extra = port_load - 1.0;
             let sig = profile.alltoall_at(m);
             let model = sig
@@ -657,6 +667,42 @@ mod tests {
         assert_eq!(assumed_bcast(512, 4 << 20), Binomial);
         assert_eq!(assumed_bcast(1024, 300_000), Binomial);
         assert_eq!(assumed_bcast(2048, 300_000), SegmentedChain);
+    }
+
+    /// An all-to-all whose member count and ranks per node were measured takes the
+    /// measured γ as it is; any other placement the per-size γ with the port-load scaling.
+    #[test]
+    fn a_measured_placement_replaces_the_port_load_scaling() {
+        let mut p = Profile::builtin_default();
+        p.hockney.inter = Hockney {
+            alpha: 1e-5,
+            beta: 1e-8,
+        };
+        p.alltoall_gamma = alltoall::GammaTable(vec![(4096, 1.5), (1 << 20, 1.5)]);
+        p.alltoall_placed = vec![crate::profile::PlacedGamma {
+            procs: 8,
+            per_node: 2,
+            gamma: alltoall::GammaTable(vec![(4096, 3.0), (1 << 20, 3.0)]),
+        }];
+        let inst = |per_node: u64| Instance {
+            kind: CallKind::Alltoall,
+            members: (0..8).collect(),
+            root: None,
+            n: 8,
+            block: 65536,
+            multi_node: true,
+            max_per_node: per_node,
+        };
+        let wire = 65536.0 * 1e-8;
+        let c = coll_cost(&p, &Assumptions::default(), &inst(2));
+        assert!(
+            (c.model_s - 7.0 * (1e-5 + wire * 3.0)).abs() < 1e-12,
+            "{c:?}"
+        );
+        // Three per node: not measured, so γ 1.5 with the busiest port's load 3·5/7.
+        let c = coll_cost(&p, &Assumptions::default(), &inst(3));
+        let scaled = 7.0 * (1e-5 + wire * 1.5) + (15.0 / 7.0 - 1.0) * 7.0 * wire * 1.5;
+        assert!((c.model_s - scaled).abs() < 1e-12, "{c:?} {scaled}");
     }
 
     #[test]
