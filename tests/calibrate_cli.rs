@@ -238,14 +238,50 @@ fn eager_limits_come_from_the_librarys_control_variables() {
 
 /// A wrapper script in `dir` that makes each rank pose as its own node (node0, node1...).
 fn as_node_wrapper(dir: &std::path::Path) -> std::path::PathBuf {
+    node_wrapper(dir, "$r")
+}
+
+/// A wrapper that names each rank's node `node` + `expr`, a shell expression of the rank
+/// `$r`.
+fn node_wrapper(dir: &std::path::Path, expr: &str) -> std::path::PathBuf {
     let wrap = dir.join("as-node.sh");
     std::fs::write(
         &wrap,
-        "#!/bin/sh\nexport PMPI_PREDICT_NODE=node${OMPI_COMM_WORLD_RANK}${PMI_RANK}\nexec \"$@\"\n",
+        format!(
+            "#!/bin/sh\nr=${{OMPI_COMM_WORLD_RANK:-$PMI_RANK}}\nexport PMPI_PREDICT_NODE=node{expr}\nexec \"$@\"\n"
+        ),
     )
     .unwrap();
     Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
     wrap
+}
+
+/// `calibrate --quick` on `np` ranks through `wrap`, its penalty schemes at `bytes`:
+/// the launcher's output and the profile's path.
+fn quick_calibration(
+    np: u32,
+    wrap: &std::path::Path,
+    dir: &std::path::Path,
+    bytes: &str,
+) -> (Output, std::path::PathBuf) {
+    let p = dir.join("p.json");
+    let exe = common::cli_path();
+    let o = common::mpirun(
+        np,
+        wrap,
+        &[
+            exe.to_str().unwrap(),
+            "calibrate",
+            "--quick",
+            "--penalty-bytes",
+            bytes,
+            "-o",
+            p.to_str().unwrap(),
+        ],
+        None,
+        dir,
+    );
+    (o, p)
 }
 
 #[test]
@@ -327,23 +363,7 @@ fn four_ranks_posing_as_four_nodes() {
     require_mpirun();
     let dir = common::scratch("calibrate_mpi_fake4");
     let wrap = as_node_wrapper(&dir);
-    let p = dir.join("p.json");
-    let exe = common::cli_path();
-    let o = common::mpirun(
-        4,
-        &wrap,
-        &[
-            exe.to_str().unwrap(),
-            "calibrate",
-            "--quick",
-            "--penalty-bytes",
-            "1048576",
-            "-o",
-            p.to_str().unwrap(),
-        ],
-        None,
-        &dir,
-    );
+    let (o, p) = quick_calibration(4, &wrap, &dir, "1048576");
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
     for phase in [
@@ -430,30 +450,8 @@ fn four_ranks_posing_as_four_nodes() {
 fn two_ranks_per_node_measure_the_all_to_all_as_launched() {
     require_mpirun();
     let dir = common::scratch("calibrate_mpi_placed");
-    let wrap = dir.join("as-two-nodes.sh");
-    std::fs::write(
-        &wrap,
-        "#!/bin/sh\nr=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\nexport PMPI_PREDICT_NODE=node$((r % 2))\nexec \"$@\"\n",
-    )
-    .unwrap();
-    Command::new("chmod").arg("+x").arg(&wrap).status().unwrap();
-    let p = dir.join("p.json");
-    let exe = common::cli_path();
-    let o = common::mpirun(
-        4,
-        &wrap,
-        &[
-            exe.to_str().unwrap(),
-            "calibrate",
-            "--quick",
-            "--penalty-bytes",
-            "262144",
-            "-o",
-            p.to_str().unwrap(),
-        ],
-        None,
-        &dir,
-    );
+    let wrap = node_wrapper(&dir, "$((r % 2))");
+    let (o, p) = quick_calibration(4, &wrap, &dir, "262144");
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
     // Seven phases between nodes, the intra-node ping-pong and this one: counted from the
