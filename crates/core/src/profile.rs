@@ -196,8 +196,8 @@ pub struct PenaltyParams {
     pub reverse: f64,
     /// Factor on a flow's penalty while its destination node sends to a third node (TCP's
     /// acknowledgements queue behind that node's outgoing data), whatever the model (1 where
-    /// a profile does not say). `calibrate` measures it as the median per-arc penalty over
-    /// the repetitions of its "ring" scheme (every node sends to the next).
+    /// a profile does not say). `calibrate` measures it as the mean over the repetitions of
+    /// its "ring" scheme (every node sends to the next) of the last arrival, over T_ref.
     #[serde(default = "one")]
     pub through: f64,
     /// What a node's port carries each way, in lone messages' worth (1: a lone message

@@ -641,17 +641,21 @@ pub fn run(opts: &Options) -> i32 {
                 fitted.len().saturating_sub(1)
             ));
         }
+        // A scheme's last arrival, over T_ref, averaged over its repetitions (NaN for a
+        // scheme not run).
+        let mean_last = |scheme: &str| {
+            list.iter()
+                .zip(&all_reps)
+                .find(|((name, _), _)| *name == scheme)
+                .map_or(f64::NAN, |(_, reps)| {
+                    let last = reps.iter().map(|r| r.iter().copied().fold(0.0, f64::max));
+                    last.sum::<f64>() / reps.len().max(1) as f64 / t_ref
+                })
+        };
         // The mean over the repetitions of back-to-back exchanges; below 1 is the shaper's
         // noise around a full-duplex port. (Its times are in units of `bytes`: see the
         // measurement.)
-        let reverse = list
-            .iter()
-            .zip(&all_reps)
-            .find(|((name, _), _)| *name == BIDIRECTIONAL)
-            .map_or(1.0, |(_, reps)| {
-                let last = reps.iter().map(|r| r.iter().copied().fold(0.0, f64::max));
-                (last.sum::<f64>() / reps.len().max(1) as f64 / t_ref).max(1.0)
-            });
+        let reverse = mean_last(BIDIRECTIONAL).max(1.0);
         // A message into a node that sends on: over TCP its acknowledgements queue behind
         // that node's outgoing data. As for the reverse factor, the mean over the ring's
         // repetitions of its last arrival: what a ring step costs on average, its stalls
@@ -659,15 +663,10 @@ pub fn run(opts: &Options) -> i32 {
         // median over every arc, 1.07-1.12 x in three calibrations, matched the median
         // 2 MB exchange of hpcc, 1.06 x, and left hpcc-4 11.7 % short; the mean of the
         // last arrival, 1.18-1.25 x in the same calibrations: 8.0 %).
-        let through = list
-            .iter()
-            .zip(&all_reps)
-            .find(|((name, _), _)| *name == RING)
-            .map_or(1.0, |(_, reps)| {
-                let last = reps.iter().map(|r| r.iter().copied().fold(0.0, f64::max));
-                let m = last.sum::<f64>() / reps.len().max(1) as f64 / t_ref;
-                if m.is_finite() { m.max(1.0) } else { 1.0 }
-            });
+        let through = match mean_last(RING) {
+            m if m.is_finite() => m.max(1.0),
+            _ => 1.0,
+        };
         let show: Vec<String> = schemes
             .iter()
             .skip(1)
@@ -767,11 +766,7 @@ pub fn run(opts: &Options) -> i32 {
                     sizes.join(", ")
                 ));
             }
-            let per_size: Vec<String> = table
-                .0
-                .iter()
-                .map(|&(m, g)| format!("{} KiB {g:.2}", m / 1024))
-                .collect();
+            let per_size = table.per_size();
             match fit::fit_alltoall(&h, n, &samples) {
                 Ok(f) => {
                     pg.end(&format!(
@@ -779,7 +774,7 @@ pub fn run(opts: &Options) -> i32 {
                         f.signature.gamma,
                         f.signature.delta * 1e3,
                         f.signature.threshold,
-                        per_size.join(", ")
+                        per_size
                     ));
                     res.insert(
                         "alltoall".into(),
@@ -800,13 +795,8 @@ pub fn run(opts: &Options) -> i32 {
         // of 613 exchanges). The mean of the slowest rank's time is what a run pays.
         if per_node > 1 && n >= 2 {
             let n_all = mpi.size as u64;
-            let grid = if q {
-                sizes(&[16384, 65536, 262144, 524288])
-            } else {
-                sizes(&[4096, 16384, 65536, 262144, 524288, 1048576])
-            };
-            // A mean over stalls needs many runs: 15 (quick: 5), fewer where the budget
-            // is short, never under 5.
+            // The leaders' sizes (`grid` above). A mean over stalls needs many runs: 15
+            // (quick: 5), fewer where the budget is short, never under 5.
             let per_rep: f64 = grid
                 .iter()
                 .map(|&m| 3.0 * (n_all - 1) as f64 * h.time_bytes(m as f64))
@@ -825,16 +815,14 @@ pub fn run(opts: &Options) -> i32 {
             } else {
                 pg.begin(&format!("{what} ({} sizes, mean of {reps})", grid.len()));
                 let t = bench::alltoall_world(&ctx, &grid, reps);
-                let mean: Vec<(u64, f64)> = grid
+                let (mean, med): (Vec<_>, Vec<_>) = grid
                     .iter()
                     .zip(&t)
-                    .map(|(&m, v)| (m as u64, v.iter().sum::<f64>() / v.len().max(1) as f64))
-                    .collect();
-                let med: Vec<(u64, f64)> = grid
-                    .iter()
-                    .zip(&t)
-                    .map(|(&m, v)| (m as u64, bench::median(&mut v.clone())))
-                    .collect();
+                    .map(|(&m, v)| {
+                        let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
+                        ((m as u64, mean), (m as u64, bench::median(&mut v.clone())))
+                    })
+                    .unzip();
                 raw.insert(
                     "alltoall_placed".into(),
                     json!({"procs": n_all, "per_node": per_node, "bytes": grid, "seconds": t}),

@@ -238,14 +238,8 @@ pub fn render(p: &Profile, title: &str) -> String {
         s.threshold,
         pct(rget(&["alltoall", "rms_rel"]).and_then(Value::as_f64))
     );
-    let per_size = |t: &pmpi_core::model::alltoall::GammaTable| {
-        t.0.iter()
-            .map(|&(m, g)| format!("{} KiB {g:.2}", m / 1024))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     if !p.alltoall_gamma.is_empty() {
-        let _ = writeln!(o, "  gamma per size: {}", per_size(&p.alltoall_gamma));
+        let _ = writeln!(o, "  gamma per size: {}", p.alltoall_gamma.per_size());
     }
     for pl in &p.alltoall_placed {
         let _ = writeln!(
@@ -253,7 +247,7 @@ pub fn render(p: &Profile, title: &str) -> String {
             "  {} ranks, {} per node (measured as launched, mean of the slowest rank): {}",
             pl.procs,
             pl.per_node,
-            per_size(&pl.gamma)
+            pl.gamma.per_size()
         );
     }
     if let Some(g) = p.upper_lower_gamma {

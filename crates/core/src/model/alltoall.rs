@@ -186,6 +186,16 @@ impl GammaTable {
         Some(g0 + (g1 - g0) * x)
     }
 
+    /// Each size in KiB and its γ, as `calibrate` and `profile show` print them
+    /// ("4 KiB 1.07, 16 KiB 1.10").
+    pub fn per_size(&self) -> String {
+        self.0
+            .iter()
+            .map(|&(m, g)| format!("{} KiB {g:.2}", m / 1024))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The γ of each sample of an all-to-all among `n` processes (`(m, seconds)`, one per
     /// size): `(T/(n−1) − α) / (β·m)`, the signature solved for γ at that size (δ = 0).
     /// Sizes of 0 bytes, and samples at or below the latency (γ ≤ 0), say nothing about γ

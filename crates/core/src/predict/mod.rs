@@ -281,22 +281,17 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw
             if n >= 2 && inst.multi_node =>
         {
-            // Measured with this many members and as many per node: as it is.
-            if let Some(sig) = profile.alltoall_placed_at(n, inst.max_per_node.max(1), m) {
-                let extra = port_load - 1.0;
-                return CollCost {
-                    model_s: sig.predict(&h, n, m).unwrap_or(free),
-                    free_s: free + extra * wire(1.0),
-                    step_s,
-                    serial: false,
-                };
-            }
             let extra = port_load - 1.0;
-            let sig = profile.alltoall_at(m);
-            let model = sig
-                .predict(&h, n, m)
-                .ok()
-                .map(|t| t + extra * wire(sig.gamma));
+            // Measured with this many members and as many per node: as it is.
+            let model = match profile.alltoall_placed_at(n, inst.max_per_node.max(1), m) {
+                Some(sig) => sig.predict(&h, n, m).ok(),
+                None => {
+                    let sig = profile.alltoall_at(m);
+                    sig.predict(&h, n, m)
+                        .ok()
+                        .map(|t| t + extra * wire(sig.gamma))
+                }
+            };
             (free + extra * wire(1.0), model)
         }
         _ => (free, None),

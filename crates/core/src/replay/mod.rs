@@ -1285,7 +1285,7 @@ impl Engine<'_> {
             let iu = i as usize;
             self.inst_entered[iu] += 1;
             self.inst_last[iu] = self.inst_last[iu].max(t);
-            if self.buffered_linear(i) && self.root_of(i) == Some(g) {
+            if self.root_of(i) == Some(g) && self.buffered_linear(i) {
                 // The root's data leaves after what its earlier such collectives left
                 // in the kernel (the port is FIFO across them).
                 let node = self.plan.placement.node(self.plan.rank[gi]).unwrap_or(0) as usize;

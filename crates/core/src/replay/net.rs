@@ -162,8 +162,9 @@ impl<'m> Net<'m> {
     /// a flow to another node at the same time has its penalty multiplied by `factor` (at
     /// least 1; a flow that pays the reverse factor does not pay this one too). Over TCP the
     /// receiver's acknowledgements queue behind its own outgoing data in its port's shaper:
-    /// `calibrate` measures it on a ring of the nodes (1.08-1.13 on the emulated 100 Mbit/s
-    /// cluster); hpcc's ring exchanges of 2 MB moved at 1.06.
+    /// `calibrate` measures it on a ring of the nodes, the mean of its slowest flow
+    /// (1.13-1.31 on the emulated 100 Mbit/s cluster); hpcc's ring exchanges of 2 MB moved
+    /// at 1.06 at the median.
     pub fn with_through(mut self, factor: f64) -> Self {
         self.through = if factor.is_finite() {
             factor.max(1.0)
