@@ -555,15 +555,9 @@ pub fn run(opts: &Options) -> i32 {
             all_reps.push(reps);
             scheme_bytes.push(b);
         }
-        let times: Vec<Vec<f64>> = all_reps
-            .iter()
-            .map(|reps| {
-                (0..reps[0].len())
-                    .map(|a| bench::median(&mut reps.iter().map(|r| r[a]).collect::<Vec<_>>()))
-                    .collect()
-            })
-            .collect();
-        let t_ref = times[0][0].max(1e-12);
+        // T_ref, the denominator of every penalty: the lone message's median repetition.
+        let t_ref = bench::median(&mut all_reps[0].iter().map(|r| r[0]).collect::<Vec<_>>());
+        let t_ref = t_ref.max(1e-12);
         // The lone message against the ping-pong's Hockney fit: both time the same link, so
         // they should agree; when they do not (a shaper's burst allowance, ranks sharing
         // cores, a link that changed speed), every penalty's denominator is suspect.
@@ -599,45 +593,42 @@ pub fn run(opts: &Options) -> i32 {
                     })
             })
             .collect();
+        // Each arc's penalty: the mean over the scheme's steady repetitions (see
+        // `fit::steady_mean`); the stalled ones are named in a note.
+        let mut stalled = Vec::new();
         let schemes: Vec<fit::SchemePenalties> = list
             .iter()
-            .zip(&times)
-            .map(|((name, arcs), t)| fit::SchemePenalties {
-                name: name.to_string(),
-                arcs: arcs.iter().map(|&(s, d)| (s as u32, d as u32)).collect(),
-                penalties: t.iter().map(|x| x / t_ref).collect(),
-            })
-            .collect();
-        // A scheme whose median repetition is well above its best one was not steady (TCP
-        // stalls on retransmission timeouts in most repetitions): its median says more
-        // about the stalls than about the port, and it is left out of the fits.
-        let mut unsteady = Vec::new();
-        let fitted: Vec<fit::SchemePenalties> = schemes
-            .iter()
-            .zip(whole.iter().zip(&spread))
-            .filter(|(s, _)| s.name != BIDIRECTIONAL && s.name != RING)
-            .filter_map(|(s, (&w, &(lo, hi)))| {
-                if s.name == "lone" || fit::steady(w, lo) {
-                    Some(s.clone())
-                } else {
-                    unsteady.push(format!("{} {w:.2} [{lo:.2}-{hi:.2}]", s.name));
-                    None
+            .zip(&all_reps)
+            .map(|((name, arcs), reps)| {
+                let (penalties, dropped) = fit::steady_mean(reps, t_ref);
+                if dropped > 0 {
+                    stalled.push(format!("{name} {dropped} of {}", reps.len()));
+                }
+                fit::SchemePenalties {
+                    name: name.to_string(),
+                    arcs: arcs.iter().map(|&(s, d)| (s as u32, d as u32)).collect(),
+                    penalties,
                 }
             })
             .collect();
-        if !unsteady.is_empty() && mpi.rank == 0 {
+        if !stalled.is_empty() && mpi.rank == 0 {
             notes.push(format!(
-                "penalty: left out of the model fits, their median repetition above {} x their best (the link stalled): {}",
+                "penalty: repetitions left out of the model fits, their last arrival above {} x their scheme's best (TCP waited for a retransmission timeout): {}",
                 fit::STEADY,
-                unsteady.join(", ")
+                stalled.join(", ")
             ));
         }
+        let fitted: Vec<fit::SchemePenalties> = schemes
+            .iter()
+            .filter(|s| s.name != BIDIRECTIONAL && s.name != RING)
+            .cloned()
+            .collect();
         let choice = fit::choose_penalty(&fitted);
         // The models' parameters need two contention schemes besides the lone message.
         let trusted = fitted.len() >= 3;
         if !trusted && mpi.rank == 0 {
             skipped.push(format!(
-                "penalty model parameters: {} steady contention scheme(s), 2 needed; the profile keeps the defaults",
+                "penalty model parameters: {} contention scheme(s), 2 needed; the profile keeps the defaults",
                 fitted.len().saturating_sub(1)
             ));
         }
@@ -689,8 +680,8 @@ pub fn run(opts: &Options) -> i32 {
             "penalty".into(),
             json!({
                 "bytes": bytes, "reps": reps, "t_ref_s": t_ref, "t_ref_over_pingpong": vs_pingpong,
-                "schemes": list.iter().zip(&times).zip(&schemes).zip(&all_reps).zip(&whole).zip(&scheme_bytes).map(|((((((n, a), t), s), r), w), b)| json!({
-                    "name": n, "arcs": a, "times_s": t, "penalties": s.penalties,
+                "schemes": list.iter().zip(&schemes).zip(&all_reps).zip(&whole).zip(&scheme_bytes).map(|(((((n, a), s), r), w), b)| json!({
+                    "name": n, "arcs": a, "penalties": s.penalties,
                     "scheme_penalty": w, "reps_s": r, "bytes": b,
                 })).collect::<Vec<Value>>(),
             }),
@@ -700,7 +691,7 @@ pub fn run(opts: &Options) -> i32 {
             json!({
                 "mean_abs_rel_error_pct": choice.errors.iter().map(|(m, e)| (m.clone(), json!(e))).collect::<serde_json::Map<String, Value>>(),
                 "chosen": choice.model,
-                "left_out": unsteady,
+                "stalled_repetitions": stalled,
                 "written": trusted,
             }),
         );
