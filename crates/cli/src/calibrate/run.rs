@@ -147,6 +147,46 @@ pub const BIDIRECTIONAL: &str = "bidirectional";
 /// The scheme where every node sends to the next and receives from the previous one.
 pub const RING: &str = "ring";
 
+/// Resamples of the penalty schemes' repetitions that calibrate refits (about 5 ms each).
+const BOOTSTRAP_RESAMPLES: usize = 20;
+
+/// The widest 90 % range, over those resamples, of the chosen model's slope (gige's β,
+/// infiniband's βs) relative to its value that calibrate writes: on the emulated cluster
+/// it is 5-15 %; wider, the repetitions disagree too much to trust any fit.
+const MAX_SLOPE_SPREAD: f64 = 0.5;
+
+/// The chosen model's fitted parameters with their 90 % range over the resamples, e.g.
+/// `gige beta 0.85 [0.81-0.88], gamma_o 0.16 [0.08-0.22], gamma_i 0.12 [0.05-0.20]`.
+fn fitted_params(choice: &fit::PenaltyChoice, boot: &fit::PenaltyBootstrap) -> String {
+    let (model, params): (&str, Vec<(&str, f64)>) = match choice.model.as_str() {
+        "gige" => (
+            "gige",
+            vec![
+                ("beta", choice.gige.beta),
+                ("gamma_o", choice.gige.gamma_o),
+                ("gamma_i", choice.gige.gamma_i),
+            ],
+        ),
+        "infiniband" => (
+            "infiniband",
+            vec![
+                ("beta_e", choice.infiniband.beta_e),
+                ("beta_s", choice.infiniband.beta_s),
+                ("gamma_r", choice.infiniband.gamma_r),
+            ],
+        ),
+        m => return format!("{m} has no fitted parameters"),
+    };
+    let shown: Vec<String> = params
+        .iter()
+        .map(|(n, v)| match boot.range(&format!("{model}.{n}")) {
+            Some((lo, hi)) => format!("{n} {v:.2} [{lo:.2}-{hi:.2}]"),
+            None => format!("{n} {v:.2}"),
+        })
+        .collect();
+    format!("{model} {}", shown.join(", "))
+}
+
 /// The Fig. 2 schemes that `nodes` nodes allow, as `(name, arcs)`, and the ring.
 pub fn schemes_for(nodes: usize) -> Vec<(&'static str, Vec<(usize, usize)>)> {
     // "bidirectional" is not fitted by the models (each of its arcs is alone at its ports):
@@ -623,9 +663,47 @@ pub fn run(opts: &Options) -> i32 {
             .filter(|s| s.name != BIDIRECTIONAL && s.name != RING)
             .cloned()
             .collect();
-        let choice = fit::choose_penalty(&fitted);
-        // The models' parameters need two contention schemes besides the lone message.
-        let trusted = fitted.len() >= 3;
+        let mut choice = fit::choose_penalty(&fitted);
+        // The spread of the fits over resamples of the repetitions, and the model chosen
+        // most often among them (one fit's choice hangs on a fraction of a point).
+        let boot = fit::bootstrap_penalty(
+            &list
+                .iter()
+                .zip(&all_reps)
+                .filter(|((name, _), _)| *name != BIDIRECTIONAL && *name != RING)
+                .map(|((name, arcs), reps)| fit::SchemeReps {
+                    name,
+                    arcs: arcs.iter().map(|&(s, d)| (s as u32, d as u32)).collect(),
+                    reps,
+                })
+                .collect::<Vec<_>>(),
+            t_ref,
+            BOOTSTRAP_RESAMPLES,
+            1,
+        );
+        if let Some(m) = boot.majority() {
+            choice.model = m.to_string();
+        }
+        // The models' parameters need two contention schemes besides the lone message,
+        // and the chosen model's slope must be pinned down by the repetitions.
+        let slope = match choice.model.as_str() {
+            "gige" => Some(("gige.beta", choice.gige.beta)),
+            "infiniband" => Some(("infiniband.beta_s", choice.infiniband.beta_s)),
+            _ => None,
+        };
+        let loose = slope.and_then(|(name, v)| {
+            let (lo, hi) = boot.range(name)?;
+            ((hi - lo) > MAX_SLOPE_SPREAD * v).then(|| format!("{name} {v:.2} [{lo:.2}-{hi:.2}]"))
+        });
+        if let Some(l) = &loose
+            && mpi.rank == 0
+        {
+            skipped.push(format!(
+                "penalty model parameters: {l} over {BOOTSTRAP_RESAMPLES} resamples of the repetitions, wider than {:.0} % of the value; the profile keeps the defaults",
+                MAX_SLOPE_SPREAD * 100.0
+            ));
+        }
+        let trusted = fitted.len() >= 3 && loose.is_none();
         if !trusted && mpi.rank == 0 {
             skipped.push(format!(
                 "penalty model parameters: {} contention scheme(s), 2 needed; the profile keeps the defaults",
@@ -669,12 +747,20 @@ pub fn run(opts: &Options) -> i32 {
             })
             .collect();
         pg.end(&format!(
-            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {}, reverse-flow factor {reverse:.2}, through-flow factor {through:.2}",
+            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {} (in {} resamples of the repetitions: {}), {}; reverse-flow factor {reverse:.2}, through-flow factor {through:.2}",
             t_ref,
             spread[0].0,
             spread[0].1,
             show.join(", "),
-            choice.model
+            choice.model,
+            boot.resamples,
+            boot.wins
+                .iter()
+                .filter(|w| w.1 > 0)
+                .map(|(m, k)| format!("{m} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            fitted_params(&choice, &boot),
         ));
         raw.insert(
             "penalty".into(),
@@ -692,6 +778,7 @@ pub fn run(opts: &Options) -> i32 {
                 "mean_abs_rel_error_pct": choice.errors.iter().map(|(m, e)| (m.clone(), json!(e))).collect::<serde_json::Map<String, Value>>(),
                 "chosen": choice.model,
                 "stalled_repetitions": stalled,
+                "bootstrap": boot,
                 "written": trusted,
             }),
         );
