@@ -426,6 +426,52 @@ fn four_ranks_posing_as_four_nodes() {
     assert!(prof.plogp.is_some());
     let res = prof.residuals.as_ref().unwrap();
     assert!(res["penalty"]["mean_abs_rel_error_pct"]["gige"].is_number());
+    // Each arc's penalty: its mean over the scheme's repetitions whose last arrival is
+    // within 1.25 x the best one's, over T_ref.
+    for s in schemes.iter().filter(|s| s["name"] != "bidirectional") {
+        let reps: Vec<Vec<f64>> = s["reps_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect()
+            })
+            .collect();
+        let last = lasts(s);
+        let best = last.iter().copied().fold(f64::INFINITY, f64::min);
+        let keep: Vec<&Vec<f64>> = reps
+            .iter()
+            .zip(&last)
+            .filter(|(_, l)| **l <= 1.25 * best)
+            .map(|(r, _)| r)
+            .collect();
+        let got = s["penalties"].as_array().unwrap();
+        assert_eq!(got.len(), reps[0].len(), "{s}");
+        for (a, p) in got.iter().enumerate() {
+            let want = keep.iter().map(|r| r[a]).sum::<f64>() / keep.len() as f64 / t_ref;
+            assert!((p.as_f64().unwrap() - want).abs() < 1e-9, "{s}: arc {a}");
+        }
+    }
+    // The model written is the one most of the 20 resamples of the repetitions chose.
+    let boot = &res["penalty"]["bootstrap"];
+    assert_eq!(boot["resamples"], 20);
+    let wins: Vec<(String, u64)> = boot["wins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w[0].as_str().unwrap().to_string(), w[1].as_u64().unwrap()))
+        .collect();
+    assert_eq!(wins.iter().map(|w| w.1).sum::<u64>(), 20, "{boot}");
+    let most = wins.iter().map(|w| w.1).max().unwrap();
+    if res["penalty"]["written"] == true {
+        let chosen = wins.iter().find(|w| w.1 == most).unwrap();
+        assert_eq!(prof.penalty.model, chosen.0, "{boot}");
+    }
+    assert_eq!(boot["ranges"].as_array().unwrap().len(), 6, "{boot}");
     // The through-flow factor: the mean over the repetitions of the ring (each node sends
     // to the next) of its last arrival, over T_ref, at least 1 (as the reverse factor).
     let ring = schemes.iter().find(|s| s["name"] == "ring").unwrap();
