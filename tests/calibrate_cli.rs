@@ -472,6 +472,16 @@ fn four_ranks_posing_as_four_nodes() {
         assert_eq!(prof.penalty.model, chosen.0, "{boot}");
     }
     assert_eq!(boot["ranges"].as_array().unwrap().len(), 6, "{boot}");
+    // Contended flows' time over their arc's mean: 11 quantiles, the least at most 1 and
+    // the greatest at least 1 (ratios to a mean straddle it).
+    let q = prof
+        .penalty
+        .dispersion
+        .as_ref()
+        .expect("dispersion written");
+    assert_eq!(q.len(), 11, "{q:?}");
+    assert!(q.windows(2).all(|w| w[0] <= w[1]) && q[0] > 0.0, "{q:?}");
+    assert!(q[0] <= 1.0 + 1e-12 && q[10] >= 1.0 - 1e-12, "{q:?}");
     // The through-flow factor: the mean over the repetitions of the ring (each node sends
     // to the next) of its last arrival, over T_ref, at least 1 (as the reverse factor).
     let ring = schemes.iter().find(|s| s["name"] == "ring").unwrap();

@@ -207,6 +207,15 @@ pub struct PenaltyParams {
     /// from the one-to-many and many-to-one schemes; absent: ports are not capped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port_capacity: Option<f64>,
+    /// How a contended flow's time spreads around the model's: quantiles, at evenly spaced
+    /// probabilities from 0 to 1, of each contended message's time over its mean (TCP
+    /// shares a port unfairly, and which flow gets ahead changes from one exchange to the
+    /// next). The replay draws each contended flow's factor from it, so that the ranks
+    /// whose flows lost wait for the others at the next dependency, as in the run.
+    /// `calibrate` measures it over the contention schemes' steady repetitions; absent:
+    /// every flow takes the model's share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispersion: Option<Vec<f64>>,
 }
 
 fn one() -> f64 {
@@ -330,6 +339,7 @@ impl Profile {
                 reverse: 1.0,
                 through: 1.0,
                 port_capacity: None,
+                dispersion: None,
             },
             alltoall: Signature {
                 gamma: 1.0195,
@@ -418,6 +428,17 @@ impl Profile {
                     name: name.into(),
                     value: r,
                     why: "must be a finite factor >= 1",
+                });
+            }
+        }
+        if let Some(q) = &self.penalty.dispersion {
+            let ok = q.len() >= 2
+                && q.iter().all(|x| x.is_finite() && *x > 0.0)
+                && q.windows(2).all(|w| w[0] <= w[1]);
+            if !ok {
+                return Err(ModelError::BadTable {
+                    name: "penalty.dispersion".into(),
+                    why: "needs at least 2 positive, finite, non-decreasing quantiles".into(),
                 });
             }
         }
@@ -636,5 +657,21 @@ mod tests {
         let e = Profile::from_json(&p.to_json()).unwrap_err();
         assert!(e.to_string().contains("token-ring"), "{e}");
         assert_eq!(e.exit_code(), 2);
+        // The dispersion's quantiles: at least 2, positive, non-decreasing.
+        for bad in [
+            vec![1.0],
+            vec![1.2, 0.9],
+            vec![0.0, 1.0],
+            vec![1.0, f64::NAN],
+        ] {
+            let mut p = Profile::builtin_default();
+            p.penalty.dispersion = Some(bad.clone());
+            let e = p.validate().unwrap_err();
+            assert!(e.to_string().contains("penalty.dispersion"), "{bad:?}: {e}");
+        }
+        let mut p = Profile::builtin_default();
+        p.penalty.dispersion = Some(vec![0.6, 1.0, 1.4]);
+        let back = Profile::from_json(&p.to_json()).unwrap();
+        assert_eq!(back.penalty.dispersion, Some(vec![0.6, 1.0, 1.4]));
     }
 }

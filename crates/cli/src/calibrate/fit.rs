@@ -188,15 +188,54 @@ pub const STEADY: f64 = 1.25;
 /// means 0.77–0.92 and 0.66–1.08). Stalls are left out because their cost is not the
 /// port's share: the through and reverse factors and the all-to-all's γ carry them.
 pub fn steady_mean(reps: &[Vec<f64>], t_ref: f64) -> (Vec<f64>, usize) {
-    let last = |r: &Vec<f64>| r.iter().copied().fold(0.0, f64::max);
-    let best = reps.iter().map(last).fold(f64::INFINITY, f64::min);
-    let keep: Vec<&Vec<f64>> = reps.iter().filter(|r| last(r) <= STEADY * best).collect();
+    let keep = steady_reps(reps);
     let arcs = reps.first().map_or(0, Vec::len);
     let k = keep.len().max(1) as f64;
     let mean = (0..arcs)
         .map(|a| keep.iter().map(|r| r[a]).sum::<f64>() / k / t_ref)
         .collect();
     (mean, reps.len() - keep.len())
+}
+
+/// The repetitions of `reps` whose last arrival is within [`STEADY`] x the best one's.
+fn steady_reps(reps: &[Vec<f64>]) -> Vec<&Vec<f64>> {
+    let last = |r: &Vec<f64>| r.iter().copied().fold(0.0, f64::max);
+    let best = reps.iter().map(last).fold(f64::INFINITY, f64::min);
+    reps.iter().filter(|r| last(r) <= STEADY * best).collect()
+}
+
+/// Fewest samples [`dispersion`] draws its quantiles from.
+pub const DISPERSION_MIN_SAMPLES: usize = 20;
+
+/// How a contended message's time spreads around its mean: the quantiles at 0, 0.1, ...,
+/// 1 of every arc's time over that arc's mean, in the steady repetitions of the
+/// contention schemes `schemes` (each a scheme's repetitions of per-arc seconds). None
+/// below [`DISPERSION_MIN_SAMPLES`] samples. The replay draws each contended flow's factor
+/// from it (the profile's `penalty.dispersion`): TCP shares a port unfairly, and the
+/// ranks whose flows lost wait for the others at the next dependency.
+pub fn dispersion(schemes: &[&[Vec<f64>]]) -> Option<Vec<f64>> {
+    let mut ratios = Vec::new();
+    for reps in schemes {
+        let keep = steady_reps(reps);
+        let arcs = keep.first().map_or(0, |r| r.len());
+        for a in 0..arcs {
+            let mean = keep.iter().map(|r| r[a]).sum::<f64>() / keep.len() as f64;
+            if mean > 0.0 {
+                ratios.extend(keep.iter().map(|r| r[a] / mean));
+            }
+        }
+    }
+    ratios.retain(|x| x.is_finite() && *x > 0.0);
+    if ratios.len() < DISPERSION_MIN_SAMPLES {
+        return None;
+    }
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len() - 1;
+    Some(
+        (0..=10)
+            .map(|i| ratios[(i as f64 / 10.0 * n as f64).round() as usize])
+            .collect(),
+    )
 }
 
 /// A scheme's arcs and its repetitions' per-arc seconds.
@@ -1087,6 +1126,23 @@ mod tests {
         // Exactly STEADY x the best is kept; every repetition of a steady scheme too.
         let (p, dropped) = steady_mean(&[vec![1.0], vec![1.25]], 1.0);
         assert_eq!((dropped, p), (0, vec![1.125]));
+    }
+
+    #[test]
+    fn dispersion_is_the_quantiles_of_each_arc_over_its_mean() {
+        // Two arcs over 11 steady repetitions: arc 0 at 1.0 ... 2.0 (mean 1.5), arc 1 at
+        // 3.0 always; a 12th repetition stalled (3 x) is left out.
+        let mut reps: Vec<Vec<f64>> = (0..=10).map(|i| vec![1.0 + 0.1 * i as f64, 3.0]).collect();
+        reps.push(vec![9.0, 9.0]);
+        let q = dispersion(&[&reps]).unwrap();
+        assert_eq!(q.len(), 11);
+        // 22 ratios: 11 of arc 0 (1/1.5 ... 2/1.5) and 11 at 1.
+        assert!((q[0] - 1.0 / 1.5).abs() < 1e-12, "{q:?}");
+        assert!((q[10] - 2.0 / 1.5).abs() < 1e-12, "{q:?}");
+        assert!(q.windows(2).all(|w| w[0] <= w[1]), "{q:?}");
+        assert_eq!(q[5], 1.0);
+        // Too few samples: none.
+        assert_eq!(dispersion(&[&reps[..5]]), None);
     }
 
     #[test]

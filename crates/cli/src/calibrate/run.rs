@@ -663,6 +663,17 @@ pub fn run(opts: &Options) -> i32 {
             .filter(|s| s.name != BIDIRECTIONAL && s.name != RING)
             .cloned()
             .collect();
+        // How contended flows spread around their mean, from every scheme where messages
+        // share a port or pay the through factor (`lone` shares nothing; `bidirectional`'s
+        // two flows are timed as one exchange).
+        let dispersion = fit::dispersion(
+            &list
+                .iter()
+                .zip(&all_reps)
+                .filter(|((name, _), _)| *name != "lone" && *name != BIDIRECTIONAL)
+                .map(|(_, reps)| reps.as_slice())
+                .collect::<Vec<_>>(),
+        );
         let mut choice = fit::choose_penalty(&fitted);
         // The spread of the fits over resamples of the repetitions, and the model chosen
         // most often among them (one fit's choice hangs on a fraction of a point).
@@ -747,7 +758,7 @@ pub fn run(opts: &Options) -> i32 {
             })
             .collect();
         pg.end(&format!(
-            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {} (in {} resamples of the repetitions: {}), {}; reverse-flow factor {reverse:.2}, through-flow factor {through:.2}",
+            "T_ref = {:.3} s [{:.2}-{:.2} x], {vs_pingpong:.2} x the ping-pong's; scheme [min-max over repetitions] (per-arc) penalties: {}; chosen model {} (in {} resamples of the repetitions: {}), {}; reverse-flow factor {reverse:.2}, through-flow factor {through:.2}; contended flows over their mean: {}",
             t_ref,
             spread[0].0,
             spread[0].1,
@@ -761,6 +772,10 @@ pub fn run(opts: &Options) -> i32 {
                 .collect::<Vec<_>>()
                 .join(", "),
             fitted_params(&choice, &boot),
+            dispersion.as_ref().map_or_else(
+                || format!("fewer than {} samples", fit::DISPERSION_MIN_SAMPLES),
+                |q| format!("10-90 % {:.2}-{:.2}, min {:.2}, max {:.2}", q[1], q[9], q[0], q[10])
+            ),
         ));
         raw.insert(
             "penalty".into(),
@@ -784,6 +799,7 @@ pub fn run(opts: &Options) -> i32 {
         );
         profile.penalty.reverse = reverse;
         profile.penalty.through = through;
+        profile.penalty.dispersion = dispersion;
         // The ports' capacity from the fan schemes' best repetitions (stalls only slow a
         // port): what the replay never lets a port exceed.
         let fans: Vec<fit::FanReps> = schemes

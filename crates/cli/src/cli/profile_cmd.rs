@@ -184,6 +184,17 @@ pub fn render(p: &Profile, title: &str) -> String {
                 "{c:.2} lone message(s)' worth each way"
             ))
     );
+    let _ = writeln!(
+        o,
+        "  contended rendezvous flows' time over the model's: {}",
+        p.penalty.dispersion.as_ref().map_or_else(
+            || "the model's (no dispersion measured)".to_string(),
+            |q| {
+                let all: Vec<String> = q.iter().map(|x| format!("{x:.2}")).collect();
+                format!("quantiles 0, 10 %, ..., 100 %: {}", all.join(" "))
+            }
+        )
+    );
     if let Some(pen) = p.raw.as_ref().and_then(|r| r.get("penalty")) {
         let bytes = pen.get("bytes").and_then(Value::as_u64).unwrap_or(0);
         let tref = pen.get("t_ref_s").and_then(Value::as_f64).unwrap_or(0.0);

@@ -789,6 +789,8 @@ pub struct P2p {
     pub through: f64,
     /// What a node's port carries, in lone messages' worth (see [`Net::with_ports`]).
     pub port_capacity: Option<f64>,
+    /// Quantiles of a contended flow's time over the model's (see [`Net::with_dispersion`]).
+    pub dispersion: Option<Vec<f64>>,
 }
 
 impl P2p {
@@ -804,6 +806,7 @@ impl P2p {
             reverse: profile.penalty.reverse,
             through: profile.penalty.through,
             port_capacity: profile.penalty.port_capacity,
+            dispersion: profile.penalty.dispersion.clone(),
         }
     }
 
@@ -1006,6 +1009,10 @@ pub fn replay(
     .with_through(p2p.through);
     let net = match p2p.port_capacity {
         Some(c) => net.with_ports(p2p.inter.beta, c),
+        None => net,
+    };
+    let net = match &p2p.dispersion {
+        Some(q) => net.with_dispersion(q),
         None => net,
     };
     let net = if log { net } else { net.without_log() };

@@ -89,6 +89,9 @@ pub struct Net<'m> {
     /// (0: ports unbounded): see [`Net::with_ports`].
     port_beta: f64,
     port_capacity: f64,
+    /// Quantiles (evenly spaced probabilities, mean 1) of a contended flow's factor; empty:
+    /// none (see [`Net::with_dispersion`]).
+    dispersion: Vec<f64>,
     /// Scratch: the load of each node's outgoing and incoming port.
     load_out: Vec<f64>,
     load_in: Vec<f64>,
@@ -125,6 +128,7 @@ impl<'m> Net<'m> {
             through: 1.0,
             port_beta: 0.0,
             port_capacity: 1.0,
+            dispersion: Vec::new(),
             load_out: Vec::new(),
             load_in: Vec::new(),
             pairs: Vec::new(),
@@ -187,6 +191,45 @@ impl<'m> Net<'m> {
         self.port_beta = if ok { beta } else { 0.0 };
         self.port_capacity = if ok { capacity } else { 1.0 };
         self
+    }
+
+    /// A flow of at least the [`Net::with_reverse`] size whose penalty is above 1 (it shares
+    /// a port, or pays a factor) has it multiplied by its own factor, at least to 1, drawn
+    /// once per flow by a hash of its id from the quantiles `q` (evenly spaced
+    /// probabilities from 0 to 1, interpolated linearly, rescaled to a mean of one): the
+    /// same replay gives the same draws. TCP shares a shaped port unfairly and which flow
+    /// gets ahead changes from one exchange to the next; with every flow at the model's
+    /// mean share no rank ever waits for another's unlucky flow, where the run's ranks do
+    /// at every dependency after a contended exchange. Quantiles that are not positive,
+    /// finite and non-decreasing, or fewer than 2, are ignored.
+    pub fn with_dispersion(mut self, q: &[f64]) -> Self {
+        let ok = q.len() >= 2
+            && q.iter().all(|x| x.is_finite() && *x > 0.0)
+            && q.windows(2).all(|w| w[0] <= w[1]);
+        if ok {
+            // The mean of the piecewise-linear inverse distribution function.
+            let mean =
+                q.windows(2).map(|w| 0.5 * (w[0] + w[1])).sum::<f64>() / (q.len() - 1) as f64;
+            self.dispersion = q.iter().map(|x| x / mean).collect();
+        }
+        self
+    }
+
+    /// The dispersion factor of flow `id` (1 without a dispersion).
+    fn spread(&self, id: u32) -> f64 {
+        let q = &self.dispersion;
+        if q.is_empty() {
+            return 1.0;
+        }
+        // SplitMix64's finaliser of the id: uniform in [0, 1).
+        let mut z = (id as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        let x = u * (q.len() - 1) as f64;
+        let k = (x as usize).min(q.len() - 2);
+        q[k] + (q[k + 1] - q[k]) * (x - k as f64)
     }
 
     /// Keeps no interval log and no list of inter-node flows (`log` and `inter` stay
@@ -314,6 +357,14 @@ impl<'m> Net<'m> {
                 let f = &mut self.flows[i as usize];
                 if let Some(k) = crossing(f) {
                     f.pen = f.pen.max(count[&k] as f64 / lanes);
+                }
+            }
+        }
+        if !self.dispersion.is_empty() {
+            for &i in &ids {
+                let f = self.flows[i as usize];
+                if f.pen > 1.0 + 1e-9 && f.bytes >= self.reverse_from {
+                    self.flows[i as usize].pen = (f.pen * self.spread(f.id)).max(1.0);
                 }
             }
         }
@@ -549,6 +600,53 @@ mod tests {
         free.add(0, 1, 10, 1.0);
         free.add(1, 2, 10, 1.0);
         assert_eq!(run_all(&mut free), vec![(0, 1.0), (1, 1.0)]);
+    }
+
+    #[test]
+    fn contended_rendezvous_flows_draw_their_own_factor_from_the_dispersion() {
+        // gige with β = 1, γ = 0: two flows out of node 0 take 2 each. Quantiles [1, 3]
+        // are rescaled to mean 1: [0.5, 1.5]. Each flow's penalty is 2·u(id); the faster
+        // ends at p_min, the other then runs alone (penalty 1, no factor) for what is left.
+        let m = GigabitEthernet::new(1.0, 0.0, 0.0).unwrap();
+        let build = || {
+            let mut net = Net::new(Some(&m))
+                .with_reverse(1.0, 100)
+                .with_dispersion(&[1.0, 3.0]);
+            net.add(0, 1, 1000, 1.0);
+            net.add(0, 2, 1000, 1.0);
+            net
+        };
+        let mut net = build();
+        let (u0, u1) = (net.spread(0), net.spread(1));
+        assert!(
+            (0.5..=1.5).contains(&u0) && (0.5..=1.5).contains(&u1),
+            "{u0} {u1}"
+        );
+        assert!((u0 - u1).abs() > 1e-6, "two flows, two draws: {u0} {u1}");
+        let (p0, p1) = ((2.0 * u0).max(1.0), (2.0 * u1).max(1.0));
+        let (lo, hi) = (p0.min(p1), p0.max(p1));
+        let ends = run_all(&mut net);
+        let want_last = lo + (1.0 - lo / hi);
+        assert!((ends[0].1 - lo).abs() < 1e-12, "{ends:?}");
+        assert!(
+            (ends[1].1 - want_last).abs() < 1e-12,
+            "{ends:?} {want_last}"
+        );
+        // The same flows, the same draws.
+        assert_eq!(run_all(&mut build()), ends);
+        // Messages below the rendezvous size keep the model's share (2 each), a lone flow
+        // its own time, and bad quantiles are ignored.
+        let mut net = Net::new(Some(&m))
+            .with_reverse(1.0, 100)
+            .with_dispersion(&[1.0, 3.0]);
+        net.add(0, 1, 10, 1.0);
+        net.add(0, 2, 10, 1.0);
+        assert_eq!(run_all(&mut net), vec![(0, 2.0), (1, 2.0)]);
+        let mut net = Net::new(Some(&m)).with_dispersion(&[1.0, 3.0]);
+        net.add(0, 1, 1000, 1.0);
+        assert_eq!(run_all(&mut net), vec![(0, 1.0)]);
+        let net = Net::new(Some(&m)).with_dispersion(&[3.0, 1.0]);
+        assert_eq!(net.spread(7), 1.0);
     }
 
     #[test]
