@@ -386,8 +386,8 @@ fn four_ranks_posing_as_four_nodes() {
         .iter()
         .find(|s| s["name"] == "bidirectional")
         .unwrap();
-    // Each repetition's last arrival.
-    let lasts = |scheme: &serde_json::Value| -> Vec<f64> {
+    // Each repetition's per-arc seconds, and its last arrival.
+    let reps_of = |scheme: &serde_json::Value| -> Vec<Vec<f64>> {
         scheme["reps_s"]
             .as_array()
             .unwrap()
@@ -397,8 +397,14 @@ fn four_ranks_posing_as_four_nodes() {
                     .unwrap()
                     .iter()
                     .map(|x| x.as_f64().unwrap())
-                    .fold(0.0, f64::max)
+                    .collect()
             })
+            .collect()
+    };
+    let lasts = |scheme: &serde_json::Value| -> Vec<f64> {
+        reps_of(scheme)
+            .iter()
+            .map(|r| r.iter().copied().fold(0.0, f64::max))
             .collect()
     };
     let t_ref = raw["penalty"]["t_ref_s"].as_f64().unwrap();
@@ -429,18 +435,7 @@ fn four_ranks_posing_as_four_nodes() {
     // Each arc's penalty: its mean over the scheme's repetitions whose last arrival is
     // within 1.25 x the best one's, over T_ref.
     for s in schemes.iter().filter(|s| s["name"] != "bidirectional") {
-        let reps: Vec<Vec<f64>> = s["reps_s"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                r.as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap())
-                    .collect()
-            })
-            .collect();
+        let reps = reps_of(s);
         let last = lasts(s);
         let best = last.iter().copied().fold(f64::INFINITY, f64::min);
         let keep: Vec<&Vec<f64>> = reps

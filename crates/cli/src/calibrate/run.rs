@@ -158,25 +158,16 @@ const MAX_SLOPE_SPREAD: f64 = 0.5;
 /// The chosen model's fitted parameters with their 90 % range over the resamples, e.g.
 /// `gige beta 0.85 [0.81-0.88], gamma_o 0.16 [0.08-0.22], gamma_i 0.12 [0.05-0.20]`.
 fn fitted_params(choice: &fit::PenaltyChoice, boot: &fit::PenaltyBootstrap) -> String {
-    let (model, params): (&str, Vec<(&str, f64)>) = match choice.model.as_str() {
-        "gige" => (
-            "gige",
-            vec![
-                ("beta", choice.gige.beta),
-                ("gamma_o", choice.gige.gamma_o),
-                ("gamma_i", choice.gige.gamma_i),
-            ],
-        ),
-        "infiniband" => (
-            "infiniband",
-            vec![
-                ("beta_e", choice.infiniband.beta_e),
-                ("beta_s", choice.infiniband.beta_s),
-                ("gamma_r", choice.infiniband.gamma_r),
-            ],
-        ),
-        m => return format!("{m} has no fitted parameters"),
+    let model = choice.model.as_str();
+    if model != "gige" && model != "infiniband" {
+        return format!("{model} has no fitted parameters");
+    }
+    let fitted = PenaltyParams {
+        gige: choice.gige,
+        infiniband: choice.infiniband,
+        ..Profile::builtin_default().penalty
     };
+    let params = fitted.params_of(model);
     let shown: Vec<String> = params
         .iter()
         .map(|(n, v)| match boot.range(&format!("{model}.{n}")) {
