@@ -910,7 +910,9 @@ fn random_traces_replay_to_bounded_predictions() {
     // Random ring exchanges and collectives on random placements: every call predicted, the
     // makespan finite, and no transfer slower than its contention-free time times the
     // number of messages in flight times the model's worst factor on a 4-node graph times
-    // the reverse-flow factor (1 or 2: opposite messages on a two-node ring pay it).
+    // the reverse-flow factor (1 or 2: opposite messages on a two-node ring pay it) times
+    // the largest dispersion factor (its greatest quantile over the quantiles' mean, where
+    // the profile draws contended flows' shares from one).
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     let mut rnd = |k: u64| {
         seed ^= seed << 13;
@@ -960,6 +962,17 @@ fn random_traces_replay_to_bounded_predictions() {
         let r = run(ranks);
         let mut prof = profile();
         prof.penalty.reverse = 1.0 + rnd(2) as f64;
+        let mut spread = 1.0;
+        if rnd(2) == 0 {
+            // Quantiles from 0.5 to up to 3; the replay rescales them to a mean of one.
+            let top = 1.0 + rnd(20) as f64 / 10.0;
+            let q: Vec<f64> = (0..=10)
+                .map(|i| 0.5 + (top - 0.5) * i as f64 / 10.0)
+                .collect();
+            let mean = q.windows(2).map(|w| 0.5 * (w[0] + w[1])).sum::<f64>() / 10.0;
+            spread = q[10] / mean;
+            prof.penalty.dispersion = Some(q);
+        }
         for model in ["gige", "maxmin", "infiniband", "none"] {
             let p = predict_run(&r, &prof, Some(model)).unwrap();
             assert!(p.makespan.is_finite() && p.makespan >= 0.0, "{model}");
@@ -969,7 +982,7 @@ fn random_traces_replay_to_bounded_predictions() {
                     assert_eq!(c.reason, Reason::None, "{model} {c:?}");
                 }
             }
-            let worst = (n as f64) * 3.0 * prof.penalty.reverse;
+            let worst = (n as f64) * 3.0 * prof.penalty.reverse * spread;
             for (k, &f) in p.inter.iter().enumerate() {
                 let d = p.sim.end[k] - p.flows.flows[f].start;
                 assert!(
