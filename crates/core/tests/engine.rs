@@ -772,6 +772,64 @@ fn a_wait_completes_its_irecv_when_the_message_arrives() {
 }
 
 #[test]
+fn with_a_dispersion_the_ranks_whose_flows_won_wait_for_the_others() {
+    // Rank 0 sends 1 s of data to each of ranks 1-3 at once (gige: 2.25 each) and enters
+    // a barrier at once; each receiver enters it when its receive ends. With every flow at
+    // the model's share the three receives end together and no receiver waits; with
+    // contended flows drawn from a dispersion they end apart, and the receivers whose
+    // flows won wait at the barrier for the last.
+    let m: u64 = 100_000_000;
+    let t1 = 3 * S;
+    let mut sends: Vec<Record> = (1..=3).map(|d| isend(d, m, 0, 1000)).collect();
+    sends.push(coll(call::MPI_Barrier, 4, 1000, t1 + 1000));
+    let mut ranks = vec![rank(0, "n0", 0, sends, 4)];
+    for r in 1..=3 {
+        ranks.push(rank(
+            r,
+            &format!("n{r}"),
+            0,
+            vec![
+                recv_rec(call::MPI_Recv, 0, m, 0, t1),
+                coll(call::MPI_Barrier, 4, t1, t1 + 1000),
+            ],
+            4,
+        ));
+    }
+    let r = run(ranks);
+    let mut prof = profile();
+    let even = predict_run(&r, &prof, Some("gige")).unwrap();
+    for k in 1..=3 {
+        assert!(close(even.calls[k][0].predicted.unwrap(), 2.25));
+        assert!(
+            even.calls[k][1].wait.seconds < 1e-9,
+            "{:?}",
+            even.calls[k][1]
+        );
+    }
+    prof.penalty.dispersion = Some(vec![0.6, 1.0, 1.4]);
+    let drawn = predict_run(&r, &prof, Some("gige")).unwrap();
+    let ends: Vec<f64> = (1..=3)
+        .map(|k| drawn.calls[k][0].predicted.unwrap())
+        .collect();
+    let last = ends.iter().copied().fold(0.0, f64::max);
+    let first = ends.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(last - first > 0.01, "{ends:?}");
+    let waits: Vec<f64> = (1..=3).map(|k| drawn.calls[k][1].wait.seconds).collect();
+    // One release, when the last receive ends: each receiver waits from its own end.
+    for (e, w) in ends.iter().zip(&waits) {
+        assert!((e + w - last).abs() < 1e-6, "{ends:?} {waits:?}");
+    }
+    assert_eq!(waits.iter().filter(|w| **w > 0.01).count(), 2, "{waits:?}");
+    // The same run replayed again draws the same shares; the contention-free figures do
+    // not draw at all.
+    let again = predict_run(&r, &prof, Some("gige")).unwrap();
+    for k in 1..=3 {
+        assert_eq!(again.calls[k][0].predicted, drawn.calls[k][0].predicted);
+        assert_eq!(drawn.calls[k][0].free, even.calls[k][0].free);
+    }
+}
+
+#[test]
 fn a_late_rank_makes_the_others_wait_at_the_barrier() {
     let ranks = (0..3)
         .map(|r| {
