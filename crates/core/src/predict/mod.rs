@@ -468,14 +468,26 @@ fn predict_plan(
     // The contention-free replay first, kept only as each call's duration and the
     // makespan, so that both replays are never in memory together. Without a model the
     // prediction is that replay itself.
+    // Its arrays then hold the model's replay (no second set of fresh pages to fault in).
+    let mut spare = replay::Timing::default();
     let free = model.is_some().then(|| {
         let f = replay::replay(&plan, &p2p, None, &costs, false, false);
         let d: Vec<f64> = (0..plan.hot.len())
             .map(|g| duration(&plan, &f, g))
             .collect();
-        (d, last(&f.end))
+        let makespan = last(&f.end);
+        spare = f;
+        (d, makespan)
     });
-    let mut pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
+    let mut pred = replay::replay_reusing(
+        &plan,
+        &p2p,
+        model.as_deref(),
+        &costs,
+        model.is_some(),
+        true,
+        spare,
+    );
     // What the reports need of the network first (the interval log moved, not copied),
     // so that it is never in memory beside a copy while the per-call figures are built.
     let flows = Flows {
@@ -539,12 +551,9 @@ fn predict_plan(
         &pred.send_post,
         &pred.recv_post,
     );
-    let mut calls: Vec<Vec<CallPrediction>> = lens
-        .iter()
-        .map(|&n| vec![CallPrediction::default(); n])
-        .collect();
-    for g in 0..plan.hot.len() {
-        let r = plan.refs[g];
+    // Each rank's records have consecutive global ids: its figures are built in order,
+    // written once (no default-filled array written again at random).
+    let figures = |g: usize| {
         let predicted = duration(&plan, &pred, g);
         let free_d = match &free {
             Some((d, _)) => d[g],
@@ -554,15 +563,20 @@ fn predict_plan(
         let contention = contention(&plan, &pred, g)
             .min((predicted - wait.seconds).max(0.0))
             .max(0.0);
-        calls[r.rank as usize][r.rec as usize] = CallPrediction {
+        CallPrediction {
             predicted: Some(predicted),
             free: Some(free_d),
             wait,
             measured_wait: replay::wait_of(&plan, &measured_times, g),
             contention,
             reason: pred.reason[g],
-        };
-    }
+        }
+    };
+    let calls: Vec<Vec<CallPrediction>> = lens
+        .iter()
+        .zip(&plan.base)
+        .map(|(&n, &b)| (b as usize..b as usize + n).map(figures).collect())
+        .collect();
     let makespan = last(&pred.end);
     let makespan_free = free.map_or(makespan, |(_, m)| m);
     RunPrediction {

@@ -244,10 +244,11 @@ impl Plan {
         let origin = run.origin_ns();
         let mut refs = Vec::with_capacity(n);
         let mut kinds = Vec::with_capacity(n);
-        let mut ops = Vec::with_capacity(n);
+        // Each record's replay fields, filled in place as the plan finds them (one array
+        // instead of one per field, each a fresh allocation to fault in and copy).
+        let mut hot: Vec<Hot> = Vec::with_capacity(n);
         let mut m_start = Vec::with_capacity(n);
         let mut m_end = Vec::with_capacity(n);
-        let mut op_dur = Vec::with_capacity(n);
         let mut rank = Vec::with_capacity(n);
         let mut peer = Vec::with_capacity(n);
         let mut peer2 = Vec::with_capacity(n);
@@ -278,14 +279,20 @@ impl Plan {
                 if op == Op::RmaSync {
                     rma_bytes.insert(refs.len() as u32 - 1, r.bytes_send + r.bytes_recv);
                 }
-                ops.push(match op {
-                    Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
-                    Op::Coll if communicates_nothing(kind, r) => Op::Local,
-                    _ => op,
+                hot.push(Hot {
+                    gap: 0.0,
+                    op_dur: own_end(r).saturating_sub(r.t_start) as f64 * 1e-9,
+                    msg_out: NONE,
+                    msg_in: NONE,
+                    inst_of: NONE,
+                    op: match op {
+                        Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
+                        Op::Coll if communicates_nothing(kind, r) => Op::Local,
+                        _ => op,
+                    },
                 });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
-                op_dur.push(own_end(r).saturating_sub(r.t_start) as f64 * 1e-9);
                 rank.push(rk.meta.rank);
                 peer.push(r.peer);
                 peer2.push(r.peer2);
@@ -294,18 +301,23 @@ impl Plan {
         }
         // Streams: each thread's records in call order, and the gaps between them.
         let mut streams: Vec<Vec<u32>> = Vec::new();
-        let mut gap = vec![0.0; n];
         for (ri, rk) in run.ranks.iter().enumerate() {
-            let mut ids = order[ri].clone();
-            // Threads in number order, each in call order (the sort is stable).
-            if rk.records.windows(2).any(|w| w[0].thread != w[1].thread) {
-                ids.sort_by_key(|&g| rk.records[(g - base[ri]) as usize].thread);
-            }
             let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
+            // Threads in number order, each in call order (the sort is stable); one thread
+            // needs no copy of the call order.
+            let sorted;
+            let ids: &[u32] = if rk.records.windows(2).any(|w| w[0].thread != w[1].thread) {
+                let mut v = order[ri].clone();
+                v.sort_by_key(|&g| rec(g).thread);
+                sorted = v;
+                &sorted
+            } else {
+                &order[ri]
+            };
             for one in ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread) {
                 for w in one.windows(2) {
                     let (a, b) = (rec(w[0]), rec(w[1]));
-                    gap[w[1] as usize] = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
+                    hot[w[1] as usize].gap = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
                 }
                 streams.push(one.to_vec());
             }
@@ -320,7 +332,7 @@ impl Plan {
             }
             let mut ends: FxMap<(u16, u64), u32> = FxMap::default();
             for (i, r) in rk.records.iter().enumerate() {
-                if ops[(base[ri] + i as u32) as usize] == Op::Complete {
+                if hot[(base[ri] + i as u32) as usize].op == Op::Complete {
                     ends.insert((r.thread, r.t_end), base[ri] + i as u32);
                 }
             }
@@ -349,15 +361,13 @@ impl Plan {
         // order — matched FIFO by the receives in the order they were posted.
         let node = |rank: i32| placement.node(rank);
         let mut msgs: Vec<Msg> = Vec::new();
-        let mut msg_out = vec![NONE; n];
-        let mut msg_in = vec![NONE; n];
         let mut queue: FxMap<(i32, i32, i32), VecDeque<u32>> = FxMap::default();
         let mut conn_ids: FxMap<(i32, i32), u32> = FxMap::default();
         for (ri, rk) in run.ranks.iter().enumerate() {
             let me = rk.meta.rank;
             for &g in &order[ri] {
                 let r = &rk.records[(g - base[ri]) as usize];
-                let (sync, buffered) = match ops[g as usize] {
+                let (sync, buffered) = match hot[g as usize].op {
                     Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
                     Op::SendRecv => (false, false),
                     _ => continue,
@@ -370,7 +380,7 @@ impl Plan {
                 } else {
                     protocol.eager_inter
                 };
-                msg_out[g as usize] = msgs.len() as u32;
+                hot[g as usize].msg_out = msgs.len() as u32;
                 queue
                     .entry((me, r.peer, r.tag))
                     .or_default()
@@ -396,7 +406,7 @@ impl Plan {
                 .filter_map(|i| {
                     let g = base[ri] + i as u32;
                     let r = &rk.records[i];
-                    match ops[g as usize] {
+                    match hot[g as usize].op {
                         Op::Recv | Op::Irecv if r.peer >= 0 => {
                             Some((m_start[g as usize], g, r.peer))
                         }
@@ -412,7 +422,7 @@ impl Plan {
                     .get_mut(&(src, me, r.tag))
                     .and_then(VecDeque::pop_front)
                 {
-                    msg_in[g as usize] = m;
+                    hot[g as usize].msg_in = m;
                     msgs[m as usize].recv = g;
                 }
             }
@@ -422,7 +432,7 @@ impl Plan {
         let mut probe_msg = vec![NONE; n];
         for s in &streams {
             for (k, &g) in s.iter().enumerate() {
-                if ops[g as usize] != Op::Probe {
+                if hot[g as usize].op != Op::Probe {
                     continue;
                 }
                 let CallRef { rank, rec } = refs[g as usize];
@@ -433,27 +443,17 @@ impl Plan {
                         let CallRef { rank, rec } = refs[h as usize];
                         let q = &run.ranks[rank as usize].records[rec as usize];
                         // A probe that records MPI_ANY_TAG (negative) matches any tag.
-                        matches!(ops[h as usize], Op::Recv | Op::Irecv)
+                        matches!(hot[h as usize].op, Op::Recv | Op::Irecv)
                             && q.peer == p.peer
                             && (p.tag < 0 || q.tag == p.tag)
                     })
-                    .map_or(NONE, |&h| msg_in[h as usize]);
+                    .map_or(NONE, |&h| hot[h as usize].msg_in);
             }
         }
-        let (inst_of, instances) =
-            collective_instances(run, &base, &order, &refs, &kinds, &ops, &placement);
-        // The kinds served matching and instances only: not kept (16 bytes a record).
+        let instances =
+            collective_instances(run, &base, &order, &refs, &kinds, &mut hot, &placement);
+        // The kinds served matching and instances only: not kept.
         drop(kinds);
-        let hot = (0..n)
-            .map(|g| Hot {
-                gap: gap[g],
-                op_dur: op_dur[g],
-                msg_out: msg_out[g],
-                msg_in: msg_in[g],
-                inst_of: inst_of[g],
-                op: ops[g],
-            })
-            .collect();
         Plan {
             base,
             refs,
@@ -583,18 +583,16 @@ fn op_of(kind: CallKind, name: &str) -> Op {
 /// communicator identically); ranks number communicators differently, so one is known by
 /// its member list and its rank among same-member communicators (MPI_COMM_WORLD first).
 /// Operations with members missing from the trace are left out (their calls keep no
-/// dependency on other ranks).
+/// dependency on other ranks). Sets each member's `inst_of` in `hot`.
 fn collective_instances(
     run: &RunTrace,
     base: &[u32],
     order: &[Vec<u32>],
     refs: &[CallRef],
     kinds: &[CallKind],
-    ops: &[Op],
+    hot: &mut [Hot],
     placement: &Placement,
-) -> (Vec<u32>, Vec<Instance>) {
-    let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
-    let mut inst_of = vec![NONE; n];
+) -> Vec<Instance> {
     let mut groups: Vec<Vec<u32>> = Vec::new();
     // Member lists, numbered once: instances are keyed by (member list, rank among
     // same-member communicators, collective number on it).
@@ -633,7 +631,7 @@ fn collective_instances(
             // A zero-count broadcast or reduction is no operation of the communicator's:
             // the library returns before counting it.
             if !is_coll.get(r.call as usize).copied().unwrap_or(false)
-                || ops[g as usize] == Op::Local
+                || hot[g as usize].op == Op::Local
             {
                 continue;
             }
@@ -702,7 +700,7 @@ fn collective_instances(
         nodes.dedup();
         let id = instances.len() as u32;
         for &g in &members {
-            inst_of[g as usize] = id;
+            hot[g as usize].inst_of = id;
         }
         instances.push(Instance {
             kind,
@@ -714,7 +712,7 @@ fn collective_instances(
             max_per_node,
         });
     }
-    (inst_of, instances)
+    instances
 }
 
 /// Bytes per block of a collective call: [`block_of`]; for an all-to-all, gather or scatter
@@ -902,7 +900,46 @@ pub struct Timing {
     pub coll_contention: Vec<f64>,
 }
 
+/// `v` cleared and filled with `n` copies of `x`, keeping its allocation.
+fn refill<T: Copy>(mut v: Vec<T>, n: usize, x: T) -> Vec<T> {
+    v.clear();
+    v.resize(n, x);
+    v
+}
+
 impl Timing {
+    /// A blank timing for `plan`, in the arrays of `spare` (another replay's timing that is
+    /// no longer needed): memory already faulted in costs no page faults, and a fresh
+    /// array's pages cost the kernel as much as the replay itself spends on them.
+    fn blank(plan: &Plan, spare: Timing) -> Timing {
+        let (n, nm) = (plan.hot.len(), plan.msgs.len());
+        let mut intra = spare.intra;
+        intra.clear();
+        intra.extend(plan.msgs.iter().map(|m| m.src_node == m.dst_node));
+        let mut flow_msg = spare.flow_msg;
+        flow_msg.clear();
+        let mut inter = spare.inter;
+        inter.clear();
+        Timing {
+            start: refill(spare.start, n, f64::NAN),
+            end: refill(spare.end, n, f64::NAN),
+            reason: refill(spare.reason, n, Reason::None),
+            req_done: refill(spare.req_done, n, f64::NAN),
+            send_post: refill(spare.send_post, nm, f64::NAN),
+            recv_post: refill(spare.recv_post, nm, f64::NAN),
+            matched: refill(spare.matched, nm, f64::NAN),
+            flow_start: refill(spare.flow_start, nm, f64::NAN),
+            arrive: refill(spare.arrive, nm, f64::NAN),
+            tref: refill(spare.tref, nm, 0.0),
+            intra,
+            flow: refill(spare.flow, nm, NONE),
+            flow_msg,
+            inter,
+            log: Default::default(),
+            coll_contention: refill(spare.coll_contention, plan.instances.len(), 0.0),
+        }
+    }
+
     /// Contention of message `m`: its transfer beyond its contention-free time.
     pub fn msg_contention(&self, m: u32) -> f64 {
         let m = m as usize;
@@ -991,6 +1028,20 @@ pub fn replay(
     contention: bool,
     log: bool,
 ) -> Timing {
+    replay_reusing(plan, p2p, model, costs, contention, log, Timing::default())
+}
+
+/// [`replay`] into the arrays of `spare`, a timing its caller no longer needs (of this
+/// plan or another): the second replay of a prediction reuses the first's memory.
+pub fn replay_reusing(
+    plan: &Plan,
+    p2p: &P2p,
+    model: Option<&dyn PenaltyModel>,
+    costs: &[CollCost],
+    contention: bool,
+    log: bool,
+    spare: Timing,
+) -> Timing {
     let net = match (&p2p.wan, model) {
         (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
             c.cluster_of_node.clone(),
@@ -1017,24 +1068,7 @@ pub fn replay(
         costs,
         contention,
         net,
-        t: Timing {
-            start: vec![f64::NAN; n],
-            end: vec![f64::NAN; n],
-            reason: vec![Reason::None; n],
-            req_done: vec![f64::NAN; n],
-            send_post: vec![f64::NAN; nm],
-            recv_post: vec![f64::NAN; nm],
-            matched: vec![f64::NAN; nm],
-            flow_start: vec![f64::NAN; nm],
-            arrive: vec![f64::NAN; nm],
-            tref: vec![0.0; nm],
-            intra: plan.msgs.iter().map(|m| m.src_node == m.dst_node).collect(),
-            flow: vec![NONE; nm],
-            flow_msg: Vec::new(),
-            inter: Vec::new(),
-            log: Default::default(),
-            coll_contention: vec![0.0; plan.instances.len()],
-        },
+        t: Timing::blank(plan, spare),
         cur: vec![Cursor::default(); plan.streams.len()],
         heap: BinaryHeap::new(),
         seq: 0,
