@@ -299,29 +299,6 @@ impl Plan {
             }
             order.push(call_order(&rk.records, base[ri]));
         }
-        // Streams: each thread's records in call order, and the gaps between them.
-        let mut streams: Vec<Vec<u32>> = Vec::new();
-        for (ri, rk) in run.ranks.iter().enumerate() {
-            let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
-            // Threads in number order, each in call order (the sort is stable); one thread
-            // needs no copy of the call order.
-            let sorted;
-            let ids: &[u32] = if rk.records.windows(2).any(|w| w[0].thread != w[1].thread) {
-                let mut v = order[ri].clone();
-                v.sort_by_key(|&g| rec(g).thread);
-                sorted = v;
-                &sorted
-            } else {
-                &order[ri]
-            };
-            for one in ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread) {
-                for w in one.windows(2) {
-                    let (a, b) = (rec(w[0]), rec(w[1]));
-                    hot[w[1] as usize].gap = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
-                }
-                streams.push(one.to_vec());
-            }
-        }
         // Completions: a nonblocking record ends when the completion call on its thread
         // that returned at the same instant returned.
         let mut done_by = vec![NONE; n];
@@ -427,6 +404,35 @@ impl Plan {
                 }
             }
         }
+        let instances =
+            collective_instances(run, &base, &order, &refs, &kinds, &mut hot, &placement);
+        // The kinds served matching and instances only: not kept.
+        drop(kinds);
+        // Streams: each thread's records in call order, and the gaps between them. A rank
+        // of one thread is one stream: its call order, moved rather than copied.
+        let mut streams: Vec<Vec<u32>> = Vec::new();
+        for (ri, (rk, mut ids)) in run.ranks.iter().zip(order).enumerate() {
+            let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
+            // Threads in number order, each in call order (the sort is stable).
+            let threads = rk.records.windows(2).any(|w| w[0].thread != w[1].thread);
+            if threads {
+                ids.sort_by_key(|&g| rec(g).thread);
+            }
+            for one in ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread) {
+                for w in one.windows(2) {
+                    let (a, b) = (rec(w[0]), rec(w[1]));
+                    hot[w[1] as usize].gap = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
+                }
+            }
+            if threads {
+                streams.extend(
+                    ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread)
+                        .map(<[u32]>::to_vec),
+                );
+            } else if !ids.is_empty() {
+                streams.push(ids);
+            }
+        }
         // A probe waits for the message that the next receive on its stream from the same
         // source and tag gets.
         let mut probe_msg = vec![NONE; n];
@@ -450,10 +456,6 @@ impl Plan {
                     .map_or(NONE, |&h| hot[h as usize].msg_in);
             }
         }
-        let instances =
-            collective_instances(run, &base, &order, &refs, &kinds, &mut hot, &placement);
-        // The kinds served matching and instances only: not kept.
-        drop(kinds);
         Plan {
             base,
             refs,
