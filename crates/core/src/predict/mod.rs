@@ -465,20 +465,22 @@ fn predict_plan(
             .filter(|x| x.is_finite())
             .fold(0.0, f64::max)
     };
-    // The contention-free replay first, kept only as each call's duration and the
-    // makespan, so that both replays are never in memory together. Without a model the
-    // prediction is that replay itself.
-    // Its arrays then hold the model's replay (no second set of fresh pages to fault in).
+    // The contention-free replay first, kept only as each call's duration (in the per-call
+    // figures, which the model's replay completes) and the makespan, so that both replays
+    // are never in memory together; its arrays then hold the model's replay (no second set
+    // of fresh pages to fault in). Without a model the prediction is that replay itself.
     let mut spare = replay::Timing::default();
-    let free = model.is_some().then(|| {
+    let mut calls: Vec<Vec<CallPrediction>> = Vec::new();
+    let mut makespan_free = None;
+    if model.is_some() {
         let f = replay::replay(&plan, &p2p, None, &costs, false, false);
-        let d: Vec<f64> = (0..plan.hot.len())
-            .map(|g| duration(&plan, &f, g))
-            .collect();
-        let makespan = last(&f.end);
+        calls = per_rank(lens, &plan.base, |g| CallPrediction {
+            free: Some(duration(&plan, &f, g)),
+            ..Default::default()
+        });
+        makespan_free = Some(last(&f.end));
         spare = f;
-        (d, makespan)
-    });
+    }
     let mut pred = replay::replay_reusing(
         &plan,
         &p2p,
@@ -551,34 +553,32 @@ fn predict_plan(
         &pred.send_post,
         &pred.recv_post,
     );
-    // Each rank's records have consecutive global ids: its figures are built in order,
-    // written once (no default-filled array written again at random).
-    let figures = |g: usize| {
+    let figures = |g: usize, free: Option<f64>| {
         let predicted = duration(&plan, &pred, g);
-        let free_d = match &free {
-            Some((d, _)) => d[g],
-            None => predicted,
-        };
         let wait = replay::wait_of(&plan, &pred_times, g);
         let contention = contention(&plan, &pred, g)
             .min((predicted - wait.seconds).max(0.0))
             .max(0.0);
         CallPrediction {
             predicted: Some(predicted),
-            free: Some(free_d),
+            free: free.or(Some(predicted)),
             wait,
             measured_wait: replay::wait_of(&plan, &measured_times, g),
             contention,
             reason: pred.reason[g],
         }
     };
-    let calls: Vec<Vec<CallPrediction>> = lens
-        .iter()
-        .zip(&plan.base)
-        .map(|(&n, &b)| (b as usize..b as usize + n).map(figures).collect())
-        .collect();
+    if calls.is_empty() {
+        calls = per_rank(lens, &plan.base, |g| figures(g, None));
+    } else {
+        for (rank, &b) in calls.iter_mut().zip(&plan.base) {
+            for (k, c) in rank.iter_mut().enumerate() {
+                *c = figures(b as usize + k, c.free);
+            }
+        }
+    }
     let makespan = last(&pred.end);
-    let makespan_free = free.map_or(makespan, |(_, m)| m);
+    let makespan_free = makespan_free.unwrap_or(makespan);
     RunPrediction {
         calls,
         placement: plan.placement.clone(),
@@ -593,6 +593,16 @@ fn predict_plan(
         flow_end,
         arrows,
     }
+}
+
+/// One value per record, by rank (`lens`: each rank's number of records, `base`: the global
+/// id of its first): each rank's records have consecutive global ids, so its values are
+/// written once, in order.
+fn per_rank<T>(lens: &[usize], base: &[u32], f: impl Fn(usize) -> T) -> Vec<Vec<T>> {
+    lens.iter()
+        .zip(base)
+        .map(|(&n, &b)| (b as usize..b as usize + n).map(&f).collect())
+        .collect()
 }
 
 /// Replayed duration of record `g`: a nonblocking operation runs from its post to the end
