@@ -538,14 +538,7 @@ fn predict_plan(
     plan.peer = Vec::new();
     plan.peer2 = Vec::new();
     pred.matched = Vec::new();
-    let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
-    let measured_times = Times::new(
-        &plan,
-        &plan.m_start,
-        &plan.m_end,
-        &m_send_post,
-        &m_recv_post,
-    );
+    let measured_times = Times::measured(&plan);
     let pred_times = Times::new(
         &plan,
         &pred.start,

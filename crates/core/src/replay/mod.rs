@@ -1701,8 +1701,9 @@ enum Block {
 pub struct Times<'a> {
     pub start: &'a [f64],
     pub end: &'a [f64],
-    pub send_post: &'a [f64],
-    pub recv_post: &'a [f64],
+    /// When each message's sender and receiver posted; `None`: at the entries of its
+    /// sending and receiving records, as in the recorded run (no arrays to build).
+    posts: Option<(&'a [f64], &'a [f64])>,
     /// Per collective instance: the member that entered last, and the member other than
     /// the root that entered first (found once per instance, not once per member: a
     /// collective of n members would otherwise cost n² to attribute).
@@ -1717,6 +1718,21 @@ impl<'a> Times<'a> {
         end: &'a [f64],
         send_post: &'a [f64],
         recv_post: &'a [f64],
+    ) -> Times<'a> {
+        Times::with_posts(plan, start, end, Some((send_post, recv_post)))
+    }
+
+    /// The recorded run's timing: each message posted at the measured entries of its send
+    /// and receive ([`measured_posts`], read where needed instead of copied).
+    pub fn measured(plan: &'a Plan) -> Times<'a> {
+        Times::with_posts(plan, &plan.m_start, &plan.m_end, None)
+    }
+
+    fn with_posts(
+        plan: &Plan,
+        start: &'a [f64],
+        end: &'a [f64],
+        posts: Option<(&'a [f64], &'a [f64])>,
     ) -> Times<'a> {
         let entries = plan
             .instances
@@ -1743,8 +1759,7 @@ impl<'a> Times<'a> {
         Times {
             start,
             end,
-            send_post,
-            recv_post,
+            posts,
             entries,
         }
     }
@@ -1752,11 +1767,7 @@ impl<'a> Times<'a> {
 
 /// The measured wait of every record, from the partners' clock-corrected timestamps.
 pub fn measured_waits(plan: &Plan) -> Vec<Wait> {
-    let (send_post, recv_post) = measured_posts(plan);
-    waits(
-        plan,
-        &Times::new(plan, &plan.m_start, &plan.m_end, &send_post, &recv_post),
-    )
+    waits(plan, &Times::measured(plan))
 }
 
 /// Measured posts of every message (the clock-corrected entries of its send and receive),
@@ -1783,15 +1794,21 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
 
 /// The wait of record `g` under a timing (see [`waits`]).
 pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
-    // Call `g` waiting, as `kind`, for message `m`'s post in `posts` by `partner`.
-    let on = |kind: WaitKind, g: usize, m: u32, posts: &[f64], partner: i32| {
-        Wait::of(
-            kind,
-            t.start[g],
-            posts[m as usize],
-            t.end[g] - t.start[g],
-            partner,
-        )
+    // Call `g` waiting, as `kind`, for message `m`'s post by its sender (`send`) or its
+    // receiver, `partner`.
+    let on = |kind: WaitKind, g: usize, m: u32, send: bool, partner: i32| {
+        let post = match t.posts {
+            Some((s, _)) if send => s[m as usize],
+            Some((_, r)) => r[m as usize],
+            None => {
+                let msg = &plan.msgs[m as usize];
+                match if send { msg.send } else { msg.recv } {
+                    NONE => f64::NAN,
+                    rec => t.start[rec as usize],
+                }
+            }
+        };
+        Wait::of(kind, t.start[g], post, t.end[g] - t.start[g], partner)
     };
     let late_sender = |g: usize, m: u32| {
         if m == NONE {
@@ -1801,7 +1818,7 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
             WaitKind::LateSender,
             g,
             m,
-            t.send_post,
+            true,
             plan.msgs[m as usize].src_rank,
         )
     };
@@ -1811,7 +1828,7 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
                 WaitKind::LateReceiver,
                 g,
                 m,
-                t.recv_post,
+                false,
                 plan.msgs[m as usize].dst_rank,
             )
         } else {
