@@ -197,6 +197,7 @@ pub struct Plan {
     pub completes_start: Vec<u32>,
     pub completes: Vec<u32>,
     /// The message a probe waits for.
+    /// Empty when the run has no probe (most do not: 4 bytes a record saved).
     pub probe_msg: Vec<u32>,
     pub instances: Vec<Instance>,
     pub placement: Placement,
@@ -435,25 +436,28 @@ impl Plan {
         }
         // A probe waits for the message that the next receive on its stream from the same
         // source and tag gets.
-        let mut probe_msg = vec![NONE; n];
-        for s in &streams {
-            for (k, &g) in s.iter().enumerate() {
-                if hot[g as usize].op != Op::Probe {
-                    continue;
+        let mut probe_msg = Vec::new();
+        if hot.iter().any(|h| h.op == Op::Probe) {
+            probe_msg = vec![NONE; n];
+            for s in &streams {
+                for (k, &g) in s.iter().enumerate() {
+                    if hot[g as usize].op != Op::Probe {
+                        continue;
+                    }
+                    let CallRef { rank, rec } = refs[g as usize];
+                    let p = &run.ranks[rank as usize].records[rec as usize];
+                    probe_msg[g as usize] = s[k + 1..]
+                        .iter()
+                        .find(|&&h| {
+                            let CallRef { rank, rec } = refs[h as usize];
+                            let q = &run.ranks[rank as usize].records[rec as usize];
+                            // A probe that records MPI_ANY_TAG (negative) matches any tag.
+                            matches!(hot[h as usize].op, Op::Recv | Op::Irecv)
+                                && q.peer == p.peer
+                                && (p.tag < 0 || q.tag == p.tag)
+                        })
+                        .map_or(NONE, |&h| hot[h as usize].msg_in);
                 }
-                let CallRef { rank, rec } = refs[g as usize];
-                let p = &run.ranks[rank as usize].records[rec as usize];
-                probe_msg[g as usize] = s[k + 1..]
-                    .iter()
-                    .find(|&&h| {
-                        let CallRef { rank, rec } = refs[h as usize];
-                        let q = &run.ranks[rank as usize].records[rec as usize];
-                        // A probe that records MPI_ANY_TAG (negative) matches any tag.
-                        matches!(hot[h as usize].op, Op::Recv | Op::Irecv)
-                            && q.peer == p.peer
-                            && (p.tag < 0 || q.tag == p.tag)
-                    })
-                    .map_or(NONE, |&h| hot[h as usize].msg_in);
             }
         }
         Plan {
