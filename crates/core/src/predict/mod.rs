@@ -328,7 +328,7 @@ pub fn coll_cost_under(
     };
     let mut per: std::collections::BTreeMap<u32, u64> = Default::default();
     for &g in &inst.members {
-        let rank = plan.rank[g as usize];
+        let rank = plan.rank_of(g);
         if let Some(n) = cond.placement.node(rank) {
             *per.entry(cl.of(n)).or_default() += 1;
         }
@@ -533,10 +533,8 @@ fn predict_plan(
     sim.end = pred.inter.iter().map(|&f| flow_end[f as usize]).collect();
     let inter = pred.inter.iter().map(|&f| f as usize).collect();
     // What only the replays read, released before the per-call figures are built (the
-    // peak): the streams and gaps, the peers, the matching times.
+    // peak): the streams, the matching times.
     plan.streams = Vec::new();
-    plan.peer = Vec::new();
-    plan.peer2 = Vec::new();
     pred.matched = Vec::new();
     let measured_times = Times::measured(&plan);
     let pred_times = Times::new(

@@ -185,11 +185,11 @@ pub struct Plan {
     /// Measured, clock-corrected start and end of each record (seconds from the origin).
     pub m_start: Vec<f64>,
     pub m_end: Vec<f64>,
-    /// WORLD rank of each record's rank.
-    pub rank: Vec<i32>,
-    /// Recorded peer and second peer (MPI_Sendrecv's source) of each record.
-    pub peer: Vec<i32>,
-    pub peer2: Vec<i32>,
+    /// WORLD rank of each rank index ([`Plan::rank_of`]: of a record).
+    pub world_ranks: Vec<i32>,
+    /// The recorded peer of the records whose replay asks for it ([`Plan::peer_of`]), not
+    /// of every record (8 bytes a record saved).
+    peers: FxMap<u32, i32>,
     pub msgs: Vec<Msg>,
     /// Completion record of each nonblocking record (NONE: completed in its post).
     pub done_by: Vec<u32>,
@@ -212,6 +212,18 @@ impl Plan {
     /// Global id of a record.
     pub fn id(&self, rank_index: usize, rec: usize) -> u32 {
         self.base[rank_index] + rec as u32
+    }
+
+    /// WORLD rank of record `g`'s rank.
+    pub fn rank_of(&self, g: u32) -> i32 {
+        self.world_ranks[self.refs[g as usize].rank as usize]
+    }
+
+    /// Recorded peer of record `g` where the replay needs it: a receive or probe that
+    /// matched no message (MPI_Sendrecv: its source), a window synchronisation's target;
+    /// [`crate::trace::NO_RANK`] for any other record.
+    pub fn peer_of(&self, g: u32) -> i32 {
+        self.peers.get(&g).copied().unwrap_or(crate::trace::NO_RANK)
     }
 
     /// Nonblocking records completed by completion record `g`.
@@ -250,9 +262,6 @@ impl Plan {
         let mut hot: Vec<Hot> = Vec::with_capacity(n);
         let mut m_start = Vec::with_capacity(n);
         let mut m_end = Vec::with_capacity(n);
-        let mut rank = Vec::with_capacity(n);
-        let mut peer = Vec::with_capacity(n);
-        let mut peer2 = Vec::with_capacity(n);
         let mut rma_bytes = HashMap::new();
         // Each rank's records in call order (by entry): matching and collective instances
         // follow it.
@@ -294,9 +303,6 @@ impl Plan {
                 });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
-                rank.push(rk.meta.rank);
-                peer.push(r.peer);
-                peer2.push(r.peer2);
             }
             order.push(call_order(&rk.records, base[ri]));
         }
@@ -460,6 +466,25 @@ impl Plan {
                 }
             }
         }
+        let mut peers = FxMap::default();
+        for (g, h) in hot.iter().enumerate() {
+            let peer = match h.op {
+                Op::Recv | Op::SendRecv if h.msg_in == NONE => true,
+                Op::Probe => probe_msg[g] == NONE,
+                Op::RmaSync => true,
+                _ => false,
+            };
+            if peer {
+                let CallRef { rank, rec } = refs[g];
+                let r = &run.ranks[rank as usize].records[rec as usize];
+                let p = if h.op == Op::SendRecv {
+                    r.peer2
+                } else {
+                    r.peer
+                };
+                peers.insert(g as u32, p);
+            }
+        }
         Plan {
             base,
             refs,
@@ -467,9 +492,8 @@ impl Plan {
             streams,
             m_start,
             m_end,
-            rank,
-            peer,
-            peer2,
+            world_ranks: run.ranks.iter().map(|r| r.meta.rank).collect(),
+            peers,
             msgs,
             done_by,
             completes_start,
@@ -1371,7 +1395,7 @@ impl Engine<'_> {
             if self.root_of(i) == Some(g) && self.buffered_linear(i) {
                 // The root's data leaves after what its earlier such collectives left
                 // in the kernel (the port is FIFO across them).
-                let node = self.plan.placement.node(self.plan.rank[gi]).unwrap_or(0) as usize;
+                let node = self.plan.placement.node(self.plan.rank_of(g)).unwrap_or(0) as usize;
                 if self.port_free.len() <= node {
                     self.port_free.resize(node + 1, f64::NEG_INFINITY);
                 }
@@ -1441,7 +1465,7 @@ impl Engine<'_> {
             Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + h.op_dur),
             Op::RmaSync => {
                 let bytes = plan.rma_bytes.get(&g).copied().unwrap_or(0);
-                let (me, peer) = (plan.rank[gi], plan.peer[gi]);
+                let (me, peer) = (plan.rank_of(g), plan.peer_of(g));
                 // Without a target (fence), the worst path: between nodes.
                 let (a, b) = match (plan.placement.node(me), plan.placement.node(peer)) {
                     (Some(a), Some(b)) if peer >= 0 => (a, b),
@@ -1452,7 +1476,7 @@ impl Engine<'_> {
             Op::Recv => {
                 let m = h.msg_in;
                 if m == NONE {
-                    if plan.peer[gi] >= 0 {
+                    if plan.peer_of(g) >= 0 {
                         self.t.reason[gi] = Reason::Unmatched;
                         return Ok(t0 + h.op_dur);
                     }
@@ -1470,7 +1494,7 @@ impl Engine<'_> {
                 let inn = h.msg_in;
                 if inn != NONE {
                     end = end.max(arrived(inn)?.max(t0 + self.recv_overhead(inn)));
-                } else if plan.peer2[gi] >= 0 {
+                } else if plan.peer_of(g) >= 0 {
                     self.t.reason[gi] = Reason::Unmatched;
                     end = end.max(t0 + h.op_dur);
                 }
@@ -1487,7 +1511,7 @@ impl Engine<'_> {
                 let m = plan.probe_msg[gi];
                 if m == NONE {
                     // A probe of MPI_PROC_NULL returns at once: nothing to wait for.
-                    if plan.peer[gi] == crate::trace::PROC_NULL {
+                    if plan.peer_of(g) == crate::trace::PROC_NULL {
                         return Ok(t0);
                     }
                     self.t.reason[gi] = Reason::Unmatched;
@@ -1879,7 +1903,7 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
     }
     let inst = &plan.instances[i as usize];
     let dur = t.end[g] - t.start[g];
-    let rank = |m: u32| plan.rank[m as usize];
+    let rank = |m: u32| plan.rank_of(m);
     let root = inst.root.map(|k| inst.members[k]);
     match coll_shape(inst.kind) {
         CollShape::All => {
