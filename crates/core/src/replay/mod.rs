@@ -430,13 +430,11 @@ impl Plan {
                     let (a, b) = (rec(w[0]), rec(w[1]));
                     hot[w[1] as usize].gap = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
                 }
+                if threads {
+                    streams.push(one.to_vec());
+                }
             }
-            if threads {
-                streams.extend(
-                    ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread)
-                        .map(<[u32]>::to_vec),
-                );
-            } else if !ids.is_empty() {
+            if !threads && !ids.is_empty() {
                 streams.push(ids);
             }
         }
@@ -1326,7 +1324,7 @@ impl Engine<'_> {
             return None;
         }
         let g = self.plan.streams[s as usize][c.pos];
-        let h = c.hot.unwrap_or(self.hot[g as usize]);
+        let h = c.hot.unwrap_or_else(|| self.hot[g as usize]);
         if !c.started {
             self.cur[s as usize].started = true;
             self.begin(g, h, c.t_op);
