@@ -328,7 +328,7 @@ pub fn coll_cost_under(
     };
     let mut per: std::collections::BTreeMap<u32, u64> = Default::default();
     for &g in &inst.members {
-        let rank = plan.rank[g as usize];
+        let rank = plan.rank_of(g);
         if let Some(n) = cond.placement.node(rank) {
             *per.entry(cl.of(n)).or_default() += 1;
         }
@@ -465,17 +465,31 @@ fn predict_plan(
             .filter(|x| x.is_finite())
             .fold(0.0, f64::max)
     };
-    // The contention-free replay first, kept only as each call's duration and the
-    // makespan, so that both replays are never in memory together. Without a model the
-    // prediction is that replay itself.
-    let free = model.is_some().then(|| {
+    // The contention-free replay first, kept only as each call's duration (in the per-call
+    // figures, which the model's replay completes) and the makespan, so that both replays
+    // are never in memory together; its arrays then hold the model's replay (no second set
+    // of fresh pages to fault in). Without a model the prediction is that replay itself.
+    let mut spare = replay::Timing::default();
+    let mut calls: Vec<Vec<CallPrediction>> = Vec::new();
+    let mut makespan_free = None;
+    if model.is_some() {
         let f = replay::replay(&plan, &p2p, None, &costs, false, false);
-        let d: Vec<f64> = (0..plan.hot.len())
-            .map(|g| duration(&plan, &f, g))
-            .collect();
-        (d, last(&f.end))
-    });
-    let mut pred = replay::replay(&plan, &p2p, model.as_deref(), &costs, model.is_some(), true);
+        calls = per_rank(lens, &plan.base, |g| CallPrediction {
+            free: Some(duration(&plan, &f, g)),
+            ..Default::default()
+        });
+        makespan_free = Some(last(&f.end));
+        spare = f;
+    }
+    let mut pred = replay::replay_reusing(
+        &plan,
+        &p2p,
+        model.as_deref(),
+        &costs,
+        model.is_some(),
+        true,
+        spare,
+    );
     // What the reports need of the network first (the interval log moved, not copied),
     // so that it is never in memory beside a copy while the per-call figures are built.
     let flows = Flows {
@@ -519,19 +533,10 @@ fn predict_plan(
     sim.end = pred.inter.iter().map(|&f| flow_end[f as usize]).collect();
     let inter = pred.inter.iter().map(|&f| f as usize).collect();
     // What only the replays read, released before the per-call figures are built (the
-    // peak): the streams and gaps, the peers, the matching times.
+    // peak): the streams, the matching times.
     plan.streams = Vec::new();
-    plan.peer = Vec::new();
-    plan.peer2 = Vec::new();
     pred.matched = Vec::new();
-    let (m_send_post, m_recv_post) = replay::measured_posts(&plan);
-    let measured_times = Times::new(
-        &plan,
-        &plan.m_start,
-        &plan.m_end,
-        &m_send_post,
-        &m_recv_post,
-    );
+    let measured_times = Times::measured(&plan);
     let pred_times = Times::new(
         &plan,
         &pred.start,
@@ -539,32 +544,32 @@ fn predict_plan(
         &pred.send_post,
         &pred.recv_post,
     );
-    let mut calls: Vec<Vec<CallPrediction>> = lens
-        .iter()
-        .map(|&n| vec![CallPrediction::default(); n])
-        .collect();
-    for g in 0..plan.hot.len() {
-        let r = plan.refs[g];
+    let figures = |g: usize, free: Option<f64>| {
         let predicted = duration(&plan, &pred, g);
-        let free_d = match &free {
-            Some((d, _)) => d[g],
-            None => predicted,
-        };
         let wait = replay::wait_of(&plan, &pred_times, g);
         let contention = contention(&plan, &pred, g)
             .min((predicted - wait.seconds).max(0.0))
             .max(0.0);
-        calls[r.rank as usize][r.rec as usize] = CallPrediction {
+        CallPrediction {
             predicted: Some(predicted),
-            free: Some(free_d),
+            free: free.or(Some(predicted)),
             wait,
             measured_wait: replay::wait_of(&plan, &measured_times, g),
             contention,
             reason: pred.reason[g],
-        };
+        }
+    };
+    if calls.is_empty() {
+        calls = per_rank(lens, &plan.base, |g| figures(g, None));
+    } else {
+        for (rank, &b) in calls.iter_mut().zip(&plan.base) {
+            for (k, c) in rank.iter_mut().enumerate() {
+                *c = figures(b as usize + k, c.free);
+            }
+        }
     }
     let makespan = last(&pred.end);
-    let makespan_free = free.map_or(makespan, |(_, m)| m);
+    let makespan_free = makespan_free.unwrap_or(makespan);
     RunPrediction {
         calls,
         placement: plan.placement.clone(),
@@ -579,6 +584,16 @@ fn predict_plan(
         flow_end,
         arrows,
     }
+}
+
+/// One value per record, by rank (`lens`: each rank's number of records, `base`: the global
+/// id of its first): each rank's records have consecutive global ids, so its values are
+/// written once, in order.
+fn per_rank<T>(lens: &[usize], base: &[u32], f: impl Fn(usize) -> T) -> Vec<Vec<T>> {
+    lens.iter()
+        .zip(base)
+        .map(|(&n, &b)| (b as usize..b as usize + n).map(&f).collect())
+        .collect()
 }
 
 /// Replayed duration of record `g`: a nonblocking operation runs from its post to the end

@@ -185,11 +185,11 @@ pub struct Plan {
     /// Measured, clock-corrected start and end of each record (seconds from the origin).
     pub m_start: Vec<f64>,
     pub m_end: Vec<f64>,
-    /// WORLD rank of each record's rank.
-    pub rank: Vec<i32>,
-    /// Recorded peer and second peer (MPI_Sendrecv's source) of each record.
-    pub peer: Vec<i32>,
-    pub peer2: Vec<i32>,
+    /// WORLD rank of each rank index ([`Plan::rank_of`]: of a record).
+    pub world_ranks: Vec<i32>,
+    /// The recorded peer of the records whose replay asks for it ([`Plan::peer_of`]), not
+    /// of every record (8 bytes a record saved).
+    peers: FxMap<u32, i32>,
     pub msgs: Vec<Msg>,
     /// Completion record of each nonblocking record (NONE: completed in its post).
     pub done_by: Vec<u32>,
@@ -197,6 +197,7 @@ pub struct Plan {
     pub completes_start: Vec<u32>,
     pub completes: Vec<u32>,
     /// The message a probe waits for.
+    /// Empty when the run has no probe (most do not: 4 bytes a record saved).
     pub probe_msg: Vec<u32>,
     pub instances: Vec<Instance>,
     pub placement: Placement,
@@ -211,6 +212,18 @@ impl Plan {
     /// Global id of a record.
     pub fn id(&self, rank_index: usize, rec: usize) -> u32 {
         self.base[rank_index] + rec as u32
+    }
+
+    /// WORLD rank of record `g`'s rank.
+    pub fn rank_of(&self, g: u32) -> i32 {
+        self.world_ranks[self.refs[g as usize].rank as usize]
+    }
+
+    /// Recorded peer of record `g` where the replay needs it: a receive or probe that
+    /// matched no message (MPI_Sendrecv: its source), a window synchronisation's target;
+    /// [`crate::trace::NO_RANK`] for any other record.
+    pub fn peer_of(&self, g: u32) -> i32 {
+        self.peers.get(&g).copied().unwrap_or(crate::trace::NO_RANK)
     }
 
     /// Nonblocking records completed by completion record `g`.
@@ -244,13 +257,11 @@ impl Plan {
         let origin = run.origin_ns();
         let mut refs = Vec::with_capacity(n);
         let mut kinds = Vec::with_capacity(n);
-        let mut ops = Vec::with_capacity(n);
+        // Each record's replay fields, filled in place as the plan finds them (one array
+        // instead of one per field, each a fresh allocation to fault in and copy).
+        let mut hot: Vec<Hot> = Vec::with_capacity(n);
         let mut m_start = Vec::with_capacity(n);
         let mut m_end = Vec::with_capacity(n);
-        let mut op_dur = Vec::with_capacity(n);
-        let mut rank = Vec::with_capacity(n);
-        let mut peer = Vec::with_capacity(n);
-        let mut peer2 = Vec::with_capacity(n);
         let mut rma_bytes = HashMap::new();
         // Each rank's records in call order (by entry): matching and collective instances
         // follow it.
@@ -278,37 +289,22 @@ impl Plan {
                 if op == Op::RmaSync {
                     rma_bytes.insert(refs.len() as u32 - 1, r.bytes_send + r.bytes_recv);
                 }
-                ops.push(match op {
-                    Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
-                    Op::Coll if communicates_nothing(kind, r) => Op::Local,
-                    _ => op,
+                hot.push(Hot {
+                    gap: 0.0,
+                    op_dur: own_end(r).saturating_sub(r.t_start) as f64 * 1e-9,
+                    msg_out: NONE,
+                    msg_in: NONE,
+                    inst_of: NONE,
+                    op: match op {
+                        Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
+                        Op::Coll if communicates_nothing(kind, r) => Op::Local,
+                        _ => op,
+                    },
                 });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
-                op_dur.push(own_end(r).saturating_sub(r.t_start) as f64 * 1e-9);
-                rank.push(rk.meta.rank);
-                peer.push(r.peer);
-                peer2.push(r.peer2);
             }
             order.push(call_order(&rk.records, base[ri]));
-        }
-        // Streams: each thread's records in call order, and the gaps between them.
-        let mut streams: Vec<Vec<u32>> = Vec::new();
-        let mut gap = vec![0.0; n];
-        for (ri, rk) in run.ranks.iter().enumerate() {
-            let mut ids = order[ri].clone();
-            // Threads in number order, each in call order (the sort is stable).
-            if rk.records.windows(2).any(|w| w[0].thread != w[1].thread) {
-                ids.sort_by_key(|&g| rk.records[(g - base[ri]) as usize].thread);
-            }
-            let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
-            for one in ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread) {
-                for w in one.windows(2) {
-                    let (a, b) = (rec(w[0]), rec(w[1]));
-                    gap[w[1] as usize] = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
-                }
-                streams.push(one.to_vec());
-            }
         }
         // Completions: a nonblocking record ends when the completion call on its thread
         // that returned at the same instant returned.
@@ -320,7 +316,7 @@ impl Plan {
             }
             let mut ends: FxMap<(u16, u64), u32> = FxMap::default();
             for (i, r) in rk.records.iter().enumerate() {
-                if ops[(base[ri] + i as u32) as usize] == Op::Complete {
+                if hot[(base[ri] + i as u32) as usize].op == Op::Complete {
                     ends.insert((r.thread, r.t_end), base[ri] + i as u32);
                 }
             }
@@ -349,15 +345,13 @@ impl Plan {
         // order — matched FIFO by the receives in the order they were posted.
         let node = |rank: i32| placement.node(rank);
         let mut msgs: Vec<Msg> = Vec::new();
-        let mut msg_out = vec![NONE; n];
-        let mut msg_in = vec![NONE; n];
         let mut queue: FxMap<(i32, i32, i32), VecDeque<u32>> = FxMap::default();
         let mut conn_ids: FxMap<(i32, i32), u32> = FxMap::default();
         for (ri, rk) in run.ranks.iter().enumerate() {
             let me = rk.meta.rank;
             for &g in &order[ri] {
                 let r = &rk.records[(g - base[ri]) as usize];
-                let (sync, buffered) = match ops[g as usize] {
+                let (sync, buffered) = match hot[g as usize].op {
                     Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
                     Op::SendRecv => (false, false),
                     _ => continue,
@@ -370,7 +364,7 @@ impl Plan {
                 } else {
                     protocol.eager_inter
                 };
-                msg_out[g as usize] = msgs.len() as u32;
+                hot[g as usize].msg_out = msgs.len() as u32;
                 queue
                     .entry((me, r.peer, r.tag))
                     .or_default()
@@ -396,7 +390,7 @@ impl Plan {
                 .filter_map(|i| {
                     let g = base[ri] + i as u32;
                     let r = &rk.records[i];
-                    match ops[g as usize] {
+                    match hot[g as usize].op {
                         Op::Recv | Op::Irecv if r.peer >= 0 => {
                             Some((m_start[g as usize], g, r.peer))
                         }
@@ -412,48 +406,83 @@ impl Plan {
                     .get_mut(&(src, me, r.tag))
                     .and_then(VecDeque::pop_front)
                 {
-                    msg_in[g as usize] = m;
+                    hot[g as usize].msg_in = m;
                     msgs[m as usize].recv = g;
                 }
             }
         }
-        // A probe waits for the message that the next receive on its stream from the same
-        // source and tag gets.
-        let mut probe_msg = vec![NONE; n];
-        for s in &streams {
-            for (k, &g) in s.iter().enumerate() {
-                if ops[g as usize] != Op::Probe {
-                    continue;
+        let instances =
+            collective_instances(run, &base, &order, &refs, &kinds, &mut hot, &placement);
+        // The kinds served matching and instances only: not kept.
+        drop(kinds);
+        // Streams: each thread's records in call order, and the gaps between them. A rank
+        // of one thread is one stream: its call order, moved rather than copied.
+        let mut streams: Vec<Vec<u32>> = Vec::new();
+        for (ri, (rk, mut ids)) in run.ranks.iter().zip(order).enumerate() {
+            let rec = |g: u32| &rk.records[(g - base[ri]) as usize];
+            // Threads in number order, each in call order (the sort is stable).
+            let threads = rk.records.windows(2).any(|w| w[0].thread != w[1].thread);
+            if threads {
+                ids.sort_by_key(|&g| rec(g).thread);
+            }
+            for one in ids.chunk_by(|&a, &b| rec(a).thread == rec(b).thread) {
+                for w in one.windows(2) {
+                    let (a, b) = (rec(w[0]), rec(w[1]));
+                    hot[w[1] as usize].gap = b.t_start.saturating_sub(own_end(a)) as f64 * 1e-9;
                 }
-                let CallRef { rank, rec } = refs[g as usize];
-                let p = &run.ranks[rank as usize].records[rec as usize];
-                probe_msg[g as usize] = s[k + 1..]
-                    .iter()
-                    .find(|&&h| {
-                        let CallRef { rank, rec } = refs[h as usize];
-                        let q = &run.ranks[rank as usize].records[rec as usize];
-                        // A probe that records MPI_ANY_TAG (negative) matches any tag.
-                        matches!(ops[h as usize], Op::Recv | Op::Irecv)
-                            && q.peer == p.peer
-                            && (p.tag < 0 || q.tag == p.tag)
-                    })
-                    .map_or(NONE, |&h| msg_in[h as usize]);
+                if threads {
+                    streams.push(one.to_vec());
+                }
+            }
+            if !threads && !ids.is_empty() {
+                streams.push(ids);
             }
         }
-        let (inst_of, instances) =
-            collective_instances(run, &base, &order, &refs, &kinds, &ops, &placement);
-        // The kinds served matching and instances only: not kept (16 bytes a record).
-        drop(kinds);
-        let hot = (0..n)
-            .map(|g| Hot {
-                gap: gap[g],
-                op_dur: op_dur[g],
-                msg_out: msg_out[g],
-                msg_in: msg_in[g],
-                inst_of: inst_of[g],
-                op: ops[g],
-            })
-            .collect();
+        // A probe waits for the message that the next receive on its stream from the same
+        // source and tag gets.
+        let mut probe_msg = Vec::new();
+        if hot.iter().any(|h| h.op == Op::Probe) {
+            probe_msg = vec![NONE; n];
+            for s in &streams {
+                for (k, &g) in s.iter().enumerate() {
+                    if hot[g as usize].op != Op::Probe {
+                        continue;
+                    }
+                    let CallRef { rank, rec } = refs[g as usize];
+                    let p = &run.ranks[rank as usize].records[rec as usize];
+                    probe_msg[g as usize] = s[k + 1..]
+                        .iter()
+                        .find(|&&h| {
+                            let CallRef { rank, rec } = refs[h as usize];
+                            let q = &run.ranks[rank as usize].records[rec as usize];
+                            // A probe that records MPI_ANY_TAG (negative) matches any tag.
+                            matches!(hot[h as usize].op, Op::Recv | Op::Irecv)
+                                && q.peer == p.peer
+                                && (p.tag < 0 || q.tag == p.tag)
+                        })
+                        .map_or(NONE, |&h| hot[h as usize].msg_in);
+                }
+            }
+        }
+        let mut peers = FxMap::default();
+        for (g, h) in hot.iter().enumerate() {
+            let peer = match h.op {
+                Op::Recv | Op::SendRecv if h.msg_in == NONE => true,
+                Op::Probe => probe_msg[g] == NONE,
+                Op::RmaSync => true,
+                _ => false,
+            };
+            if peer {
+                let CallRef { rank, rec } = refs[g];
+                let r = &run.ranks[rank as usize].records[rec as usize];
+                let p = if h.op == Op::SendRecv {
+                    r.peer2
+                } else {
+                    r.peer
+                };
+                peers.insert(g as u32, p);
+            }
+        }
         Plan {
             base,
             refs,
@@ -461,9 +490,8 @@ impl Plan {
             streams,
             m_start,
             m_end,
-            rank,
-            peer,
-            peer2,
+            world_ranks: run.ranks.iter().map(|r| r.meta.rank).collect(),
+            peers,
             msgs,
             done_by,
             completes_start,
@@ -583,18 +611,16 @@ fn op_of(kind: CallKind, name: &str) -> Op {
 /// communicator identically); ranks number communicators differently, so one is known by
 /// its member list and its rank among same-member communicators (MPI_COMM_WORLD first).
 /// Operations with members missing from the trace are left out (their calls keep no
-/// dependency on other ranks).
+/// dependency on other ranks). Sets each member's `inst_of` in `hot`.
 fn collective_instances(
     run: &RunTrace,
     base: &[u32],
     order: &[Vec<u32>],
     refs: &[CallRef],
     kinds: &[CallKind],
-    ops: &[Op],
+    hot: &mut [Hot],
     placement: &Placement,
-) -> (Vec<u32>, Vec<Instance>) {
-    let n: usize = run.ranks.iter().map(|r| r.records.len()).sum();
-    let mut inst_of = vec![NONE; n];
+) -> Vec<Instance> {
     let mut groups: Vec<Vec<u32>> = Vec::new();
     // Member lists, numbered once: instances are keyed by (member list, rank among
     // same-member communicators, collective number on it).
@@ -633,7 +659,7 @@ fn collective_instances(
             // A zero-count broadcast or reduction is no operation of the communicator's:
             // the library returns before counting it.
             if !is_coll.get(r.call as usize).copied().unwrap_or(false)
-                || ops[g as usize] == Op::Local
+                || hot[g as usize].op == Op::Local
             {
                 continue;
             }
@@ -702,7 +728,7 @@ fn collective_instances(
         nodes.dedup();
         let id = instances.len() as u32;
         for &g in &members {
-            inst_of[g as usize] = id;
+            hot[g as usize].inst_of = id;
         }
         instances.push(Instance {
             kind,
@@ -714,7 +740,7 @@ fn collective_instances(
             max_per_node,
         });
     }
-    (inst_of, instances)
+    instances
 }
 
 /// Bytes per block of a collective call: [`block_of`]; for an all-to-all, gather or scatter
@@ -905,7 +931,46 @@ pub struct Timing {
     pub coll_contention: Vec<f64>,
 }
 
+/// `v` cleared and filled with `n` copies of `x`, keeping its allocation.
+fn refill<T: Copy>(mut v: Vec<T>, n: usize, x: T) -> Vec<T> {
+    v.clear();
+    v.resize(n, x);
+    v
+}
+
 impl Timing {
+    /// A blank timing for `plan`, in the arrays of `spare` (another replay's timing that is
+    /// no longer needed): memory already faulted in costs no page faults, and a fresh
+    /// array's pages cost the kernel as much as the replay itself spends on them.
+    fn blank(plan: &Plan, spare: Timing) -> Timing {
+        let (n, nm) = (plan.hot.len(), plan.msgs.len());
+        let mut intra = spare.intra;
+        intra.clear();
+        intra.extend(plan.msgs.iter().map(|m| m.src_node == m.dst_node));
+        let mut flow_msg = spare.flow_msg;
+        flow_msg.clear();
+        let mut inter = spare.inter;
+        inter.clear();
+        Timing {
+            start: refill(spare.start, n, f64::NAN),
+            end: refill(spare.end, n, f64::NAN),
+            reason: refill(spare.reason, n, Reason::None),
+            req_done: refill(spare.req_done, n, f64::NAN),
+            send_post: refill(spare.send_post, nm, f64::NAN),
+            recv_post: refill(spare.recv_post, nm, f64::NAN),
+            matched: refill(spare.matched, nm, f64::NAN),
+            flow_start: refill(spare.flow_start, nm, f64::NAN),
+            arrive: refill(spare.arrive, nm, f64::NAN),
+            tref: refill(spare.tref, nm, 0.0),
+            intra,
+            flow: refill(spare.flow, nm, NONE),
+            flow_msg,
+            inter,
+            log: Default::default(),
+            coll_contention: refill(spare.coll_contention, plan.instances.len(), 0.0),
+        }
+    }
+
     /// Contention of message `m`: its transfer beyond its contention-free time.
     pub fn msg_contention(&self, m: u32) -> f64 {
         let m = m as usize;
@@ -931,6 +996,10 @@ struct Cursor {
     /// The current call waits on something the trace never provides: it keeps its
     /// measured time.
     forced: bool,
+    /// The current call's [`Hot`], read once when the previous call ended and kept here
+    /// for its start and end (reading `Plan::hot` again there missed the cache in
+    /// profiles; about 3 % of the whole prediction).
+    hot: Option<Hot>,
 }
 
 /// What the replay reads of a record at each step, in one place (one cache line holds
@@ -954,6 +1023,33 @@ fn key(t: f64) -> u64 {
     t.max(0.0).to_bits()
 }
 
+/// A queued event of stream `s` at time key `k`, the `seq`-th queued: ordered by time,
+/// then by queueing order.
+fn event(k: u64, seq: u32, s: u32) -> u128 {
+    (k as u128) << 64 | (seq as u128) << 32 | s as u128
+}
+
+/// The time key of a queued event.
+fn event_key(e: u128) -> u64 {
+    (e >> 64) as u64
+}
+
+/// Numbers the queued events again from 0 in their order, which it keeps, once the
+/// queueing count would overflow its 32 bits; returns the last number given.
+fn renumber(heap: &mut BinaryHeap<Reverse<u128>>) -> u32 {
+    let mut v: Vec<u128> = std::mem::take(heap)
+        .into_iter()
+        .map(|Reverse(e)| e)
+        .collect();
+    v.sort_unstable();
+    for (i, e) in v.iter_mut().enumerate() {
+        *e = event(event_key(*e), i as u32, *e as u32);
+    }
+    let last = v.len() as u32;
+    *heap = v.into_iter().map(Reverse).collect();
+    last
+}
+
 struct Engine<'a> {
     plan: &'a Plan,
     p2p: &'a P2p,
@@ -962,8 +1058,11 @@ struct Engine<'a> {
     net: Net<'a>,
     t: Timing,
     cur: Vec<Cursor>,
-    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    seq: u64,
+    /// Queued stream events, packed as [`event`] does (16 bytes; a tuple took 24 and its
+    /// comparisons three steps).
+    heap: BinaryHeap<Reverse<u128>>,
+    /// Events queued so far (ties in time leave in this order).
+    seq: u32,
     /// Streams blocked on each message: at most its sender's and its receiver's.
     msg_waiters: Vec<[u32; 2]>,
     more_waiters: Vec<(u32, u32)>,
@@ -993,6 +1092,20 @@ pub fn replay(
     costs: &[CollCost],
     contention: bool,
     log: bool,
+) -> Timing {
+    replay_reusing(plan, p2p, model, costs, contention, log, Timing::default())
+}
+
+/// [`replay`] into the arrays of `spare`, a timing its caller no longer needs (of this
+/// plan or another): the second replay of a prediction reuses the first's memory.
+pub fn replay_reusing(
+    plan: &Plan,
+    p2p: &P2p,
+    model: Option<&dyn PenaltyModel>,
+    costs: &[CollCost],
+    contention: bool,
+    log: bool,
+    spare: Timing,
 ) -> Timing {
     let net = match (&p2p.wan, model) {
         (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
@@ -1024,24 +1137,7 @@ pub fn replay(
         costs,
         contention,
         net,
-        t: Timing {
-            start: vec![f64::NAN; n],
-            end: vec![f64::NAN; n],
-            reason: vec![Reason::None; n],
-            req_done: vec![f64::NAN; n],
-            send_post: vec![f64::NAN; nm],
-            recv_post: vec![f64::NAN; nm],
-            matched: vec![f64::NAN; nm],
-            flow_start: vec![f64::NAN; nm],
-            arrive: vec![f64::NAN; nm],
-            tref: vec![0.0; nm],
-            intra: plan.msgs.iter().map(|m| m.src_node == m.dst_node).collect(),
-            flow: vec![NONE; nm],
-            flow_msg: Vec::new(),
-            inter: Vec::new(),
-            log: Default::default(),
-            coll_contention: vec![0.0; plan.instances.len()],
-        },
+        t: Timing::blank(plan, spare),
         cur: vec![Cursor::default(); plan.streams.len()],
         heap: BinaryHeap::new(),
         seq: 0,
@@ -1059,6 +1155,7 @@ pub fn replay(
         match ids.first() {
             Some(&g) => {
                 e.cur[s].t_op = plan.m_start[g as usize].max(0.0);
+                e.cur[s].hot = Some(plan.hot[g as usize]);
                 e.push(e.cur[s].t_op, s as u32);
             }
             None => e.cur[s].done = true,
@@ -1092,8 +1189,11 @@ pub fn replay(
 
 impl Engine<'_> {
     fn push(&mut self, t: f64, s: u32) {
+        if self.seq == u32::MAX {
+            self.seq = renumber(&mut self.heap);
+        }
         self.seq += 1;
-        self.heap.push(Reverse((key(t), self.seq, s)));
+        self.heap.push(Reverse(event(key(t), self.seq, s)));
     }
 
     fn run(&mut self, done: &mut Vec<u32>) {
@@ -1102,7 +1202,7 @@ impl Engine<'_> {
             let ts = self
                 .heap
                 .peek()
-                .map_or(f64::INFINITY, |Reverse((k, _, _))| f64::from_bits(*k));
+                .map_or(f64::INFINITY, |Reverse(e)| f64::from_bits(event_key(*e)));
             if tf.is_infinite() && ts.is_infinite() {
                 return;
             }
@@ -1113,9 +1213,10 @@ impl Engine<'_> {
                 }
                 continue;
             }
-            let Some(Reverse((_, _, s))) = self.heap.pop() else {
+            let Some(Reverse(e)) = self.heap.pop() else {
                 return;
             };
+            let s = e as u32;
             let mut now = ts;
             loop {
                 self.net.advance(now, done);
@@ -1128,7 +1229,10 @@ impl Engine<'_> {
                 // is taken at once instead of pushed and popped (the same order).
                 let k = key(t);
                 let tn = f64::from_bits(k);
-                let first = self.heap.peek().is_none_or(|Reverse((top, _, _))| k < *top);
+                let first = self
+                    .heap
+                    .peek()
+                    .is_none_or(|Reverse(top)| k < event_key(*top));
                 if first && tn < self.net.next_finish() {
                     now = tn;
                 } else {
@@ -1227,15 +1331,16 @@ impl Engine<'_> {
             return None;
         }
         let g = self.plan.streams[s as usize][c.pos];
+        let h = c.hot.unwrap_or_else(|| self.hot[g as usize]);
         if !c.started {
             self.cur[s as usize].started = true;
-            self.begin(g, c.t_op);
+            self.begin(g, h, c.t_op);
         }
         let end = if c.forced {
             self.t.reason[g as usize] = Reason::Unresolved;
-            Some(c.t_op + self.hot[g as usize].op_dur)
+            Some(c.t_op + h.op_dur)
         } else {
-            match self.finish_time(g, c.t_op) {
+            match self.finish_time(g, h, c.t_op) {
                 Ok(e) => Some(e),
                 Err(Block::Msg(m)) => {
                     let w = &mut self.msg_waiters[m as usize];
@@ -1267,16 +1372,16 @@ impl Engine<'_> {
             cur.done = true;
             return None;
         }
-        let next = stream[cur.pos];
-        cur.t_op = end + self.hot[next as usize].gap;
+        let next = self.hot[stream[cur.pos] as usize];
+        cur.hot = Some(next);
+        cur.t_op = end + next.gap;
         Some(cur.t_op.max(now))
     }
 
     /// Side effects of entering call `g` at `t`: posts and collective entries.
-    fn begin(&mut self, g: u32, t: f64) {
+    fn begin(&mut self, g: u32, h: Hot, t: f64) {
         let gi = g as usize;
         self.t.start[gi] = t;
-        let h = self.hot[gi];
         let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
             self.t.send_post[out as usize] = t;
@@ -1295,7 +1400,7 @@ impl Engine<'_> {
             if self.root_of(i) == Some(g) && self.buffered_linear(i) {
                 // The root's data leaves after what its earlier such collectives left
                 // in the kernel (the port is FIFO across them).
-                let node = self.plan.placement.node(self.plan.rank[gi]).unwrap_or(0) as usize;
+                let node = self.plan.placement.node(self.plan.rank_of(g)).unwrap_or(0) as usize;
                 if self.port_free.len() <= node {
                     self.port_free.resize(node + 1, f64::NEG_INFINITY);
                 }
@@ -1338,7 +1443,7 @@ impl Engine<'_> {
     }
 
     /// When call `g`, entered at `t0`, ends; or what it is blocked on.
-    fn finish_time(&mut self, g: u32, t0: f64) -> Result<f64, Block> {
+    fn finish_time(&mut self, g: u32, h: Hot, t0: f64) -> Result<f64, Block> {
         let gi = g as usize;
         let plan = self.plan;
         let arrived = |m: u32| -> Result<f64, Block> {
@@ -1349,7 +1454,6 @@ impl Engine<'_> {
                 Ok(a)
             }
         };
-        let h = self.hot[gi];
         match h.op {
             Op::Send { .. } => {
                 let m = h.msg_out;
@@ -1366,7 +1470,7 @@ impl Engine<'_> {
             Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + h.op_dur),
             Op::RmaSync => {
                 let bytes = plan.rma_bytes.get(&g).copied().unwrap_or(0);
-                let (me, peer) = (plan.rank[gi], plan.peer[gi]);
+                let (me, peer) = (plan.rank_of(g), plan.peer_of(g));
                 // Without a target (fence), the worst path: between nodes.
                 let (a, b) = match (plan.placement.node(me), plan.placement.node(peer)) {
                     (Some(a), Some(b)) if peer >= 0 => (a, b),
@@ -1377,7 +1481,7 @@ impl Engine<'_> {
             Op::Recv => {
                 let m = h.msg_in;
                 if m == NONE {
-                    if plan.peer[gi] >= 0 {
+                    if plan.peer_of(g) >= 0 {
                         self.t.reason[gi] = Reason::Unmatched;
                         return Ok(t0 + h.op_dur);
                     }
@@ -1395,7 +1499,7 @@ impl Engine<'_> {
                 let inn = h.msg_in;
                 if inn != NONE {
                     end = end.max(arrived(inn)?.max(t0 + self.recv_overhead(inn)));
-                } else if plan.peer2[gi] >= 0 {
+                } else if plan.peer_of(g) >= 0 {
                     self.t.reason[gi] = Reason::Unmatched;
                     end = end.max(t0 + h.op_dur);
                 }
@@ -1412,7 +1516,7 @@ impl Engine<'_> {
                 let m = plan.probe_msg[gi];
                 if m == NONE {
                     // A probe of MPI_PROC_NULL returns at once: nothing to wait for.
-                    if plan.peer[gi] == crate::trace::PROC_NULL {
+                    if plan.peer_of(g) == crate::trace::PROC_NULL {
                         return Ok(t0);
                     }
                     self.t.reason[gi] = Reason::Unmatched;
@@ -1635,8 +1739,9 @@ enum Block {
 pub struct Times<'a> {
     pub start: &'a [f64],
     pub end: &'a [f64],
-    pub send_post: &'a [f64],
-    pub recv_post: &'a [f64],
+    /// When each message's sender and receiver posted; `None`: at the entries of its
+    /// sending and receiving records, as in the recorded run (no arrays to build).
+    posts: Option<(&'a [f64], &'a [f64])>,
     /// Per collective instance: the member that entered last, and the member other than
     /// the root that entered first (found once per instance, not once per member: a
     /// collective of n members would otherwise cost n² to attribute).
@@ -1651,6 +1756,21 @@ impl<'a> Times<'a> {
         end: &'a [f64],
         send_post: &'a [f64],
         recv_post: &'a [f64],
+    ) -> Times<'a> {
+        Times::with_posts(plan, start, end, Some((send_post, recv_post)))
+    }
+
+    /// The recorded run's timing: each message posted at the measured entries of its send
+    /// and receive ([`measured_posts`], read where needed instead of copied).
+    pub fn measured(plan: &'a Plan) -> Times<'a> {
+        Times::with_posts(plan, &plan.m_start, &plan.m_end, None)
+    }
+
+    fn with_posts(
+        plan: &Plan,
+        start: &'a [f64],
+        end: &'a [f64],
+        posts: Option<(&'a [f64], &'a [f64])>,
     ) -> Times<'a> {
         let entries = plan
             .instances
@@ -1677,8 +1797,7 @@ impl<'a> Times<'a> {
         Times {
             start,
             end,
-            send_post,
-            recv_post,
+            posts,
             entries,
         }
     }
@@ -1686,11 +1805,7 @@ impl<'a> Times<'a> {
 
 /// The measured wait of every record, from the partners' clock-corrected timestamps.
 pub fn measured_waits(plan: &Plan) -> Vec<Wait> {
-    let (send_post, recv_post) = measured_posts(plan);
-    waits(
-        plan,
-        &Times::new(plan, &plan.m_start, &plan.m_end, &send_post, &recv_post),
-    )
+    waits(plan, &Times::measured(plan))
 }
 
 /// Measured posts of every message (the clock-corrected entries of its send and receive),
@@ -1717,15 +1832,21 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
 
 /// The wait of record `g` under a timing (see [`waits`]).
 pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
-    // Call `g` waiting, as `kind`, for message `m`'s post in `posts` by `partner`.
-    let on = |kind: WaitKind, g: usize, m: u32, posts: &[f64], partner: i32| {
-        Wait::of(
-            kind,
-            t.start[g],
-            posts[m as usize],
-            t.end[g] - t.start[g],
-            partner,
-        )
+    // Call `g` waiting, as `kind`, for message `m`'s post by its sender (`send`) or its
+    // receiver, `partner`.
+    let on = |kind: WaitKind, g: usize, m: u32, send: bool, partner: i32| {
+        let post = match t.posts {
+            Some((s, _)) if send => s[m as usize],
+            Some((_, r)) => r[m as usize],
+            None => {
+                let msg = &plan.msgs[m as usize];
+                match if send { msg.send } else { msg.recv } {
+                    NONE => f64::NAN,
+                    rec => t.start[rec as usize],
+                }
+            }
+        };
+        Wait::of(kind, t.start[g], post, t.end[g] - t.start[g], partner)
     };
     let late_sender = |g: usize, m: u32| {
         if m == NONE {
@@ -1735,7 +1856,7 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
             WaitKind::LateSender,
             g,
             m,
-            t.send_post,
+            true,
             plan.msgs[m as usize].src_rank,
         )
     };
@@ -1745,7 +1866,7 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
                 WaitKind::LateReceiver,
                 g,
                 m,
-                t.recv_post,
+                false,
                 plan.msgs[m as usize].dst_rank,
             )
         } else {
@@ -1787,7 +1908,7 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
     }
     let inst = &plan.instances[i as usize];
     let dur = t.end[g] - t.start[g];
-    let rank = |m: u32| plan.rank[m as usize];
+    let rank = |m: u32| plan.rank_of(m);
     let root = inst.root.map(|k| inst.members[k]);
     match coll_shape(inst.kind) {
         CollShape::All => {
@@ -1831,5 +1952,31 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
             }
             _ => Wait::default(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events leave by time, then in the order they were queued; renumbering them when
+    /// the count runs out keeps that order.
+    #[test]
+    fn queued_events_keep_their_order_through_a_renumbering() {
+        let mut heap = BinaryHeap::new();
+        let times = [3.0, 1.0, 3.0, 0.5, 1.0, 3.0];
+        for (i, &t) in times.iter().enumerate() {
+            // Late numbers, as just before the count overflows.
+            heap.push(Reverse(event(key(t), u32::MAX - 10 + i as u32, i as u32)));
+        }
+        let order = |mut h: BinaryHeap<Reverse<u128>>| {
+            std::iter::from_fn(|| h.pop().map(|Reverse(e)| e as u32)).collect::<Vec<u32>>()
+        };
+        let before = order(heap.clone());
+        assert_eq!(before, vec![3, 1, 4, 0, 2, 5]);
+        let last = renumber(&mut heap);
+        assert_eq!(last, times.len() as u32);
+        heap.push(Reverse(event(key(1.0), last + 1, 6)));
+        assert_eq!(order(heap), vec![3, 1, 4, 6, 0, 2, 5]);
     }
 }

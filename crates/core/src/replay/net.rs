@@ -65,8 +65,8 @@ pub struct Net<'m> {
     active: Vec<u32>,
     dirty: bool,
     /// [`Net::next_finish`] since the last change (the replay asks more often than the
-    /// network changes).
-    finish: Option<f64>,
+    /// network changes), and the least time a flow in flight has left.
+    finish: Option<(f64, f64)>,
     graph: CommGraph,
     /// Scratch: the slots of the inter-node flows of the current graph.
     graph_slots: Vec<u32>,
@@ -419,25 +419,35 @@ impl<'m> Net<'m> {
 
     /// When the next flow finishes at the current rates (infinity when none is in flight).
     pub fn next_finish(&mut self) -> f64 {
-        if let Some(t) = self.finish {
+        if let Some((t, _)) = self.finish {
             return t;
         }
         self.refresh();
-        let t = self.now
-            + self
-                .active
-                .iter()
-                .map(|&i| self.time_left(i))
-                .fold(f64::INFINITY, f64::min);
-        self.finish = Some(t);
+        let left = self
+            .active
+            .iter()
+            .map(|&i| self.time_left(i))
+            .fold(f64::INFINITY, f64::min);
+        let t = self.now + left;
+        self.finish = Some((t, left));
         t
     }
 
     /// Moves time forward to `t` (no later than [`Net::next_finish`]) and returns the flows
     /// that finished at `t`.
     pub fn advance(&mut self, t: f64, done: &mut Vec<u32>) {
-        self.refresh();
         done.clear();
+        // Nothing moves and nothing finishes now (every flow's finish is later, and none is
+        // within the 1e-15 s that finishes a flow at once): the pass below would change
+        // nothing. The replay asks at every event, most of them at the network's time.
+        if let Some((next, left)) = self.finish
+            && t == self.now
+            && next > t
+            && left > 1e-15
+        {
+            return;
+        }
+        self.refresh();
         let dt = (t - self.now).max(0.0);
         if dt > 0.0 && self.logging {
             let first = self.log.arcs.len() as u32;
