@@ -477,6 +477,25 @@ fn four_ranks_posing_as_four_nodes() {
     assert_eq!(q.len(), 11, "{q:?}");
     assert!(q.windows(2).all(|w| w[0] <= w[1]) && q[0] > 0.0, "{q:?}");
     assert!(q[0] <= 1.0 + 1e-12 && q[10] >= 1.0 - 1e-12, "{q:?}");
+    // The leaders' all-to-all: every run kept, and each size's time the mean of its runs
+    // without the fifth at each end.
+    let a2a = &prof.raw.as_ref().unwrap()["alltoall"];
+    let secs = a2a["seconds"].as_array().unwrap();
+    let runs = a2a["runs_s"].as_array().unwrap();
+    assert_eq!(secs.len(), runs.len());
+    for (t, r) in secs.iter().zip(runs) {
+        let mut r: Vec<f64> = r
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        r.sort_by(f64::total_cmp);
+        let cut = r.len() / 5;
+        let mid = &r[cut..r.len() - cut];
+        let want = mid.iter().sum::<f64>() / mid.len() as f64;
+        assert!((t.as_f64().unwrap() - want).abs() < 1e-12, "{t} vs {want}");
+    }
     // The through-flow factor: the mean over the repetitions of the ring (each node sends
     // to the next) of its last arrival, over T_ref, at least 1 (as the reverse factor).
     let ring = schemes.iter().find(|s| s["name"] == "ring").unwrap();

@@ -815,9 +815,10 @@ pub fn run(opts: &Options) -> i32 {
         } else {
             sizes(&[4096, 16384, 65536, 262144, 524288, 1048576])
         };
-        // γ per size rests on one median per size: eleven repetitions outvote five TCP
-        // stalls (quick: five). With five, γ at 256 KiB ranged 1.48-1.87 over four
-        // calibrations of one cluster, and the apps' errors moved with it.
+        // γ per size rests on one trimmed mean of eleven repetitions per size (quick:
+        // five; see `bench::trimmed_mean`). With five, γ at 256 KiB ranged 1.48-1.87 over
+        // four calibrations of one cluster, and the apps' errors moved with it; with the
+        // median of eleven, 1.41-1.86.
         let mut reps = if q { 5 } else { 11 };
         let est: f64 = grid
             .iter()
@@ -830,11 +831,12 @@ pub fn run(opts: &Options) -> i32 {
             "all-to-all with {n} processes ({} sizes, {reps} rep(s))",
             grid.len()
         ));
-        let t = bench::alltoall(&ctx, &grid, reps);
+        let runs = bench::alltoall(&ctx, &grid, reps);
+        let t: Vec<f64> = runs.iter().map(|r| bench::trimmed_mean(r)).collect();
         let samples: Vec<(u64, f64)> = grid.iter().map(|&s| s as u64).zip(t.clone()).collect();
         raw.insert(
             "alltoall".into(),
-            json!({"procs": n, "bytes": grid, "seconds": t}),
+            json!({"procs": n, "bytes": grid, "seconds": t, "runs_s": runs}),
         );
         if n >= 2 {
             // γ per size as well: one γ does not fit TCP both below its eager limit (γ ≈ 1)
