@@ -135,12 +135,30 @@ fn die(mode: &str) -> std::path::PathBuf {
     // The launcher's own messages name PIDs, and whether rank 0's line gets out before the
     // launcher kills it is a race of the launcher (MPICH's hydra): compare the exit status
     // and the program's lines that did get out. (Exit without finalize: Open MPI fails
-    // the job, MPICH's hydra returns 0; the layer changes neither.)
-    assert_eq!(
-        with.status.code(),
-        plain.status.code(),
-        "{mode}: exit status"
-    );
+    // the job, the layer changes nothing of that.) MPICH's hydra, when rank 1 exits(0)
+    // without finalize and it kills rank 0, returns either rank's status: 0 or 9
+    // (SIGKILL), and 1 where rank 0 saw the connection close first; without the layer
+    // too (0 and 9 in two launches of one test run, 2026-11-25). There the layer's status
+    // must be one of those, as the plain launch's is: not a crash of its own at exit.
+    let (_, _, ompi) = launch_prefix(2);
+    if mode == "exit" && !ompi {
+        for o in [&plain, &with] {
+            assert!(
+                matches!(o.status.code(), Some(0 | 1 | 9)),
+                "{mode}: exit status {:?}:\n{}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    } else {
+        assert_eq!(
+            with.status.code(),
+            plain.status.code(),
+            "{mode}: exit status; without the layer:\n{}\nwith it:\n{}",
+            String::from_utf8_lossy(&plain.stderr),
+            String::from_utf8_lossy(&with.stderr)
+        );
+    }
     // The program's lines that start with `prefix`.
     let prog = |o: &std::process::Output, prefix: &str| {
         String::from_utf8_lossy(&o.stdout)

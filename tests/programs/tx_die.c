@@ -3,7 +3,7 @@
  * waits forever:
  *   term  - rank 1 sends itself SIGTERM
  *   abort - rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7)
- *   exit  - rank 1 calls exit(0)
+ *   exit  - rank 1 calls exit(0) (rank 0 then waits outside MPI, in sleep)
  *   own   - every rank installs its own one-shot SIGTERM handler (SA_RESETHAND) before
  *           MPI_Init; rank 1 sends itself SIGTERM, prints whether its handler ran and
  *           whether the action was reset to the default, and the run finalizes normally
@@ -72,6 +72,11 @@ int main(int argc, char **argv) {
             MPI_Recv(buf, 16, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         printf("rank 0 received %d\n", m);
         fflush(stdout);
+        /* After rank 1's exit(0), waiting inside MPI races the launcher: MPICH's rank 0
+         * either sees the connection close and aborts (status 1) or is killed by hydra
+         * first (status 0). Outside MPI only the launcher ends it. */
+        if (strcmp(mode, "exit") == 0)
+            for (;;) sleep(1);
         MPI_Recv(buf, 16, MPI_INT, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
     MPI_Finalize();
