@@ -431,16 +431,13 @@ impl Profile {
                 });
             }
         }
-        if let Some(q) = &self.penalty.dispersion {
-            let ok = q.len() >= 2
-                && q.iter().all(|x| x.is_finite() && *x > 0.0)
-                && q.windows(2).all(|w| w[0] <= w[1]);
-            if !ok {
-                return Err(ModelError::BadTable {
-                    name: "penalty.dispersion".into(),
-                    why: "needs at least 2 positive, finite, non-decreasing quantiles".into(),
-                });
-            }
+        if let Some(q) = &self.penalty.dispersion
+            && !crate::replay::net::valid_dispersion(q)
+        {
+            return Err(ModelError::BadTable {
+                name: "penalty.dispersion".into(),
+                why: "needs at least 2 positive, finite, non-decreasing quantiles".into(),
+            });
         }
         // Every parameter set must build, not only the chosen model's.
         for m in ModelName::ALL.map(ModelName::as_str) {

@@ -199,9 +199,18 @@ pub fn steady_mean(reps: &[Vec<f64>], t_ref: f64) -> (Vec<f64>, usize) {
 
 /// The repetitions of `reps` whose last arrival is within [`STEADY`] x the best one's.
 fn steady_reps(reps: &[Vec<f64>]) -> Vec<&Vec<f64>> {
-    let last = |r: &Vec<f64>| r.iter().copied().fold(0.0, f64::max);
-    let best = reps.iter().map(last).fold(f64::INFINITY, f64::min);
-    reps.iter().filter(|r| last(r) <= STEADY * best).collect()
+    let best = reps
+        .iter()
+        .map(|r| last_arrival(r))
+        .fold(f64::INFINITY, f64::min);
+    reps.iter()
+        .filter(|r| last_arrival(r) <= STEADY * best)
+        .collect()
+}
+
+/// A repetition's last arrival: the largest of its per-arc seconds (0 for none).
+pub fn last_arrival(rep: &[f64]) -> f64 {
+    rep.iter().copied().fold(0.0, f64::max)
 }
 
 /// Fewest samples [`dispersion`] draws its quantiles from.
@@ -259,7 +268,7 @@ pub fn port_capacity(schemes: &[FanReps], t_ref: f64) -> Option<f64> {
         .filter_map(|(arcs, reps)| {
             let best = reps
                 .iter()
-                .map(|r| r.iter().copied().fold(0.0, f64::max))
+                .map(|r| last_arrival(r))
                 .filter(|&t| t > 0.0 && t.is_finite())
                 .fold(f64::INFINITY, f64::min);
             best.is_finite().then(|| arcs.len() as f64 / (best / t_ref))
@@ -526,14 +535,12 @@ pub fn bootstrap_penalty(
     resamples: usize,
     seed: u64,
 ) -> PenaltyBootstrap {
-    // SplitMix64: a few lines, and the same draws on every platform.
+    // A SplitMix64 generator: the same draws on every platform.
     let mut state = seed;
     let mut next = move |n: usize| {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) % n as u64) as usize
+        let z = crate::replay::net::splitmix64(state);
+        state = state.wrapping_add(crate::replay::net::SPLITMIX_INCREMENT);
+        (z % n as u64) as usize
     };
     let mut wins: Vec<(String, usize)> = Vec::new();
     let mut params: Vec<Vec<f64>> = vec![Vec::new(); 6];

@@ -605,10 +605,7 @@ pub fn run(opts: &Options) -> i32 {
         let whole: Vec<f64> = all_reps
             .iter()
             .map(|reps| {
-                let mut last: Vec<f64> = reps
-                    .iter()
-                    .map(|r| r.iter().copied().fold(0.0, f64::max))
-                    .collect();
+                let mut last: Vec<f64> = reps.iter().map(|r| fit::last_arrival(r)).collect();
                 bench::median(&mut last) / t_ref
             })
             .collect();
@@ -618,7 +615,7 @@ pub fn run(opts: &Options) -> i32 {
             .iter()
             .map(|reps| {
                 reps.iter()
-                    .map(|r| r.iter().copied().fold(0.0, f64::max) / t_ref)
+                    .map(|r| fit::last_arrival(r) / t_ref)
                     .fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
                         (lo.min(x), hi.max(x))
                     })
@@ -719,7 +716,7 @@ pub fn run(opts: &Options) -> i32 {
                 .zip(&all_reps)
                 .find(|((name, _), _)| *name == scheme)
                 .map_or(f64::NAN, |(_, reps)| {
-                    let last = reps.iter().map(|r| r.iter().copied().fold(0.0, f64::max));
+                    let last = reps.iter().map(|r| fit::last_arrival(r));
                     last.sum::<f64>() / reps.len().max(1) as f64 / t_ref
                 })
         };

@@ -103,6 +103,27 @@ pub struct Net<'m> {
     pub log: Sim,
 }
 
+/// Whether `q` can serve as a dispersion's quantiles: at least 2, positive, finite and
+/// non-decreasing (what [`Net::with_dispersion`] uses and a profile must hold).
+pub fn valid_dispersion(q: &[f64]) -> bool {
+    q.len() >= 2
+        && q.iter().all(|x| x.is_finite() && *x > 0.0)
+        && q.windows(2).all(|w| w[0] <= w[1])
+}
+
+/// SplitMix64 of `x` (its increment, then its finaliser): the n-th output of a SplitMix64
+/// generator seeded with s is `splitmix64(s + (n - 1)·increment)`. A few lines, and the
+/// same draws on every platform: the replay's per-flow draws and calibrate's resamples.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(SPLITMIX_INCREMENT);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// SplitMix64's increment (the golden ratio's fraction in 64 bits).
+pub const SPLITMIX_INCREMENT: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// Relative tolerance under which a flow counts as finished.
 const EPS: f64 = 1e-12;
 
@@ -203,10 +224,7 @@ impl<'m> Net<'m> {
     /// at every dependency after a contended exchange. Quantiles that are not positive,
     /// finite and non-decreasing, or fewer than 2, are ignored.
     pub fn with_dispersion(mut self, q: &[f64]) -> Self {
-        let ok = q.len() >= 2
-            && q.iter().all(|x| x.is_finite() && *x > 0.0)
-            && q.windows(2).all(|w| w[0] <= w[1]);
-        if ok {
+        if valid_dispersion(q) {
             // The mean of the piecewise-linear inverse distribution function.
             let mean =
                 q.windows(2).map(|w| 0.5 * (w[0] + w[1])).sum::<f64>() / (q.len() - 1) as f64;
@@ -221,12 +239,8 @@ impl<'m> Net<'m> {
         if q.is_empty() {
             return 1.0;
         }
-        // SplitMix64's finaliser of the id: uniform in [0, 1).
-        let mut z = (id as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let u = (z >> 11) as f64 / (1u64 << 53) as f64;
+        // Uniform in [0, 1) from the id's hash.
+        let u = (splitmix64(id as u64) >> 11) as f64 / (1u64 << 53) as f64;
         let x = u * (q.len() - 1) as f64;
         let k = (x as usize).min(q.len() - 2);
         q[k] + (q[k + 1] - q[k]) * (x - k as f64)
