@@ -53,6 +53,10 @@ fn bad_arguments_exit_2() {
         ),
         (vec!["calibrate", "-o", p, "--frobnicate"], "frobnicate"),
         (vec!["calibrate", "-o", dir.to_str().unwrap()], "file name"),
+        (
+            vec!["calibrate", "-o", p, "--clusters", "/nonexistent.json"],
+            "--clusters /nonexistent.json: no such file",
+        ),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -356,6 +360,87 @@ fn two_ranks_posing_as_two_nodes_measure_the_tcp_eager_knee() {
         )) && out.contains("measured by a late-receiver probe; MPI_T: 32768 B between nodes"),
         "{out}"
     );
+}
+
+#[test]
+fn four_ranks_measure_the_link_between_two_clusters() {
+    require_mpirun();
+    let dir = common::scratch("calibrate_mpi_clusters");
+    let wrap = as_node_wrapper(&dir);
+    let exe = common::cli_path();
+    let calibrate = |clusters: &str| {
+        let f = dir.join("clusters.json");
+        std::fs::write(&f, clusters).unwrap();
+        let out = dir.join("wan.json");
+        let _ = std::fs::remove_file(&out);
+        let o = common::mpirun(
+            4,
+            &wrap,
+            &[
+                exe.to_str().unwrap(),
+                "calibrate",
+                "--quick",
+                "--clusters",
+                f.to_str().unwrap(),
+                "--penalty-bytes",
+                "262144",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            None,
+            &dir,
+        );
+        (o, out)
+    };
+    // A node the job does not have: every rank stops before measuring, status 2.
+    let (o, out) = calibrate(r#"{"clusters": {"A": ["node0", "node1"], "B": ["node2", "nodeX"]}}"#);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("\"nodeX\" has no rank"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+
+    let (o, out) = calibrate(r#"{"clusters": {"A": ["node0", "node1"], "B": ["node2", "node3"]}}"#);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    for phase in [
+        "wide-area ping-pong node0 <-> node2",
+        "crossing messages (1-4 at once",
+    ] {
+        assert!(e.contains(phase), "{phase}: {e}");
+    }
+    let w: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(w["clusters"]["B"][1], "node3");
+    let wan = &w["wan"];
+    assert!(wan["alpha"].as_f64().unwrap() >= 0.0 && wan["beta"].as_f64().unwrap() > 0.0);
+    assert_eq!(wan["crossing"]["bytes"], 262144);
+    for t in ["one_way", "both_ways"] {
+        let p: Vec<f64> = wan["crossing"][t]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(p.len(), 4, "{t}: {p:?}");
+        // Positive, and never smaller with one message more (calibrate enforces it).
+        assert!(
+            p[0] > 0.0 && p.windows(2).all(|w| w[1] >= w[0]),
+            "{t}: {p:?}"
+        );
+    }
+    let c = &w["calibration"]["crossing"];
+    assert_eq!(c["pairs"][1], serde_json::json!(["node1", "node3"]));
+    assert_eq!(c["one_way_reps_s"][0].as_array().unwrap().len(), 8);
+    assert_eq!(c["both_ways_reps_s"][3][0].as_array().unwrap().len(), 8);
+    // The replay reads the file as written.
+    let names: Vec<String> = (0..4).map(|i| format!("node{i}")).collect();
+    let placement = pmpi_core::topo::placement::Placement::from_names(&names);
+    let cl = pmpi_core::replay::whatif::load_clusters(&out, &placement).unwrap();
+    assert_eq!(cl.cluster_of_node, vec![0, 0, 1, 1]);
+    assert_eq!(cl.crossing_bytes, 262144);
 }
 
 #[test]

@@ -1388,6 +1388,32 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
         let got = p.calls[0][0].predicted.unwrap();
         assert!(close(got, want), "{backbone}: {got} vs {want}");
     }
+    // Measured crossing penalties: 4 blocks at once each way cost 6 lone ones (direct:
+    // local + 6·βw·m); Local Group's 2 combined messages of 2 blocks each cost 2.2 lone
+    // ones of their size (local + 2.2·βw·2m = 4.4·βw·m), where Eq. 7 gives less.
+    let crossing =
+        r#", "crossing": {"bytes": 65536, "one_way": [1, 2, 3, 4], "both_ways": [1, 2.2, 3.5, 6]}"#;
+    for (algo, want) in [
+        (AlltoallAlgo::Direct, local + 6.0 * bw * m as f64),
+        (AlltoallAlgo::LocalGroup, local + 4.4 * bw * m as f64),
+    ] {
+        let mut c = conditions(&["n0", "n1", "n2", "n3"]);
+        let pl = c.placement.clone();
+        c.alltoall = algo;
+        c.clusters = Some(
+            whatif::parse_clusters(
+                &format!(
+                    r#"{{"clusters": {{"A": ["n0", "n1"], "B": ["n2", "n3"]}},
+                        "wan": {{"alpha": 0, "beta": {bw}{crossing}}}}}"#
+                ),
+                &pl,
+            )
+            .unwrap(),
+        );
+        let p = predict_run_under(&r, &prof, Some("gige"), &Assumptions::default(), &c).unwrap();
+        let got = p.calls[0][0].predicted.unwrap();
+        assert!(close(got, want), "{algo:?}: {got} vs {want}");
+    }
 }
 
 #[test]

@@ -25,6 +25,9 @@ pub struct Options {
     pub penalty_bytes: Option<usize>,
     /// This rank's node name (`PMPI_PREDICT_NODE`), else the host name.
     pub node: Option<String>,
+    /// Measure the wide-area link between the two clusters this file names instead
+    /// (`backbone`), and write the file completed with its `wan` section.
+    pub clusters: Option<PathBuf>,
 }
 
 /// Target time of a lone penalty message: the three-arc schemes then take about three
@@ -47,7 +50,7 @@ measure inter-node parameters (2 ranks on one node give the intra-node ones only
 it with e.g. `mpirun -np 4 pmpi-predict calibrate -o PROFILE.json` (MPICH: `mpiexec -n 4 ...`)";
 
 /// Rank 0's progress display on stderr: one line per phase with its duration.
-struct Progress {
+pub(super) struct Progress {
     on: bool,
     start: Instant,
     phase: Instant,
@@ -56,7 +59,17 @@ struct Progress {
 }
 
 impl Progress {
-    fn begin(&mut self, what: &str) {
+    /// A display of `total` phases, shown where `on` (rank 0).
+    pub(super) fn new(on: bool, total: usize) -> Progress {
+        Progress {
+            on,
+            start: Instant::now(),
+            phase: Instant::now(),
+            total,
+            done: 0,
+        }
+    }
+    pub(super) fn begin(&mut self, what: &str) {
         self.done += 1;
         self.phase = Instant::now();
         if self.on {
@@ -67,7 +80,7 @@ impl Progress {
             );
         }
     }
-    fn end(&self, note: &str) {
+    pub(super) fn end(&self, note: &str) {
         if self.on {
             eprintln!(
                 "{:.2} s{}{note}",
@@ -86,7 +99,7 @@ impl Progress {
             );
         }
     }
-    fn elapsed(&self) -> f64 {
+    pub(super) fn elapsed(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
     }
 }
@@ -106,7 +119,7 @@ fn sizes(v: &[usize]) -> Vec<usize> {
 /// keeping each size's minimum over all attempts. Every rank gets the same answer (the
 /// times are shared), so all ranks retry together. Returns the times, the fit and the
 /// number of attempts.
-fn ping_pong_fitted(
+pub(super) fn ping_pong_fitted(
     ctx: &Ctx,
     a: i32,
     b: i32,
@@ -370,6 +383,9 @@ pub fn run(opts: &Options) -> i32 {
     let eager = read_eager(&mpi, &library);
     let name = crate::topo::node_name(opts.node.as_deref());
     let ctx = Ctx::discover(&mpi, &name);
+    if let Some(path) = &opts.clusters {
+        return super::backbone::run(opts, &mpi, &ctx, path, library);
+    }
     let nnodes = ctx.nodes.len();
     let intra = ctx.intra_pair();
     let inter = nnodes >= 2;

@@ -27,6 +27,12 @@ pub struct CalibrateArgs {
     /// ~80 ms on the measured link, between 256 KiB and 20 MB).
     #[arg(long, value_name = "BYTES")]
     penalty_bytes: Option<usize>,
+    /// Measure the wide-area link between the two clusters FILE names instead
+    /// (`{"clusters": {"A": [nodes], "B": [nodes]}}`, every node of the job in one): its
+    /// alpha and beta and how messages crossing it at once slow each other. Writes FILE's
+    /// content with its `wan` section to -o, for `replay --clusters` (docs/whatif.md).
+    #[arg(long, value_name = "FILE")]
+    clusters: Option<PathBuf>,
 }
 
 fn options(a: CalibrateArgs) -> Result<Options, CliError> {
@@ -42,6 +48,14 @@ fn options(a: CalibrateArgs) -> Result<Options, CliError> {
         return Err(CliError::input(format!(
             "--penalty-bytes must be between 1024 and {} (got {b})",
             i32::MAX
+        )));
+    }
+    if let Some(c) = &a.clusters
+        && !c.is_file()
+    {
+        return Err(CliError::input(format!(
+            "--clusters {}: no such file",
+            c.display()
         )));
     }
     if a.output.as_os_str().is_empty() || a.output.is_dir() {
@@ -71,6 +85,7 @@ fn options(a: CalibrateArgs) -> Result<Options, CliError> {
         budget_s: budget,
         penalty_bytes: a.penalty_bytes,
         node,
+        clusters: a.clusters,
     })
 }
 

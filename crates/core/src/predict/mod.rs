@@ -357,8 +357,13 @@ pub fn coll_cost_under(
     let lan = profile.hockney.inter;
     // Both algorithms move n1·n2 blocks across the backbone in each direction; Eq. 6 and
     // Eq. 7 assume it carries them in parallel at full speed. A backbone slower than that
-    // (one shared link) bounds the exchange from below.
-    let crossing = (sizes[0] * sizes[1]) as f64 * m as f64 * cl.backbone_beta;
+    // (one shared link) bounds the exchange from below: direct sends the n1·n2 blocks at
+    // once; Local Group's n1 members of the smaller cluster each send n2 blocks, one
+    // combined message per step, n1 messages at once.
+    let crossing = match cond.alltoall {
+        AlltoallAlgo::Direct => cl.crossing_s(sizes[0] * sizes[1], m as f64),
+        AlltoallAlgo::LocalGroup => cl.crossing_s(sizes[0], (sizes[1] * m) as f64),
+    };
     let two = |sig: alltoall::Signature| {
         grid::TwoClusters::new(sizes[0], sizes[1], lan, sig, wan)
             .ok()

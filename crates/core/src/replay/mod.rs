@@ -1108,14 +1108,9 @@ pub fn replay_reusing(
     spare: Timing,
 ) -> Timing {
     let net = match (&p2p.wan, model) {
-        (Some(c), Some(m)) => Net::new(Some(m)).with_backbone(
-            c.cluster_of_node.clone(),
-            if c.backbone_beta > 0.0 {
-                c.wan.beta / c.backbone_beta
-            } else {
-                f64::INFINITY
-            },
-        ),
+        (Some(c), Some(m)) => {
+            Net::new(Some(m)).with_backbone(c.cluster_of_node.clone(), c.crossing.clone())
+        }
         _ => Net::new(model),
     }
     .with_reverse(p2p.reverse, plan.protocol.eager_inter)

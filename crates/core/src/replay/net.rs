@@ -36,6 +36,48 @@ impl Sim {
     }
 }
 
+/// How messages crossing a wide-area backbone at once slow each other: measured
+/// (`calibrate --clusters`: k messages at once, their last arrival over a lone one's) or,
+/// without measurements, shared equally by a backbone that carries `lanes` messages at
+/// full speed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Crossing {
+    /// Messages the backbone carries at once at full speed (its bandwidth over one
+    /// message's); used where `one_way` is empty.
+    pub lanes: f64,
+    /// Penalty of k messages crossing in one direction, at index k − 1.
+    pub one_way: Vec<f64>,
+    /// Penalty of k messages crossing each way at once, at index k − 1 (empty: `one_way`).
+    pub both_ways: Vec<f64>,
+}
+
+impl Crossing {
+    /// Shared equally by `lanes` messages' worth of bandwidth.
+    pub fn fair(lanes: f64) -> Crossing {
+        Crossing {
+            lanes,
+            ..Crossing::default()
+        }
+    }
+
+    /// Penalty of a message crossing with `same` messages in its direction (itself
+    /// included) and `back` the other way. Beyond the measured counts the last measured
+    /// penalty per message grows linearly with the count (the backbone shared equally).
+    pub fn penalty(&self, same: u32, back: u32) -> f64 {
+        let k = same.max(1) as usize;
+        let t = if back > 0 && !self.both_ways.is_empty() {
+            &self.both_ways
+        } else {
+            &self.one_way
+        };
+        match t.len() {
+            0 => k as f64 / self.lanes.max(1.0),
+            n if k <= n => t[k - 1],
+            n => t[n - 1] * k as f64 / n as f64,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct NetFlow {
     /// The id [`Net::add`] returned.
@@ -74,9 +116,9 @@ pub struct Net<'m> {
     pens: Vec<f64>,
     /// Log the intervals (off for a replay whose network nobody reads).
     logging: bool,
-    /// Cluster of each node where clusters share a wide-area link, and how many messages
-    /// it carries at full speed (its bandwidth over one message's).
-    backbone: Option<(Vec<u32>, f64)>,
+    /// Cluster of each node where clusters share a wide-area link, and how the messages
+    /// crossing it at once slow each other.
+    backbone: Option<(Vec<u32>, Crossing)>,
     /// Factor on the penalty of a flow of at least `reverse_from` bytes while such a flow
     /// runs the other way between the same two nodes (1: the ports are full duplex, as the
     /// papers assume; calibrated).
@@ -158,12 +200,11 @@ impl<'m> Net<'m> {
         }
     }
 
-    /// Nodes in different clusters (`cluster_of_node`) talk over one wide-area backbone
-    /// that carries `lanes` messages at full speed: the flows crossing it in the same
-    /// direction share it equally (a penalty of at least their number over `lanes`), on
-    /// top of the model's penalty at the nodes' ports.
-    pub fn with_backbone(mut self, cluster_of_node: Vec<u32>, lanes: f64) -> Self {
-        self.backbone = Some((cluster_of_node, lanes.max(1.0)));
+    /// Nodes in different clusters (`cluster_of_node`) talk over one wide-area backbone:
+    /// a flow crossing it while k flows cross in its direction (itself included) takes at
+    /// least `crossing`'s penalty for k, on top of the model's penalty at the nodes' ports.
+    pub fn with_backbone(mut self, cluster_of_node: Vec<u32>, crossing: Crossing) -> Self {
+        self.backbone = Some((cluster_of_node, crossing));
         self
     }
 
@@ -358,7 +399,7 @@ impl<'m> Net<'m> {
         if self.port_beta > 0.0 {
             self.cap_ports(&ids);
         }
-        if let Some((cl, lanes)) = &self.backbone {
+        if let Some((cl, table)) = &self.backbone {
             let of = |n: u32| cl.get(n as usize).copied().unwrap_or(0);
             let crossing = |f: &NetFlow| (of(f.src) != of(f.dst)).then(|| (of(f.src), of(f.dst)));
             let mut count: std::collections::HashMap<(u32, u32), u32> = Default::default();
@@ -369,8 +410,9 @@ impl<'m> Net<'m> {
             }
             for &i in &ids {
                 let f = &mut self.flows[i as usize];
-                if let Some(k) = crossing(f) {
-                    f.pen = f.pen.max(count[&k] as f64 / lanes);
+                if let Some((a, b)) = crossing(f) {
+                    let back = count.get(&(b, a)).copied().unwrap_or(0);
+                    f.pen = f.pen.max(table.penalty(count[&(a, b)], back));
                 }
             }
         }
@@ -529,6 +571,31 @@ mod tests {
             out.extend(done.iter().map(|&i| (i, t)));
         }
         out
+    }
+
+    #[test]
+    fn measured_crossing_penalties_slow_the_flows_that_cross_together() {
+        // Nodes 0, 1 in cluster 0, node 2 in cluster 1. Two flows cross from 0 and 1 to 2
+        // (one way, measured penalty 3 for two), a third stays in cluster 0. The model
+        // alone gives none of them a penalty (no port is shared but node 2's, 2·0.5 = 1).
+        let m = GigabitEthernet::new(0.5, 0.0, 0.0).unwrap();
+        let crossing = Crossing {
+            lanes: 1.0,
+            one_way: vec![1.0, 3.0],
+            both_ways: vec![],
+        };
+        let mut net = Net::new(Some(&m)).with_backbone(vec![0, 0, 1], crossing);
+        net.add(0, 2, 10, 1.0);
+        net.add(1, 2, 10, 1.0);
+        let ends = run_all(&mut net);
+        assert_eq!(ends.len(), 2);
+        assert!(
+            ends.iter().all(|&(_, t)| (t - 3.0).abs() < 1e-12),
+            "{ends:?}"
+        );
+        let fair = Crossing::fair(2.0);
+        assert_eq!(fair.penalty(4, 1), 2.0);
+        assert_eq!(fair.penalty(1, 0), 0.5);
     }
 
     #[test]

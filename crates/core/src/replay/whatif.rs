@@ -3,6 +3,7 @@
 //! Parsing and validation only; the replay itself is the same engine.
 #![forbid(unsafe_code)]
 
+use super::net::Crossing;
 use crate::error::Error;
 use crate::model::Hockney;
 use crate::topo::placement::Placement;
@@ -205,6 +206,11 @@ pub struct Clusters {
     /// Seconds per byte of the whole backbone in one direction: the messages crossing it
     /// at once share this. Equal to `wan.beta` for a single link (the default).
     pub backbone_beta: f64,
+    /// How messages crossing at once slow each other: measured (the file's
+    /// `wan.crossing`), else shared equally at `backbone_beta`.
+    pub crossing: Crossing,
+    /// Message size the crossing penalties were measured with (0: not measured).
+    pub crossing_bytes: u64,
 }
 
 impl Clusters {
@@ -216,6 +222,12 @@ impl Clusters {
     pub fn crosses(&self, a: u32, b: u32) -> bool {
         self.of(a) != self.of(b)
     }
+    /// Time on the backbone of `flows` messages of `bytes` each crossing each way at once
+    /// (latency apart): one message's wide-area transfer times the crossing penalty.
+    pub fn crossing_s(&self, flows: u64, bytes: f64) -> f64 {
+        let k = flows.min(u32::MAX as u64) as u32;
+        bytes * self.wan.beta * self.crossing.penalty(k, k)
+    }
 }
 
 /// The `--clusters` file.
@@ -225,6 +237,9 @@ struct ClustersFile {
     /// Cluster name → its nodes.
     clusters: std::collections::BTreeMap<String, Vec<String>>,
     wan: WanFile,
+    /// What `calibrate --clusters` measured (kept for the user, not read).
+    #[serde(default, rename = "calibration")]
+    _calibration: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -236,12 +251,27 @@ struct WanFile {
     beta: f64,
     /// Seconds per byte of the whole backbone (default: `beta`, a single link).
     backbone_beta: Option<f64>,
+    /// Measured penalties of messages crossing at once (`calibrate --clusters`).
+    crossing: Option<CrossingFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CrossingFile {
+    /// Message size of the measurement.
+    bytes: u64,
+    /// Penalty of k messages crossing one way at once, k = 1, 2, ...
+    one_way: Vec<f64>,
+    /// Penalty of k messages crossing each way at once, k = 1, 2, ...
+    #[serde(default)]
+    both_ways: Vec<f64>,
 }
 
 /// Reads a clusters file (JSON: `{"clusters": {"A": ["node0", ...], "B": [...]},
-/// "wan": {"alpha": S, "beta": S_PER_BYTE, "backbone_beta": S_PER_BYTE}}`, the last
-/// optional) and resolves it against `placement`: every node of the placement in exactly
-/// one cluster.
+/// "wan": {"alpha": S, "beta": S_PER_BYTE, "backbone_beta": S_PER_BYTE, "crossing":
+/// {"bytes": B, "one_way": [P1, P2, ...], "both_ways": [...]}}}`, the last two optional)
+/// and resolves it against `placement`: every node of the placement in exactly one
+/// cluster.
 pub fn load_clusters(path: &Path, placement: &Placement) -> Result<Clusters, Error> {
     let text = Error::read_text(path, "read clusters file")?;
     parse_clusters(&text, placement).map_err(|e| e.in_file(path))
@@ -259,6 +289,44 @@ pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, Err
             wan.beta
         )));
     }
+    let (crossing, crossing_bytes) = match &f.wan.crossing {
+        None => (
+            Crossing::fair(if backbone_beta > 0.0 {
+                wan.beta / backbone_beta
+            } else {
+                f64::INFINITY
+            }),
+            0,
+        ),
+        Some(c) => {
+            for (name, t) in [("one_way", &c.one_way), ("both_ways", &c.both_ways)] {
+                if let Some(p) = t.iter().find(|p| !(p.is_finite() && **p > 0.0)) {
+                    return Err(Error::Input(format!(
+                        "wan: crossing.{name}: penalty {p} must be a positive number"
+                    )));
+                }
+            }
+            if c.one_way.is_empty() {
+                return Err(Error::Input(
+                    "wan: crossing.one_way: give the penalty of at least one message (k = 1)"
+                        .into(),
+                ));
+            }
+            if c.bytes == 0 {
+                return Err(Error::Input(
+                    "wan: crossing.bytes: the message size measured must be positive".into(),
+                ));
+            }
+            (
+                Crossing {
+                    lanes: 1.0,
+                    one_way: c.one_way.clone(),
+                    both_ways: c.both_ways.clone(),
+                },
+                c.bytes,
+            )
+        }
+    };
     if f.clusters.len() < 2 {
         return Err(Error::Input("name at least two clusters".into()));
     }
@@ -296,6 +364,8 @@ pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, Err
         cluster_of_node: of.into_iter().flatten().collect(),
         wan,
         backbone_beta,
+        crossing,
+        crossing_bytes,
     })
 }
 
@@ -426,5 +496,55 @@ mod tests {
                 .to_string()
                 .contains("\"x\" is not in the placement")
         );
+    }
+
+    #[test]
+    fn measured_crossing_penalties_are_read_and_checked() {
+        let p = place(&PlacementSpec::Rrp, 4, 4, 1).unwrap();
+        let file = |crossing: &str| {
+            parse_clusters(
+                &format!(
+                    r#"{{"clusters": {{"A": ["node0", "node1"], "B": ["node2", "node3"]}},
+                        "wan": {{"alpha": 0.002, "beta": 4e-7{crossing}}}}}"#
+                ),
+                &p,
+            )
+        };
+        // Without measurements: shared equally at backbone_beta (here beta: one lane).
+        let fair = file("").unwrap();
+        assert_eq!(fair.crossing.penalty(4, 0), 4.0);
+        assert_eq!(fair.crossing_bytes, 0);
+        assert!((fair.crossing_s(4, 1000.0) - 4.0 * 1000.0 * 4e-7).abs() < 1e-15);
+        let c = file(
+            r#", "crossing": {"bytes": 65536, "one_way": [1.0, 2.5], "both_ways": [1.1, 3.0]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.crossing_bytes, 65536);
+        assert_eq!(c.crossing.penalty(2, 0), 2.5);
+        assert_eq!(c.crossing.penalty(2, 1), 3.0);
+        // Past the table: the last penalty per message, times the count.
+        assert_eq!(c.crossing.penalty(4, 4), 6.0);
+        assert!((c.crossing_s(2, 1000.0) - 3.0 * 1000.0 * 4e-7).abs() < 1e-15);
+        for (bad, why) in [
+            (
+                r#", "crossing": {"bytes": 65536, "one_way": []}"#,
+                "at least one",
+            ),
+            (
+                r#", "crossing": {"bytes": 65536, "one_way": [1.0, -2]}"#,
+                "one_way: penalty -2",
+            ),
+            (
+                r#", "crossing": {"bytes": 0, "one_way": [1.0]}"#,
+                "crossing.bytes",
+            ),
+            (
+                r#", "crossing": {"bytes": 1, "one_way": [1.0], "x": 1}"#,
+                "unknown field",
+            ),
+        ] {
+            let e = file(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 }
