@@ -364,13 +364,28 @@ pub fn exchange(ctx: &Ctx, a: usize, b: usize, bytes: usize, reps: u32) -> Vec<V
     per_rep
 }
 
-/// All-to-all sample runs among the node leaders (one process per node): for each size,
-/// the median over `reps` of the slowest process's time. Non-leaders wait.
-pub fn alltoall(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<Vec<f64>> {
+/// All-to-all sample runs among the node leaders (one process per node): for each size
+/// `sizes[i]`, the slowest process's time of each of its `reps[i]` repetitions. The sizes
+/// take turns (one repetition of each per round), so that a slow spell of the link or the
+/// state TCP keeps between runs to the same peer does not fall on one size's repetitions
+/// only. Non-leaders wait.
+pub fn alltoall(ctx: &Ctx, sizes: &[usize], reps: &[u32]) -> Vec<Vec<f64>> {
     let m = ctx.mpi;
-    let r = reps.max(1) as usize;
+    let r: Vec<usize> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, _)| reps.get(i).copied().unwrap_or(1).max(1) as usize)
+        .collect();
+    let first: Vec<usize> = r
+        .iter()
+        .scan(0, |at, &n| {
+            let f = *at;
+            *at += n;
+            Some(f)
+        })
+        .collect();
     // Every repetition of every size, flat, so that one reduction shares them.
-    let mut out = vec![0.0; sizes.len() * r];
+    let mut out = vec![0.0; r.iter().sum()];
     if let Some(c) = ctx.leader_comm {
         let n = m.comm_size(c);
         let max = sizes.iter().copied().max().unwrap_or(0);
@@ -380,20 +395,28 @@ pub fn alltoall(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<Vec<f64>> {
         if let Some(&s) = sizes.first() {
             m.alltoall(&send, &mut recv, s, c);
         }
-        for (i, &s) in sizes.iter().enumerate() {
-            for k in 0..r {
+        let rounds = r.iter().copied().max().unwrap_or(0);
+        for k in 0..rounds {
+            for (i, &s) in sizes.iter().enumerate() {
+                if k >= r[i] {
+                    continue;
+                }
                 m.barrier(c);
                 let t = Instant::now();
                 m.alltoall(&send, &mut recv, s, c);
                 let mut x = [t.elapsed().as_secs_f64()];
                 m.allreduce_max(&mut x, c);
-                out[i * r + k] = x[0];
+                out[first[i] + k] = x[0];
             }
         }
         touch(&recv);
     }
     ctx.share(&mut out);
-    out.chunks(r).map(<[f64]>::to_vec).collect()
+    first
+        .iter()
+        .zip(&r)
+        .map(|(&f, &n)| out[f..f + n].to_vec())
+        .collect()
 }
 
 /// The mean of the middle of `v`: a fifth of the values dropped at each end (none below

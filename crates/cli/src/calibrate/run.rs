@@ -828,23 +828,37 @@ pub fn run(opts: &Options) -> i32 {
         } else {
             sizes(&[4096, 16384, 65536, 262144, 524288, 1048576])
         };
-        // γ per size rests on one trimmed mean of eleven repetitions per size (quick:
-        // five; see `bench::trimmed_mean`). With five, γ at 256 KiB ranged 1.48-1.87 over
-        // four calibrations of one cluster, and the apps' errors moved with it; with the
-        // median of eleven, 1.41-1.86.
-        let mut reps = if q { 5 } else { 11 };
+        // γ per size rests on one trimmed mean of its repetitions (see
+        // `bench::trimmed_mean`): 21 below 1 MiB, 11 at 1 MiB (quick: 5), the sizes taking
+        // turns. Over TCP the repetitions of one size fall in two modes (at 256 KiB: 82-85
+        // and 110-125 ms on 4 x 100 Mbit/s) in proportions that changed between
+        // calibrations (5, 3 and 1 fast runs of 11 back to back): with the median of eleven
+        // γ at 256 KiB ranged 1.41-1.86 over calibrations, with their trimmed mean
+        // 1.58-1.90, and cp2k at 4 ranks, whose all-to-alls of 330 KB blocks carry most of
+        // its time, 5.6-13.7 % with it.
+        let mut reps: Vec<u32> = grid
+            .iter()
+            .map(|&m| match (q, m < 1 << 20) {
+                (true, _) => 5,
+                (false, true) => 21,
+                (false, false) => 11,
+            })
+            .collect();
         let est: f64 = grid
             .iter()
-            .map(|&m| 3.0 * (n - 1) as f64 * h.time_bytes(m as f64))
+            .zip(&reps)
+            .map(|(&m, &r)| r as f64 * 3.0 * (n - 1) as f64 * h.time_bytes(m as f64))
             .sum();
-        if over(&pg, reps as f64 * est + 2.0) {
-            reps = 1;
+        if over(&pg, est + 2.0) {
+            reps.iter_mut().for_each(|r| *r = 1);
         }
         pg.begin(&format!(
-            "all-to-all with {n} processes ({} sizes, {reps} rep(s))",
-            grid.len()
+            "all-to-all with {n} processes ({} sizes, {}-{} rep(s), in turns)",
+            grid.len(),
+            reps.iter().min().unwrap_or(&1),
+            reps.iter().max().unwrap_or(&1)
         ));
-        let runs = bench::alltoall(&ctx, &grid, reps);
+        let runs = bench::alltoall(&ctx, &grid, &reps);
         let t: Vec<f64> = runs.iter().map(|r| bench::trimmed_mean(r)).collect();
         let samples: Vec<(u64, f64)> = grid.iter().map(|&s| s as u64).zip(t.clone()).collect();
         raw.insert(
