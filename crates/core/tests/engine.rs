@@ -1641,6 +1641,46 @@ fn a_fence_takes_the_largest_transfer_of_its_epoch_and_an_unlock_its_own() {
 }
 
 #[test]
+fn an_empty_flush_on_one_node_takes_its_own_time_and_between_nodes_a_latency() {
+    // Each rank: MPI_Win_flush_all completing nothing (5 µs measured), then one
+    // completing 1 MB it put. On one node the empty flush has no network to wait for: its
+    // measured time; the full one moves its bytes within the node. On two nodes both are
+    // window synchronisations over the network (α = 2 ms here): even an empty flush may
+    // wait for its targets' acknowledgements.
+    let us = S / 1_000_000;
+    let m = 1_000_000;
+    let flush = |bytes: u64, t0: u64| Record {
+        bytes_send: bytes,
+        comm_size: 2,
+        ..send(call::MPI_Win_flush_all, NO_RANK, 0, t0, t0 + 5 * us)
+    };
+    let mut prof = profile();
+    prof.hockney.inter.alpha = 0.002;
+    for (nodes, empty, full) in [
+        (["a", "a"], 5e-6, prof.hockney.intra.time_bytes(m as f64)),
+        (["a", "b"], 0.002, prof.hockney.inter.time_bytes(m as f64)),
+    ] {
+        let ranks = (0..2)
+            .map(|r| rank(r, nodes[r as usize], 0, vec![flush(0, 0), flush(m, S)], 2))
+            .collect();
+        let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
+        for c in &p.calls {
+            assert_eq!(c[0].reason, Reason::None, "{c:?}");
+            assert!(
+                close(c[0].predicted.unwrap(), empty),
+                "{nodes:?}: {:?}",
+                c[0]
+            );
+            assert!(
+                close(c[1].predicted.unwrap(), full),
+                "{nodes:?}: {:?}",
+                c[1]
+            );
+        }
+    }
+}
+
+#[test]
 fn an_ireduce_root_waits_for_the_first_contribution_at_its_wait() {
     // Root 0 posts an MPI_Ireduce at 1 s and waits at 1 s; rank 1 posts only at 3 s: the
     // root's Wait waits 2 s for it (early reduce), as a blocking reduce's root would.
