@@ -93,6 +93,73 @@ fn analyze_writes_the_report_with_predictions() {
 }
 
 #[test]
+fn without_profile_the_runs_own_profile_is_taken() {
+    // The layer recorded the profile it predicted with in rank 0's metadata: a faster
+    // network (β 1e-9 s/B) than the built-in profile's, so the 1 MB receive's prediction
+    // says which one analyze and accuracy took.
+    let dir = make_run("cli-analyze-own-profile", true);
+    let prof_path = dir.join("cluster.json");
+    let mut prof = pmpi_core::profile::Profile::builtin_default();
+    prof.hockney.inter.beta = 1e-9;
+    std::fs::write(&prof_path, prof.to_json()).unwrap();
+    let mut meta = trace::read_meta(&trace::meta_path(&dir, 0)).unwrap();
+    meta.profile = Some(prof_path.display().to_string());
+    trace::write_meta(&dir, &meta).unwrap();
+    let recv_predicted = || -> f64 {
+        let csv = std::fs::read_to_string(dir.join("calls.csv")).unwrap();
+        let row = csv.lines().find(|l| l.contains("MPI_Recv")).unwrap();
+        row.split(',').nth(9).unwrap().parse().unwrap()
+    };
+    let out = analyze_quiet(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("as the run was recorded with"), "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["prediction"]["profile"],
+        prof_path.display().to_string()
+    );
+    // α + β·m = 50 µs + 1 ms.
+    assert!(
+        (recv_predicted() - 0.00105).abs() < 1e-6,
+        "{}",
+        recv_predicted()
+    );
+    // --profile wins; a recorded profile that is gone: the built-in one, said.
+    let other = dir.join("default.json");
+    std::fs::write(
+        &other,
+        pmpi_core::profile::Profile::builtin_default().to_json(),
+    )
+    .unwrap();
+    let out = bin()
+        .args(["analyze", "--quiet", "--profile"])
+        .arg(&other)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("recorded with"), "{err}");
+    assert!(
+        (recv_predicted() - 0.08005).abs() < 1e-6,
+        "{}",
+        recv_predicted()
+    );
+    std::fs::remove_file(&prof_path).unwrap();
+    let out = analyze_quiet(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("which is not there any more"), "{err}");
+    assert!(
+        (recv_predicted() - 0.08005).abs() < 1e-6,
+        "{}",
+        recv_predicted()
+    );
+}
+
+#[test]
 fn analyze_marks_an_incomplete_run() {
     let dir = make_run("cli-analyze-incomplete", false);
     let out = analyze_quiet(&dir);

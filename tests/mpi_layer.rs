@@ -193,12 +193,31 @@ fn analyze_rebuilds_the_same_calls_csv() {
     let exe = build_program("basic", &dir);
     let out = dir.join("out");
     let out_s = out.display().to_string();
-    let with = mpirun(4, &exe, &[], Some(&[("PMPI_PREDICT_OUT", &out_s)]), &dir);
+    // A profile of its own (slower within a node than the built-in one), named relative
+    // to the ranks' working directory: analyze must take it from the run, not the
+    // built-in one, to rebuild the same predictions.
+    let mut prof = pmpi_core::profile::Profile::builtin_default();
+    prof.hockney.intra.alpha = 5e-6;
+    prof.hockney.intra.beta = 1e-9;
+    std::fs::write(dir.join("own.json"), prof.to_json()).unwrap();
+    let with = mpirun(
+        4,
+        &exe,
+        &[],
+        Some(&[
+            ("PMPI_PREDICT_OUT", &out_s),
+            ("PMPI_PREDICT_PROFILE", "own.json"),
+        ]),
+        &dir,
+    );
     assert!(
         with.status.success(),
         "{}",
         String::from_utf8_lossy(&with.stderr)
     );
+    let meta = pmpi_core::trace::read_meta(&pmpi_core::trace::meta_path(&out, 0)).unwrap();
+    let own = std::fs::canonicalize(dir.join("own.json")).unwrap();
+    assert_eq!(meta.profile.as_deref(), Some(own.to_str().unwrap()));
     let first = std::fs::read_to_string(out.join("calls.csv")).unwrap();
     std::fs::remove_file(out.join("calls.csv")).unwrap();
     let a = std::process::Command::new(common::cli_path())

@@ -212,6 +212,12 @@ fn start_inner() -> Result<(), String> {
         clock_init: clock,
         init_ns: now_ns(),
         timestamps: timestamps.to_string(),
+        profile: cfg.profile.as_ref().map(|p| {
+            std::fs::canonicalize(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string()
+        }),
         ..Default::default()
     };
     let mut run = Run {

@@ -43,7 +43,7 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
             )));
         }
     }
-    let opts = a.engine.options(false);
+    let opts = a.engine.options_for(&a.dir, false);
     let (profile, model, _) = opts.resolve()?;
     let run = crate::trace::load_run(&a.dir)?;
     let assume = opts.assumptions()?;

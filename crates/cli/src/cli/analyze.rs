@@ -46,7 +46,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     for line in missing_lines(&missing) {
         eprintln!("pmpi-predict: {line}");
     }
-    let opts = a.engine.options(!a.quiet);
+    let opts = a.engine.options_for(&a.dir, !a.quiet);
     let s = crate::report::write_report_with(&a.dir, &opts)?;
     println!(
         "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json, report.html and trace.json in {}",

@@ -71,7 +71,8 @@ pub fn main() -> i32 {
 /// Options that configure the prediction engine, shared by `analyze` and `accuracy`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineArgs {
-    /// Calibration profile (default: the built-in profile).
+    /// Calibration profile (default: the one the run was recorded with, else the built-in
+    /// profile).
     #[arg(long)]
     pub profile: Option<std::path::PathBuf>,
     /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
@@ -88,6 +89,34 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// Report options for the run in `dir`: without `--profile`, the profile the layer
+    /// predicted with at the run's MPI_Finalize (recorded in rank 0's metadata), so that
+    /// re-analysing a run gives the figures its report gave; said on stderr.
+    pub fn options_for(
+        &self,
+        dir: &std::path::Path,
+        print_hotspots: bool,
+    ) -> crate::report::ReportOptions {
+        let mut o = self.options(print_hotspots);
+        if o.profile.is_none()
+            && let Ok(m) = crate::trace::read_meta(&crate::trace::meta_path(dir, 0))
+            && let Some(p) = m.profile
+        {
+            let path = std::path::PathBuf::from(&p);
+            if path.is_file() {
+                eprintln!(
+                    "pmpi-predict: profile {p}, as the run was recorded with (--profile to choose another)"
+                );
+                o.profile = Some(path);
+            } else {
+                eprintln!(
+                    "pmpi-predict: the run was recorded with profile {p}, which is not there any more: the built-in profile instead (--profile to choose one)"
+                );
+            }
+        }
+        o
+    }
+
     /// Report options from these arguments: bad values are errors (exit status 2).
     pub fn options(&self, print_hotspots: bool) -> crate::report::ReportOptions {
         crate::report::ReportOptions {

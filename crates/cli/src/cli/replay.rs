@@ -91,7 +91,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
             a.dir.display()
         )));
     }
-    let opts = a.engine.options(false);
+    let opts = a.engine.options_for(&a.dir, false);
     let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
     let run = crate::trace::load_run(&a.dir)?;

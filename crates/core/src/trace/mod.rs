@@ -293,6 +293,11 @@ pub struct RankMeta {
     /// At finalize, the converted counter minus CLOCK_MONOTONIC, ns (with "tsc").
     #[serde(default)]
     pub tsc_drift_ns: Option<i64>,
+    /// The calibration profile the layer predicted with (`PMPI_PREDICT_PROFILE`, made
+    /// absolute where it existed); `analyze`, `accuracy` and `replay` take it when not
+    /// given `--profile`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// A communicator's id on this rank and its members' WORLD ranks, by local rank; for an
