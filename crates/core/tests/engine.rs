@@ -1368,24 +1368,29 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
     )
     .unwrap();
     let local = two.eq6_direct(m) - 2.0 * bw * m as f64;
-    for (backbone, want) in [
-        ("", local + 4.0 * bw * m as f64),
-        (", \"backbone_beta\": 1e-7", two.eq6_direct(m)),
-    ] {
+    // The all-to-all's prediction with `wan` ending in `extra`, by `algo`.
+    let predicted = |extra: &str, algo: AlltoallAlgo| {
         let mut c = conditions(&["n0", "n1", "n2", "n3"]);
         let pl = c.placement.clone();
+        c.alltoall = algo;
         c.clusters = Some(
             whatif::parse_clusters(
                 &format!(
                     r#"{{"clusters": {{"A": ["n0", "n1"], "B": ["n2", "n3"]}},
-                        "wan": {{"alpha": 0, "beta": {bw}{backbone}}}}}"#
+                        "wan": {{"alpha": 0, "beta": {bw}{extra}}}}}"#
                 ),
                 &pl,
             )
             .unwrap(),
         );
         let p = predict_run_under(&r, &prof, Some("gige"), &Assumptions::default(), &c).unwrap();
-        let got = p.calls[0][0].predicted.unwrap();
+        p.calls[0][0].predicted.unwrap()
+    };
+    for (backbone, want) in [
+        ("", local + 4.0 * bw * m as f64),
+        (", \"backbone_beta\": 1e-7", two.eq6_direct(m)),
+    ] {
+        let got = predicted(backbone, AlltoallAlgo::Direct);
         assert!(close(got, want), "{backbone}: {got} vs {want}");
     }
     // Measured crossing penalties: 4 blocks at once each way cost 6 lone ones (direct:
@@ -1397,21 +1402,7 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
         (AlltoallAlgo::Direct, local + 6.0 * bw * m as f64),
         (AlltoallAlgo::LocalGroup, local + 4.4 * bw * m as f64),
     ] {
-        let mut c = conditions(&["n0", "n1", "n2", "n3"]);
-        let pl = c.placement.clone();
-        c.alltoall = algo;
-        c.clusters = Some(
-            whatif::parse_clusters(
-                &format!(
-                    r#"{{"clusters": {{"A": ["n0", "n1"], "B": ["n2", "n3"]}},
-                        "wan": {{"alpha": 0, "beta": {bw}{crossing}}}}}"#
-                ),
-                &pl,
-            )
-            .unwrap(),
-        );
-        let p = predict_run_under(&r, &prof, Some("gige"), &Assumptions::default(), &c).unwrap();
-        let got = p.calls[0][0].predicted.unwrap();
+        let got = predicted(crossing, algo);
         assert!(close(got, want), "{algo:?}: {got} vs {want}");
     }
 }
