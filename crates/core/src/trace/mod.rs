@@ -2,6 +2,7 @@
 //! record, the per-rank spool file and its JSON metadata.
 
 pub mod arcs;
+pub mod order;
 
 pub use arcs::{ARC_CALL, CallArcs};
 
