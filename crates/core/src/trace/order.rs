@@ -13,10 +13,10 @@
 //! them to it; the calls are numbered and their arcs attached as [`super::load_run`] does.
 
 use super::arcs::{self, CallArcs};
-use super::{RECORD_SIZE, Record, SPOOL_HEADER};
+use super::{RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
 use crate::error::Error;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -122,6 +122,92 @@ impl CallOrder {
     }
 }
 
+/// The calls of a run in the order of their clock-corrected entries across ranks: by
+/// (entry on rank 0's clock, rank index, record number), as `report::Timeline` orders a
+/// loaded run, read from the spools a block at a time (one [`CallOrder`] per rank). A rank
+/// whose spool is missing or unreadable has no calls here, as it has none loaded.
+pub struct RunOrder {
+    /// Every rank's metadata, by rank (with the clocks the loader gives them).
+    pub metas: Vec<RankMeta>,
+    readers: Vec<Option<CallOrder>>,
+    /// Per rank: its calls of its next entry instant (the clock correction can give two
+    /// entries one instant), by record number, and the first call of the instant after.
+    ready: Vec<VecDeque<Call>>,
+    after: Vec<Option<(i64, Call)>>,
+    /// The next instant of each rank with calls ready.
+    heap: BinaryHeap<Reverse<(i64, usize)>>,
+}
+
+impl RunOrder {
+    /// Opens the run in `dir`.
+    pub fn open(dir: &Path) -> Result<RunOrder, Error> {
+        let metas = super::run_metas(dir)?;
+        let readers = metas
+            .iter()
+            .map(|m| CallOrder::open(&super::spool_path(dir, m.rank)).ok())
+            .collect();
+        let n = metas.len();
+        let mut o = RunOrder {
+            metas,
+            readers,
+            ready: (0..n).map(|_| VecDeque::new()).collect(),
+            after: vec![None; n],
+            heap: BinaryHeap::new(),
+        };
+        for ri in 0..n {
+            o.refill(ri)?;
+        }
+        Ok(o)
+    }
+
+    /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
+    /// [`RunOrder::metas`] and the call; None at the end.
+    pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
+        let Some(Reverse((at, ri))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let c = self.ready[ri]
+            .pop_front()
+            .expect("a rank in the heap has calls ready");
+        if self.ready[ri].is_empty() {
+            self.refill(ri)?;
+        } else {
+            self.heap.push(Reverse((at, ri)));
+        }
+        Ok(Some((at, ri, c)))
+    }
+
+    /// Reads rank `ri`'s calls of its next entry instant.
+    fn refill(&mut self, ri: usize) -> Result<(), Error> {
+        let Some(reader) = self.readers[ri].as_mut() else {
+            return Ok(());
+        };
+        let meta = &self.metas[ri];
+        let mut first = match self.after[ri].take() {
+            Some(x) => Some(x),
+            None => reader
+                .next_call()?
+                .map(|c| (meta.to_global_ns(c.record.t_start), c)),
+        };
+        let Some((at, c)) = first.take() else {
+            return Ok(());
+        };
+        let ready = &mut self.ready[ri];
+        ready.push_back(c);
+        while let Some(c) = reader.next_call()? {
+            let g = meta.to_global_ns(c.record.t_start);
+            if g != at {
+                self.after[ri] = Some((g, c));
+                break;
+            }
+            ready.push_back(c);
+        }
+        ready.make_contiguous().sort_by_key(|c| c.rec);
+        self.heap.push(Reverse((at, ri)));
+        Ok(())
+    }
+}
+
 /// Whether a reorder buffer of `window` records gives `records` in call order: replays the
 /// buffer on their keys alone.
 fn fits(records: &mut Records, window: usize) -> Result<bool, Error> {
@@ -195,6 +281,77 @@ impl Records {
 mod tests {
     use super::*;
     use crate::trace::{FLAG_ARCS, FLAG_NONBLOCKING};
+
+    /// A run of four ranks written to spools (requests in flight, clock offsets, entries
+    /// at one instant across ranks, a rank without a spool), read back across ranks: the
+    /// order and records of `report::timeline` on the loaded run.
+    #[test]
+    fn a_run_read_in_time_order_is_the_loaded_runs_timeline() {
+        let mut seed: u64 = 0x0dd_ba11_5eed;
+        let mut rnd = |k: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % k.max(1)
+        };
+        let dir = std::env::temp_dir().join(format!("pmpi-runorder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for rank in 0..4 {
+            let mut recs = Vec::new();
+            let mut t = 10_000u64;
+            for _ in 0..3000 {
+                let nb = rnd(10) == 0;
+                // Entries on a grid of 1 µs: ranks often enter at one instant.
+                let end = if nb {
+                    t + 1 + rnd(400) * 1000
+                } else {
+                    t + 1 + rnd(3) * 1000
+                };
+                recs.push(Record {
+                    t_start: t,
+                    t_end: end,
+                    t_posted: if nb { t + 1 } else { end },
+                    call: 3,
+                    flags: if nb { FLAG_NONBLOCKING } else { 0 },
+                    ..Default::default()
+                });
+                t = if nb {
+                    t + 1000
+                } else {
+                    end - 1 + 1000 * rnd(3)
+                };
+            }
+            recs.sort_by_key(|r| r.t_end);
+            let meta = RankMeta {
+                rank,
+                world_size: 5,
+                node: format!("n{}", rank / 2),
+                clock_init: Some(crate::trace::ClockSample {
+                    at_ns: 0,
+                    offset_ns: 1000 * rank as i64,
+                    rtt_ns: 1,
+                }),
+                ..Default::default()
+            };
+            crate::trace::write_meta(&dir, &meta).unwrap();
+            if rank != 3 {
+                crate::trace::write_spool(&dir, rank, &recs).unwrap();
+            }
+        }
+        let run = crate::trace::load_run(&dir).unwrap();
+        let want: Vec<(i64, usize, Record)> = crate::report::timeline(&run)
+            .into_iter()
+            .map(|(at, ri, i)| (at, ri, run.ranks[ri].records[i]))
+            .collect();
+        let mut order = RunOrder::open(&dir).unwrap();
+        let mut got = Vec::new();
+        while let Some((at, ri, c)) = order.next_call().unwrap() {
+            got.push((at, ri, c.record));
+        }
+        assert_eq!(got.len(), 9000);
+        assert!(got == want, "not the timeline's order");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     /// Records of three threads as a spool holds them (each when its call completed):
     /// nonblocking operations in flight across up to `span` calls, some calls with per-peer
