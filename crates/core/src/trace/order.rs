@@ -32,7 +32,7 @@ type Key = (u64, bool, u32);
 pub struct CallOrder {
     records: Records,
     /// Buffered records by [`Key`], with their slot in `slots`.
-    heap: BinaryHeap<Reverse<(Key, u32)>>,
+    heap: Reorder<u32>,
     slots: Vec<Record>,
     free: Vec<u32>,
     window: usize,
@@ -60,7 +60,7 @@ impl CallOrder {
         }
         Ok(CallOrder {
             records: Records::open(path)?,
-            heap: BinaryHeap::with_capacity(window + 1),
+            heap: Reorder::default(),
             slots: Vec::with_capacity(window + 1),
             free: Vec::new(),
             window,
@@ -90,9 +90,9 @@ impl CallOrder {
                         self.slots.len() as u32 - 1
                     }
                 };
-                self.heap.push(Reverse((k, slot)));
+                self.heap.push(k, slot);
             }
-            let Some(Reverse(((_, call, n), slot))) = self.heap.pop() else {
+            let Some(((_, call, n), slot)) = self.heap.pop() else {
                 return Ok(None);
             };
             self.free.push(slot);
@@ -211,23 +211,67 @@ impl RunOrder {
 /// Whether a reorder buffer of `window` records gives `records` in call order: replays the
 /// buffer on their keys alone.
 fn fits(records: &mut Records, window: usize) -> Result<bool, Error> {
-    let mut heap: BinaryHeap<Reverse<Key>> = BinaryHeap::with_capacity(window + 1);
+    let mut heap: Reorder<()> = Reorder::default();
     let mut last = None;
     loop {
         let more = records.next()?;
         if let Some((k, _)) = more {
-            heap.push(Reverse(k));
+            heap.push(k, ());
             if heap.len() <= window {
                 continue;
             }
         }
-        let Some(Reverse(k)) = heap.pop() else {
+        let Some((k, ())) = heap.pop() else {
             return Ok(true);
         };
         if last.is_some_and(|l| k < l) {
             return Ok(false);
         }
         last = Some(k);
+    }
+}
+
+/// A reorder buffer for items that come nearly in key order: those in order queue at the
+/// back of a run (no heap work: most records of a spool), the others wait in a heap; the
+/// smaller of the two fronts leaves, so items leave smallest first, as from one heap.
+struct Reorder<T> {
+    run: VecDeque<(Key, T)>,
+    late: BinaryHeap<Reverse<(Key, T)>>,
+}
+
+impl<T> Default for Reorder<T> {
+    fn default() -> Self {
+        Reorder {
+            run: VecDeque::new(),
+            late: BinaryHeap::new(),
+        }
+    }
+}
+
+impl<T: Ord> Reorder<T> {
+    fn push(&mut self, k: Key, t: T) {
+        if self.run.back().is_none_or(|b| b.0 <= k) {
+            self.run.push_back((k, t));
+        } else {
+            self.late.push(Reverse((k, t)));
+        }
+    }
+
+    fn pop(&mut self) -> Option<(Key, T)> {
+        let late_first = match (self.run.front(), self.late.peek()) {
+            (Some(a), Some(Reverse(b))) => b.0 < a.0,
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if late_first {
+            self.late.pop().map(|Reverse(x)| x)
+        } else {
+            self.run.pop_front()
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.run.len() + self.late.len()
     }
 }
 
