@@ -7,7 +7,8 @@
 //! `--profile-replay` it runs only the replay under gige, ten times, for `perf record`;
 //! with `--profile-prediction`, the whole prediction under gige, once, as a fresh process
 //! of `pmpi-predict analyze` runs it, with its CPU time and peak memory; with `--matching`,
-//! the same records matched online as they are made, never held).
+//! the same records matched online as they are made, never held; with `--read=DIR`, a
+//! written run read back from its spools in time order and matched online).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
@@ -26,6 +27,10 @@ fn main() {
     // `--matching`: the same records matched online as they are made, never held.
     if std::env::args().any(|a| a == "--matching") {
         return matching(ranks, per_rank);
+    }
+    // `--read=DIR`: a written run read back in time order and matched online.
+    if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--read=").map(String::from)) {
+        return read_run(std::path::Path::new(&dir));
     }
     let t0 = Instant::now();
     let mut run = RunTrace {
@@ -197,29 +202,80 @@ fn matching(ranks: usize, per_rank: usize) {
     let mut fifo: Fifo<(usize, usize, i32), u64, u64> = Fifo::default();
     let mut groups: Groups<u64> = Groups::default();
     let (mut id, mut messages, mut operations, mut collectives) = (0u64, 0u64, 0u64, 0u64);
+    let mut waiting = 0usize;
     for step in 1..=per_rank as u64 {
         for r in 0..ranks {
             if step.is_multiple_of(1000) {
                 if groups.join(collectives, id as u32, ranks as u64).is_some() {
                     operations += 1;
                 }
-            } else if (step + r as u64).is_multiple_of(2) {
-                messages += fifo.a((r, (r + 1) % ranks, 0), id).is_some() as u64;
             } else {
-                messages += fifo.b(((r + ranks - 1) % ranks, r, 0), id).is_some() as u64;
+                let hit = if (step + r as u64).is_multiple_of(2) {
+                    fifo.a((r, (r + 1) % ranks, 0), id).is_some()
+                } else {
+                    fifo.b(((r + ranks - 1) % ranks, r, 0), id).is_some()
+                };
+                messages += hit as u64;
+                // A match takes one waiting record away; else this one waits.
+                waiting = if hit { waiting - 1 } else { waiting + 1 };
             }
+            most = most.max(waiting + groups.open());
             id += 1;
         }
         collectives += step.is_multiple_of(1000) as u64;
-        if step.is_multiple_of(4096) {
-            most = most.max(fifo.waiting() + groups.open());
-        }
     }
     let cpu = (cpu_ns() - c0) as f64 * 1e-9;
     println!(
         "online matching: {id} records, {messages} messages and {operations} collective operations matched, {cpu:.3} s of CPU ({:.1} M records/s), at most {most} records waiting, {} left unmatched, peak resident {} MB",
         id as f64 / cpu / 1e6,
         fifo.waiting(),
+        peak_rss() >> 20
+    );
+}
+
+/// A run's spools read in time order across ranks (`trace::order::RunOrder`) and their
+/// messages and collective operations matched online, as a streaming engine's front end
+/// reads them: throughput, and the memory, which is the readers' buffers and what waits for
+/// a match, not the run's length.
+fn read_run(dir: &std::path::Path) {
+    use pmpi_core::replay::matching::{Fifo, Groups};
+    use pmpi_core::trace::{CallKind, order::RunOrder};
+    let c0 = cpu_ns();
+    let mut order = RunOrder::open(dir).expect("run readable");
+    let ranks: Vec<i32> = order.metas.iter().map(|m| m.rank).collect();
+    let mut fifo: Fifo<(i32, i32, i32), u64, u64> = Fifo::default();
+    let mut groups: Groups<(u32, u64)> = Groups::default();
+    let mut counts: std::collections::HashMap<(usize, u32), u64> = Default::default();
+    let (mut n, mut messages, mut operations, mut most) = (0u64, 0u64, 0u64, 0usize);
+    let mut waiting = 0usize;
+    while let Some((_, ri, c)) = order.next_call().expect("spool readable") {
+        let (r, me) = (c.record, ranks[ri]);
+        match trace::call_kind(r.call) {
+            k @ (CallKind::Send | CallKind::Isend | CallKind::Recv | CallKind::Irecv) => {
+                let hit = if matches!(k, CallKind::Send | CallKind::Isend) {
+                    fifo.a((me, r.peer, r.tag), n).is_some()
+                } else {
+                    fifo.b((r.peer, me, r.tag), n).is_some()
+                };
+                messages += hit as u64;
+                waiting = if hit { waiting - 1 } else { waiting + 1 };
+            }
+            CallKind::Alltoall | CallKind::Barrier | CallKind::Allreduce => {
+                let k = counts.entry((ri, r.comm)).or_insert(0);
+                let key = (r.comm, *k);
+                *k += 1;
+                operations += groups.join(key, n as u32, r.comm_size as u64).is_some() as u64;
+            }
+            _ => {}
+        }
+        n += 1;
+        most = most.max(waiting + groups.open());
+    }
+    let cpu = (cpu_ns() - c0) as f64 * 1e-9;
+    println!(
+        "read in time order and matched online: {n} records of {} ranks, {messages} messages and {operations} collective operations matched, {cpu:.2} s of CPU ({:.1} M records/s), at most {most} records waiting, peak resident {} MB",
+        ranks.len(),
+        n as f64 / cpu / 1e6,
         peak_rss() >> 20
     );
 }
