@@ -63,14 +63,14 @@ impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
 /// Collective operations across ranks: each member's record joins its operation's key
 /// (the caller's: communicator and collective number on it); the operation is complete,
 /// and leaves, when its `n` members have joined.
-pub struct Groups<K> {
+pub struct Groups<K, M = u32> {
     /// Open operations: the order in which each was first joined, and its members so far.
-    open: FxMap<K, (u32, Vec<u32>)>,
+    open: FxMap<K, (u32, Vec<M>)>,
     /// Operations opened so far.
     opened: u32,
 }
 
-impl<K> Default for Groups<K> {
+impl<K, M> Default for Groups<K, M> {
     fn default() -> Self {
         Groups {
             open: FxMap::default(),
@@ -79,11 +79,11 @@ impl<K> Default for Groups<K> {
     }
 }
 
-impl<K: Hash + Eq> Groups<K> {
+impl<K: Hash + Eq, M> Groups<K, M> {
     /// Record `g` joins operation `k` of `n` members. When `g` is its last member: the
     /// operation's number in the order operations were first joined, and its members in
     /// the order they joined.
-    pub fn join(&mut self, k: K, g: u32, n: u64) -> Option<(u32, Vec<u32>)> {
+    pub fn join(&mut self, k: K, g: M, n: u64) -> Option<(u32, Vec<M>)> {
         use std::collections::hash_map::Entry;
         match self.open.entry(k) {
             Entry::Occupied(mut e) => {

@@ -15,6 +15,7 @@
 
 pub mod matching;
 pub mod net;
+pub mod online;
 pub mod wait;
 pub mod whatif;
 
