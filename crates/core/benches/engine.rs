@@ -8,7 +8,7 @@
 //! with `--profile-prediction`, the whole prediction under gige, once, as a fresh process
 //! of `pmpi-predict analyze` runs it, with its CPU time and peak memory; with `--matching`,
 //! the same records matched online as they are made, never held; with `--read=DIR`, a
-//! written run read back from its spools in time order and matched online).
+//! written run read back from its spools in time order and planned online).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
@@ -233,48 +233,50 @@ fn matching(ranks: usize, per_rank: usize) {
     );
 }
 
-/// A run's spools read in time order across ranks (`trace::order::RunOrder`) and their
-/// messages and collective operations matched online, as a streaming engine's front end
-/// reads them: throughput, and the memory, which is the readers' buffers and what waits for
-/// a match, not the run's length.
+/// A run's spools read in time order across ranks (`trace::order::RunOrder`) and its plan
+/// found online (`replay::online::OnlinePlan`: each record's replay fields, its messages,
+/// completions and collective operations), as a streaming engine's front end reads them:
+/// throughput, and the memory, which is the readers' buffers and what waits for a match,
+/// not the run's length.
 fn read_run(dir: &std::path::Path) {
-    use pmpi_core::replay::matching::{Fifo, Groups};
-    use pmpi_core::trace::{CallKind, order::RunOrder};
+    use pmpi_core::replay::online::{Event, OnlinePlan};
+    use pmpi_core::trace::order::RunOrder;
     let c0 = cpu_ns();
     let mut order = RunOrder::open(dir).expect("run readable");
-    let ranks: Vec<i32> = order.metas.iter().map(|m| m.rank).collect();
-    let mut fifo: Fifo<(i32, i32, i32), u64, u64> = Fifo::default();
-    let mut groups: Groups<(u32, u64)> = Groups::default();
-    let mut counts: std::collections::HashMap<(usize, u32), u64> = Default::default();
+    let ranks = RunTrace {
+        world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
+        ranks: order
+            .metas
+            .iter()
+            .map(|m| RankTrace {
+                meta: m.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        missing: vec![],
+    };
+    let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
+    let protocol = replay::Protocol::for_library(library);
+    let mut plan = OnlinePlan::new(&order.metas, Placement::from_run(&ranks), protocol);
     let (mut n, mut messages, mut operations, mut most) = (0u64, 0u64, 0u64, 0usize);
-    let mut waiting = 0usize;
+    let mut gaps = 0.0;
     while let Some((_, ri, c)) = order.next_call().expect("spool readable") {
-        let (r, me) = (c.record, ranks[ri]);
-        match trace::call_kind(r.call) {
-            k @ (CallKind::Send | CallKind::Isend | CallKind::Recv | CallKind::Irecv) => {
-                let hit = if matches!(k, CallKind::Send | CallKind::Isend) {
-                    fifo.a((me, r.peer, r.tag), n).is_some()
-                } else {
-                    fifo.b((r.peer, me, r.tag), n).is_some()
-                };
-                messages += hit as u64;
-                waiting = if hit { waiting - 1 } else { waiting + 1 };
-            }
-            CallKind::Alltoall | CallKind::Barrier | CallKind::Allreduce => {
-                let k = counts.entry((ri, r.comm)).or_insert(0);
-                let key = (r.comm, *k);
-                *k += 1;
-                operations += groups.join(key, n as u32, r.comm_size as u64).is_some() as u64;
-            }
+        let hot = plan.record(ri, &c, |e| match e {
+            Event::Message { .. } => messages += 1,
+            Event::Instance { .. } => operations += 1,
             _ => {}
-        }
+        });
+        gaps += hot.gap;
         n += 1;
-        most = most.max(waiting + groups.open());
+        // Not at a multiple of the ranks: the synthetic ring is matched at each step's end.
+        if n.is_multiple_of(1021) {
+            most = most.max(plan.waiting());
+        }
     }
     let cpu = (cpu_ns() - c0) as f64 * 1e-9;
     println!(
-        "read in time order and matched online: {n} records of {} ranks, {messages} messages and {operations} collective operations matched, {cpu:.2} s of CPU ({:.1} M records/s), at most {most} records waiting, peak resident {} MB",
-        ranks.len(),
+        "read in time order and planned online: {n} records of {} ranks, {messages} messages and {operations} collective operations matched, {gaps:.3} s of compute gaps, {cpu:.2} s of CPU ({:.1} M records/s), at most {most} waiting for a match (sampled), peak resident {} MB",
+        ranks.ranks.len(),
         n as f64 / cpu / 1e6,
         peak_rss() >> 20
     );
