@@ -261,12 +261,12 @@ fn read_run(dir: &std::path::Path) {
     let (mut n, mut messages, mut operations, mut most) = (0u64, 0u64, 0u64, 0usize);
     let mut gaps = 0.0;
     while let Some((_, ri, c)) = order.next_call().expect("spool readable") {
-        let hot = plan.record(ri, &c, |e| match e {
+        let planned = plan.record(ri, &c, |e| match e {
             Event::Message { .. } => messages += 1,
             Event::Instance { .. } => operations += 1,
             _ => {}
         });
-        gaps += hot.gap;
+        gaps += planned.hot.gap;
         n += 1;
         // Not at a multiple of the ranks: the synthetic ring is matched at each step's end.
         if n.is_multiple_of(1021) {

@@ -3,8 +3,8 @@
 //! holding only what waits for a match ([`super::matching`]).
 //!
 //! Each record, when read, gets at once what it alone fixes ([`OnlinePlan::record`]
-//! returns its [`Hot`]: gap, duration, op, the message it sends and its collective
-//! operation); what depends on other records comes as an [`Event`] once they are read: a
+//! returns its [`Planned`]: gap, duration, op, the message it sends with its protocol,
+//! its collective operation); what depends on other records comes as an [`Event`] once they are read: a
 //! message matched with its receive, a nonblocking operation with its completion call, a
 //! probe with the receive it probes for, a collective operation with its last member.
 //! Records are known by (rank index, record number); a message by its sending record; a
@@ -44,6 +44,28 @@ pub enum Event {
         multi_node: bool,
         max_per_node: u64,
     },
+}
+
+/// The message a record sends, as its send fixes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Message {
+    pub bytes: u64,
+    pub src_rank: i32,
+    pub dst_rank: i32,
+    pub src_node: u32,
+    pub dst_node: u32,
+    /// The transfer waits for the receive to be posted (see [`super::Msg`]).
+    pub rendezvous: bool,
+}
+
+/// What a record fixes alone, when read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Planned {
+    /// Its replay fields: `msg_out` 0 when it sends a message (known by this record),
+    /// `msg_in` left to [`Event::Message`], `inst_of` its collective operation's number.
+    pub hot: Hot,
+    /// The message it sends, if any.
+    pub msg: Option<Message>,
 }
 
 /// Per rank: what classifying its records needs.
@@ -135,11 +157,9 @@ impl OnlinePlan {
         }
     }
 
-    /// Reads call `c` of rank index `ri` (each rank's calls in call order): its [`Hot`]
-    /// (`msg_out`: 0 when it sends a message, which is known by this record; `msg_in`
-    /// left to [`Event::Message`]; `inst_of`: its operation's number), and the events it
-    /// completes, through `event`.
-    pub fn record(&mut self, ri: usize, c: &Call, mut event: impl FnMut(Event)) -> Hot {
+    /// Reads call `c` of rank index `ri` (each rank's calls in call order): what it fixes
+    /// alone, and the events it completes, through `event`.
+    pub fn record(&mut self, ri: usize, c: &Call, mut event: impl FnMut(Event)) -> Planned {
         let id = (ri as u32, c.rec);
         let r = &c.record;
         let rk = &mut self.ranks[ri];
@@ -184,10 +204,30 @@ impl OnlinePlan {
                 by: (id.0, by),
             });
         }
-        // Messages.
+        // Messages: between placed ranks, eager below the limit of their path.
+        let (sync, buffered) = match op {
+            Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
+            _ => (false, false),
+        };
         let sends = matches!(op, Op::Send { .. } | Op::Isend { .. } | Op::SendRecv);
-        if sends && self.placement.node(me).is_some() && self.placement.node(r.peer).is_some() {
+        let mut msg = None;
+        if sends
+            && let (Some(sn), Some(dn)) = (self.placement.node(me), self.placement.node(r.peer))
+        {
             hot.msg_out = 0;
+            let eager = if sn == dn {
+                self.protocol.eager_intra
+            } else {
+                self.protocol.eager_inter
+            };
+            msg = Some(Message {
+                bytes: r.bytes_send,
+                src_rank: me,
+                dst_rank: r.peer,
+                src_node: sn,
+                dst_node: dn,
+                rendezvous: sync || (!buffered && r.bytes_send >= eager),
+            });
             if let Some(recv) = self.messages.a((me, r.peer, r.tag), id) {
                 event(Event::Message { send: id, recv });
             }
@@ -260,7 +300,7 @@ impl OnlinePlan {
                 }
             }
         }
-        hot
+        Planned { hot, msg }
     }
 
     /// What waits for a match: messages, requests, collective operations, probes.
@@ -273,11 +313,6 @@ impl OnlinePlan {
                 .iter()
                 .map(|r| r.completions.waiting())
                 .sum::<usize>()
-    }
-
-    /// The protocol the plan's messages follow.
-    pub fn protocol(&self) -> Protocol {
-        self.protocol
     }
 }
 
@@ -495,7 +530,7 @@ mod tests {
                 .iter()
                 .map(|rk| super::super::call_order(&rk.records, 0).into())
                 .collect();
-            let mut hot: BTreeMap<Id, Hot> = BTreeMap::new();
+            let mut hot: BTreeMap<Id, Planned> = BTreeMap::new();
             let mut events = Vec::new();
             loop {
                 let open: Vec<usize> = (0..order.len()).filter(|&r| !order[r].is_empty()).collect();
@@ -539,10 +574,22 @@ mod tests {
             let send_of = |m: u32| (m != NONE).then(|| id_of(plan.msgs[m as usize].send));
             for (g, p) in plan.hot.iter().enumerate() {
                 let id = id_of(g as u32);
-                let o = hot[&id];
+                let Planned { hot: o, msg } = hot[&id];
                 let at = format!("case {case}, record {id:?}");
                 assert_eq!((o.gap, o.op_dur, o.op), (p.gap, p.op_dur, p.op), "{at}");
                 assert_eq!(o.msg_out != NONE, p.msg_out != NONE, "{at}");
+                let plan_msg = (p.msg_out != NONE).then(|| {
+                    let m = plan.msgs[p.msg_out as usize];
+                    Message {
+                        bytes: m.bytes,
+                        src_rank: m.src_rank,
+                        dst_rank: m.dst_rank,
+                        src_node: m.src_node,
+                        dst_node: m.dst_node,
+                        rendezvous: m.rendezvous,
+                    }
+                });
+                assert_eq!(msg, plan_msg, "{at}");
                 assert_eq!(recv_of.get(&id).copied(), send_of(p.msg_in), "{at}");
                 let done = plan.done_by[g];
                 assert_eq!(
