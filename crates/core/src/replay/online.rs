@@ -4,9 +4,11 @@
 //!
 //! Each record, when read, gets at once what it alone fixes ([`OnlinePlan::record`]
 //! returns its [`Planned`]: gap, duration, op, the message it sends with its protocol,
-//! its collective operation); what depends on other records comes as an [`Event`] once they are read: a
-//! message matched with its receive, a nonblocking operation with its completion call, a
-//! probe with the receive it probes for, a collective operation with its last member.
+//! its collective operation); what depends on other records comes as an [`Event`] once
+//! they are read: a message matched with its receive, a nonblocking operation with its
+//! completion call, a probe with the receive it probes for, a collective operation with
+//! its last member. A window synchronisation's bytes and target, and the peer of a
+//! receive or probe that matched nothing, are the record's own fields.
 //! Records are known by (rank index, record number); a message by its sending record; a
 //! collective operation by the order in which it was first joined.
 
@@ -73,7 +75,8 @@ struct Rank {
     me: i32,
     ops: Vec<Op>,
     kinds: Vec<CallKind>,
-    /// Communicator id → (member list number, rank among same-member communicators, inter).
+    /// Communicator id → (member list number, rank among same-member communicators,
+    /// intercommunicator, members).
     ident: FxMap<u32, (u32, usize, bool, usize)>,
     /// Collectives called so far per communicator.
     counters: FxMap<u32, usize>,
