@@ -6,7 +6,9 @@
 //! `--write=DIR` it writes the trace as a run directory for `pmpi-predict analyze`; with
 //! `--profile-replay` it runs only the replay under gige, ten times, for `perf record`;
 //! with `--profile-prediction`, the whole prediction under gige, once, as a fresh process
-//! of `pmpi-predict analyze` runs it).
+//! of `pmpi-predict analyze` runs it, with its CPU time and peak memory; with `--matching`,
+//! the same records matched online as they are made, never held; with `--read=DIR`, a
+//! written run read back from its spools in time order and planned online).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
@@ -22,6 +24,14 @@ fn main() {
         .unwrap_or(10_000_000);
     let ranks = 16usize;
     let per_rank = total / ranks;
+    // `--matching`: the same records matched online as they are made, never held.
+    if std::env::args().any(|a| a == "--matching") {
+        return matching(ranks, per_rank);
+    }
+    // `--read=DIR`: a written run read back in time order and matched online.
+    if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--read=").map(String::from)) {
+        return read_run(std::path::Path::new(&dir));
+    }
     let t0 = Instant::now();
     let mut run = RunTrace {
         ranks: Vec::new(),
@@ -114,10 +124,12 @@ fn main() {
     if std::env::args().any(|a| a == "--profile-prediction") {
         let (c0, f0) = (cpu_ns(), minor_faults());
         drop(predict_run(&run, &profile, Some("gige")).expect("engine runs"));
+        let cpu = (cpu_ns() - c0) as f64 * 1e-9;
         println!(
-            "whole prediction gige: {:.3} s of CPU, {} page faults",
-            (cpu_ns() - c0) as f64 * 1e-9,
-            minor_faults() - f0
+            "whole prediction gige: {cpu:.3} s of CPU ({:.2} M records/s), {} page faults, peak resident {} MB (the trace's records included)",
+            n as f64 / cpu / 1e6,
+            minor_faults() - f0,
+            peak_rss() >> 20
         );
         return;
     }
@@ -178,6 +190,107 @@ fn stages(run: &RunTrace, profile: &Profile, n: usize) {
         rate(dt_free),
         rate(dt_all)
     );
+}
+
+/// The synthetic trace's records matched online (messages, collective operations) as they
+/// are made, rank by rank at each step as a reader in time order would see them: the
+/// matching's throughput, and its state (what waits for a match), which stays that of the
+/// records in flight however long the run.
+fn matching(ranks: usize, per_rank: usize) {
+    use pmpi_core::replay::matching::{Fifo, Groups};
+    let (c0, mut most) = (cpu_ns(), 0usize);
+    let mut fifo: Fifo<(usize, usize, i32), u64, u64> = Fifo::default();
+    let mut groups: Groups<u64> = Groups::default();
+    let (mut id, mut messages, mut operations, mut collectives) = (0u64, 0u64, 0u64, 0u64);
+    let mut waiting = 0usize;
+    for step in 1..=per_rank as u64 {
+        for r in 0..ranks {
+            if step.is_multiple_of(1000) {
+                if groups.join(collectives, id as u32, ranks as u64).is_some() {
+                    operations += 1;
+                }
+            } else {
+                let hit = if (step + r as u64).is_multiple_of(2) {
+                    fifo.a((r, (r + 1) % ranks, 0), id).is_some()
+                } else {
+                    fifo.b(((r + ranks - 1) % ranks, r, 0), id).is_some()
+                };
+                messages += hit as u64;
+                // A match takes one waiting record away; else this one waits.
+                waiting = if hit { waiting - 1 } else { waiting + 1 };
+            }
+            most = most.max(waiting + groups.open());
+            id += 1;
+        }
+        collectives += step.is_multiple_of(1000) as u64;
+    }
+    let cpu = (cpu_ns() - c0) as f64 * 1e-9;
+    println!(
+        "online matching: {id} records, {messages} messages and {operations} collective operations matched, {cpu:.3} s of CPU ({:.1} M records/s), at most {most} records waiting, {} left unmatched, peak resident {} MB",
+        id as f64 / cpu / 1e6,
+        fifo.waiting(),
+        peak_rss() >> 20
+    );
+}
+
+/// A run's spools read in time order across ranks (`trace::order::RunOrder`) and its plan
+/// found online (`replay::online::OnlinePlan`: each record's replay fields, its messages,
+/// completions and collective operations), as a streaming engine's front end reads them:
+/// throughput, and the memory, which is the readers' buffers and what waits for a match,
+/// not the run's length.
+fn read_run(dir: &std::path::Path) {
+    use pmpi_core::replay::online::{Event, OnlinePlan};
+    use pmpi_core::trace::order::RunOrder;
+    let c0 = cpu_ns();
+    let mut order = RunOrder::open(dir).expect("run readable");
+    let ranks = RunTrace {
+        world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
+        ranks: order
+            .metas
+            .iter()
+            .map(|m| RankTrace {
+                meta: m.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        missing: vec![],
+    };
+    let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
+    let protocol = replay::Protocol::for_library(library);
+    let mut plan = OnlinePlan::new(&order.metas, Placement::from_run(&ranks), protocol);
+    let (mut n, mut messages, mut operations, mut most) = (0u64, 0u64, 0u64, 0usize);
+    let mut gaps = 0.0;
+    while let Some((_, ri, c)) = order.next_call().expect("spool readable") {
+        let planned = plan.record(ri, &c, |e| match e {
+            Event::Message { .. } => messages += 1,
+            Event::Instance { .. } => operations += 1,
+            _ => {}
+        });
+        gaps += planned.hot.gap;
+        n += 1;
+        // Not at a multiple of the ranks: the synthetic ring is matched at each step's end.
+        if n.is_multiple_of(1021) {
+            most = most.max(plan.waiting());
+        }
+    }
+    let cpu = (cpu_ns() - c0) as f64 * 1e-9;
+    println!(
+        "read in time order and planned online: {n} records of {} ranks, {messages} messages and {operations} collective operations matched, {gaps:.3} s of compute gaps, {cpu:.2} s of CPU ({:.1} M records/s), at most {most} waiting for a match (sampled), peak resident {} MB",
+        ranks.ranks.len(),
+        n as f64 / cpu / 1e6,
+        peak_rss() >> 20
+    );
+}
+
+/// Peak resident memory of the process so far, bytes (Linux's VmHWM; 0 elsewhere).
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb << 10)
 }
 
 /// CPU time this thread has run, ns (Linux; 0 elsewhere): on a shared machine the wall

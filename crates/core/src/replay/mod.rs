@@ -13,7 +13,9 @@
 //! measured or replayed, into per-call waits by kind.
 #![forbid(unsafe_code)]
 
+pub mod matching;
 pub mod net;
+pub mod online;
 pub mod wait;
 pub mod whatif;
 
@@ -325,18 +327,23 @@ impl Plan {
             if rk.records.iter().all(|r| r.flags & FLAG_NONBLOCKING == 0) {
                 continue;
             }
-            let mut ends: FxMap<(u16, u64), u32> = FxMap::default();
+            // The completion calls first, so that the last of two with the same end wins.
+            let mut found = matching::Completions::default();
             for (i, r) in rk.records.iter().enumerate() {
-                if hot[(base[ri] + i as u32) as usize].op == Op::Complete {
-                    ends.insert((r.thread, r.t_end), base[ri] + i as u32);
+                let c = base[ri] + i as u32;
+                if hot[c as usize].op == Op::Complete {
+                    found.call(r.thread, r.t_end, c, |g| {
+                        done_by[g as usize] = c;
+                        pairs.push((c, g));
+                    });
                 }
             }
             for (i, r) in rk.records.iter().enumerate() {
                 if r.flags & FLAG_NONBLOCKING == 0 {
                     continue;
                 }
-                if let Some(&c) = ends.get(&(r.thread, r.t_end)) {
-                    let g = base[ri] + i as u32;
+                let g = base[ri] + i as u32;
+                if let Some(c) = found.operation(r.thread, r.t_end, g) {
                     done_by[g as usize] = c;
                     pairs.push((c, g));
                 }
@@ -354,74 +361,29 @@ impl Plan {
 
         // Messages: sends in call order per (source, destination, tag) — MPI keeps that
         // order — matched FIFO by the receives in the order they were posted.
-        let node = |rank: i32| placement.node(rank);
-        let mut msgs: Vec<Msg> = Vec::new();
-        let mut queue: FxMap<(i32, i32, i32), VecDeque<u32>> = FxMap::default();
-        let mut conn_ids: FxMap<(i32, i32), u32> = FxMap::default();
+        let mut messages = Messages::default();
         for (ri, rk) in run.ranks.iter().enumerate() {
-            let me = rk.meta.rank;
             for &g in &order[ri] {
                 let r = &rk.records[(g - base[ri]) as usize];
-                let (sync, buffered) = match hot[g as usize].op {
-                    Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
-                    Op::SendRecv => (false, false),
-                    _ => continue,
-                };
-                let (Some(sn), Some(dn)) = (node(me), node(r.peer)) else {
-                    continue;
-                };
-                let eager = if sn == dn {
-                    protocol.eager_intra
-                } else {
-                    protocol.eager_inter
-                };
-                hot[g as usize].msg_out = msgs.len() as u32;
-                queue
-                    .entry((me, r.peer, r.tag))
-                    .or_default()
-                    .push_back(msgs.len() as u32);
-                let next_conn = conn_ids.len() as u32;
-                let conn = *conn_ids.entry((me, r.peer)).or_insert(next_conn);
-                msgs.push(Msg {
-                    conn,
-                    send: g,
-                    recv: NONE,
-                    bytes: r.bytes_send,
-                    src_rank: me,
-                    dst_rank: r.peer,
-                    src_node: sn,
-                    dst_node: dn,
-                    rendezvous: sync || (!buffered && r.bytes_send >= eager),
-                });
+                messages.send(rk.meta.rank, r, g, &mut hot, &placement, protocol);
             }
         }
         for (ri, rk) in run.ranks.iter().enumerate() {
-            let me = rk.meta.rank;
             let mut recvs: Vec<(f64, u32, i32)> = (0..rk.records.len())
                 .filter_map(|i| {
                     let g = base[ri] + i as u32;
-                    let r = &rk.records[i];
-                    match hot[g as usize].op {
-                        Op::Recv | Op::Irecv if r.peer >= 0 => {
-                            Some((m_start[g as usize], g, r.peer))
-                        }
-                        Op::SendRecv if r.peer2 >= 0 => Some((m_start[g as usize], g, r.peer2)),
-                        _ => None,
-                    }
+                    receive_source(hot[g as usize].op, &rk.records[i])
+                        .map(|src| (m_start[g as usize], g, src))
                 })
                 .collect();
             recvs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             for (_, g, src) in recvs {
-                let r = &rk.records[(g - base[ri]) as usize];
-                if let Some(m) = queue
-                    .get_mut(&(src, me, r.tag))
-                    .and_then(VecDeque::pop_front)
-                {
-                    hot[g as usize].msg_in = m;
-                    msgs[m as usize].recv = g;
-                }
+                let tag = rk.records[(g - base[ri]) as usize].tag;
+                messages.recv(rk.meta.rank, src, tag, g, &mut hot);
             }
         }
+        let connections = messages.conns.len();
+        let msgs = messages.msgs;
         let instances =
             collective_instances(run, &base, &order, &refs, &kinds, &mut hot, &placement);
         // The kinds served matching and instances only: not kept.
@@ -454,24 +416,19 @@ impl Plan {
         let mut probe_msg = Vec::new();
         if hot.iter().any(|h| h.op == Op::Probe) {
             probe_msg = vec![NONE; n];
-            for s in &streams {
-                for (k, &g) in s.iter().enumerate() {
-                    if hot[g as usize].op != Op::Probe {
-                        continue;
-                    }
+            let mut probes = matching::Probes::default();
+            for (si, s) in streams.iter().enumerate() {
+                for &g in s {
                     let CallRef { rank, rec } = refs[g as usize];
-                    let p = &run.ranks[rank as usize].records[rec as usize];
-                    probe_msg[g as usize] = s[k + 1..]
-                        .iter()
-                        .find(|&&h| {
-                            let CallRef { rank, rec } = refs[h as usize];
-                            let q = &run.ranks[rank as usize].records[rec as usize];
-                            // A probe that records MPI_ANY_TAG (negative) matches any tag.
-                            matches!(hot[h as usize].op, Op::Recv | Op::Irecv)
-                                && q.peer == p.peer
-                                && (p.tag < 0 || q.tag == p.tag)
-                        })
-                        .map_or(NONE, |&h| hot[h as usize].msg_in);
+                    let r = &run.ranks[rank as usize].records[rec as usize];
+                    match hot[g as usize].op {
+                        Op::Probe => probes.probe(si as u32, g, r.peer, r.tag),
+                        Op::Recv | Op::Irecv => {
+                            let m = hot[g as usize].msg_in;
+                            probes.recv(si as u32, r.peer, r.tag, |p| probe_msg[p as usize] = m);
+                        }
+                        _ => {}
+                    }
                 }
             }
         }
@@ -511,7 +468,7 @@ impl Plan {
             instances,
             placement,
             protocol,
-            connections: conn_ids.len(),
+            connections,
             rma_bytes,
         }
     }
@@ -525,6 +482,88 @@ fn call_order(records: &[Record], base: u32) -> Vec<u32> {
         ids.sort_by_key(|&g| (records[(g - base) as usize].t_start, g));
     }
     ids
+}
+
+/// The source a receiving record receives from, if it receives a message: a receive's
+/// peer, an `MPI_Sendrecv`'s second peer (not `MPI_ANY_SOURCE` left unresolved, nor
+/// `MPI_PROC_NULL`: negative).
+fn receive_source(op: Op, r: &Record) -> Option<i32> {
+    match op {
+        Op::Recv | Op::Irecv if r.peer >= 0 => Some(r.peer),
+        Op::SendRecv if r.peer2 >= 0 => Some(r.peer2),
+        _ => None,
+    }
+}
+
+/// The messages of a run, matched as their records come ([`matching::Fifo`] per (source,
+/// destination, tag)): each rank's sends in call order and its receives in the order they
+/// were posted, the two sides and the ranks interleaved in any way.
+#[derive(Default)]
+struct Messages {
+    fifo: matching::Fifo<(i32, i32, i32), u32, u32>,
+    /// The messages, numbered as their sends come.
+    msgs: Vec<Msg>,
+    /// Connection number of each (source rank, destination rank).
+    conns: FxMap<(i32, i32), u32>,
+}
+
+impl Messages {
+    /// Record `g` of WORLD rank `me`: a message if it sends one (its `msg_out` in `hot`)
+    /// between placed ranks, matched with the receive that waits for it, if one does.
+    fn send(
+        &mut self,
+        me: i32,
+        r: &Record,
+        g: u32,
+        hot: &mut [Hot],
+        placement: &Placement,
+        protocol: Protocol,
+    ) {
+        let (sync, buffered) = match hot[g as usize].op {
+            Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
+            Op::SendRecv => (false, false),
+            _ => return,
+        };
+        let (Some(sn), Some(dn)) = (placement.node(me), placement.node(r.peer)) else {
+            return;
+        };
+        let eager = if sn == dn {
+            protocol.eager_intra
+        } else {
+            protocol.eager_inter
+        };
+        let m = self.msgs.len() as u32;
+        hot[g as usize].msg_out = m;
+        let next_conn = self.conns.len() as u32;
+        let conn = *self.conns.entry((me, r.peer)).or_insert(next_conn);
+        self.msgs.push(Msg {
+            conn,
+            send: g,
+            recv: NONE,
+            bytes: r.bytes_send,
+            src_rank: me,
+            dst_rank: r.peer,
+            src_node: sn,
+            dst_node: dn,
+            rendezvous: sync || (!buffered && r.bytes_send >= eager),
+        });
+        if let Some(rg) = self.fifo.a((me, r.peer, r.tag), m) {
+            self.link(m, rg, hot);
+        }
+    }
+
+    /// Receive `g` of WORLD rank `me` from `src` with tag `tag`: matched with the message
+    /// that waits for it, if one does.
+    fn recv(&mut self, me: i32, src: i32, tag: i32, g: u32, hot: &mut [Hot]) {
+        if let Some(m) = self.fifo.b((src, me, tag), g) {
+            self.link(m, g, hot);
+        }
+    }
+
+    fn link(&mut self, m: u32, g: u32, hot: &mut [Hot]) {
+        hot[g as usize].msg_in = m;
+        self.msgs[m as usize].recv = g;
+    }
 }
 
 /// A hash map with a cheap hasher (FxHash, as rustc's): the plan's keys are a few
@@ -635,14 +674,13 @@ fn collective_instances(
     hot: &mut [Hot],
     placement: &Placement,
 ) -> Vec<Instance> {
-    let mut groups: Vec<Vec<u32>> = Vec::new();
-    // Member lists, numbered once: instances are keyed by (member list, rank among
-    // same-member communicators, collective number on it).
+    // Operations keyed by (member list, rank among same-member communicators, collective
+    // number on it), each complete once the communicator's members (both groups of an
+    // intercommunicator) have joined; numbered in the order they were first joined.
+    let mut groups: matching::Groups<(u32, usize, usize)> = matching::Groups::default();
+    let mut complete: Vec<(u32, Vec<u32>)> = Vec::new();
+    // Member lists, numbered once.
     let mut lists: FxMap<(&[i32], bool), u32> = FxMap::default();
-    // Participants of each group: the communicator's members (both groups of an
-    // intercommunicator).
-    let mut group_n: Vec<u64> = Vec::new();
-    let mut index: FxMap<(u32, usize, usize), u32> = FxMap::default();
     let world: Vec<i32> = (0..run.world_size.max(0)).collect();
     for (ri, rk) in run.ranks.iter().enumerate() {
         // Which call numbers of the rank are collectives (as `kinds` says).
@@ -689,16 +727,18 @@ fn collective_instances(
                 *lists.entry((members, inter)).or_insert(next)
             };
             let k = counters.entry(r.comm).or_insert(0);
-            let next = groups.len() as u32;
-            let idx = *index.entry((list, ord, *k)).or_insert(next);
-            if idx == next {
-                groups.push(Vec::new());
-                group_n.push(members.len() as u64);
-            }
+            let key = (list, ord, *k);
             *k += 1;
-            groups[idx as usize].push(g);
+            if members.is_empty() {
+                continue;
+            }
+            if let Some(done) = groups.join(key, g, members.len() as u64) {
+                complete.push(done);
+            }
         }
     }
+    // Operations some member never joined (not in the trace) are left out.
+    complete.sort_unstable_by_key(|c| c.0);
     let rec = |g: u32| {
         let CallRef { rank, rec } = refs[g as usize];
         (
@@ -707,10 +747,8 @@ fn collective_instances(
         )
     };
     let mut instances = Vec::new();
-    for (members, n) in groups.into_iter().zip(group_n) {
-        if members.len() as u64 != n || n == 0 {
-            continue;
-        }
+    for (_, members) in complete {
+        let n = members.len() as u64;
         let kind = kinds[members[0] as usize];
         let root = members.iter().position(|&g| {
             let (rk, r) = rec(g);
@@ -1982,6 +2020,183 @@ fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::{RankMeta, RankTrace, call};
+    use std::collections::BTreeMap;
+
+    /// A random run of point-to-point records: blocking, synchronous and nonblocking
+    /// sends and receives and send-receives, tags 0 and 1, on 2 to 5 ranks on 1 to 3
+    /// nodes, some to a rank outside the run.
+    fn random_p2p_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
+        let n = 2 + rnd(4) as i32;
+        let nodes = 1 + rnd(3) as i32;
+        let calls = [
+            call::MPI_Send,
+            call::MPI_Ssend,
+            call::MPI_Isend,
+            call::MPI_Recv,
+            call::MPI_Irecv,
+            call::MPI_Sendrecv,
+        ];
+        let ranks = (0..n)
+            .map(|r| {
+                let mut t = 1_000u64;
+                let mut records: Vec<Record> = (0..rnd(40))
+                    .map(|_| {
+                        let c = calls[rnd(calls.len() as u64) as usize];
+                        let nb = c == call::MPI_Isend || c == call::MPI_Irecv;
+                        let dur = 1 + rnd(5_000);
+                        let bytes = 1 << rnd(20);
+                        let recv = c == call::MPI_Recv || c == call::MPI_Irecv;
+                        let rec = Record {
+                            t_start: t,
+                            t_end: t + dur,
+                            t_posted: if nb { t + 1 } else { t + dur },
+                            bytes_send: if recv { 0 } else { bytes },
+                            bytes_recv: if recv || c == call::MPI_Sendrecv {
+                                bytes
+                            } else {
+                                0
+                            },
+                            // n: a rank outside the run (not placed).
+                            peer: rnd(n as u64 + 1) as i32,
+                            peer2: if c == call::MPI_Sendrecv {
+                                rnd(n as u64) as i32
+                            } else {
+                                crate::trace::NO_RANK
+                            },
+                            root: crate::trace::NO_RANK,
+                            tag: rnd(2) as i32,
+                            comm_size: n as u32,
+                            call: c,
+                            flags: if nb { FLAG_NONBLOCKING } else { 0 },
+                            ..Default::default()
+                        };
+                        // Nonblocking operations overlap what follows.
+                        t += if nb { 1 + rnd(3) } else { dur + rnd(100) };
+                        rec
+                    })
+                    .collect();
+                // As a spool has them: each record written when its call completed.
+                records.sort_by_key(|r| r.t_end);
+                RankTrace {
+                    meta: RankMeta {
+                        rank: r,
+                        world_size: n,
+                        node: format!("n{}", r % nodes),
+                        calls: crate::trace::CALL_NAMES
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect(),
+                        ..Default::default()
+                    },
+                    records,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        RunTrace {
+            ranks,
+            world_size: n,
+            missing: vec![],
+        }
+    }
+
+    /// Message matching read online, as a reader of spools in time order would feed it (each
+    /// rank's sends in call order and receives in posting order, ranks and sides
+    /// interleaved at random), finds the plan's messages: the same send matched with the
+    /// same receive, the same protocol, whatever the interleaving.
+    #[test]
+    fn messages_matched_in_any_interleaving_are_the_plans() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = |k: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % k.max(1)
+        };
+        let mut matched = 0;
+        for _case in 0..300 {
+            let run = random_p2p_run(&mut rnd);
+            let placement = Placement::from_run(&run);
+            let protocol = Protocol::for_library("");
+            let plan = Plan::new(&run, placement.clone(), protocol);
+            let by_send = |msgs: &[Msg]| -> BTreeMap<u32, (u32, bool, u64, i32, i32)> {
+                msgs.iter()
+                    .map(|m| {
+                        (
+                            m.send,
+                            (m.recv, m.rendezvous, m.bytes, m.src_rank, m.dst_rank),
+                        )
+                    })
+                    .collect()
+            };
+            let batch = by_send(&plan.msgs);
+            matched += plan.msgs.iter().filter(|m| m.recv != NONE).count();
+            // Per rank: its sends in call order, its receives in posting order.
+            let mut queues: Vec<VecDeque<(bool, u32)>> = Vec::new();
+            for (ri, rk) in run.ranks.iter().enumerate() {
+                let order = call_order(&rk.records, plan.base[ri]);
+                queues.push(order.iter().map(|&g| (true, g)).collect());
+                let mut recvs: Vec<(f64, u32)> = order
+                    .iter()
+                    .filter(|&&g| {
+                        let r = &rk.records[(g - plan.base[ri]) as usize];
+                        receive_source(plan.hot[g as usize].op, r).is_some()
+                    })
+                    .map(|&g| (plan.m_start[g as usize], g))
+                    .collect();
+                recvs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                queues.push(recvs.into_iter().map(|(_, g)| (false, g)).collect());
+            }
+            let mut hot: Vec<Hot> = plan
+                .hot
+                .iter()
+                .map(|h| Hot {
+                    msg_out: NONE,
+                    msg_in: NONE,
+                    ..*h
+                })
+                .collect();
+            let mut online = Messages::default();
+            loop {
+                let open: Vec<usize> = (0..queues.len())
+                    .filter(|&q| !queues[q].is_empty())
+                    .collect();
+                if open.is_empty() {
+                    break;
+                }
+                let q = open[rnd(open.len() as u64) as usize];
+                let (is_send, g) = queues[q].pop_front().unwrap();
+                let CallRef { rank, rec } = plan.refs[g as usize];
+                let rk = &run.ranks[rank as usize];
+                let r = &rk.records[rec as usize];
+                if is_send {
+                    online.send(rk.meta.rank, r, g, &mut hot, &placement, protocol);
+                } else {
+                    let src = receive_source(hot[g as usize].op, r).unwrap();
+                    online.recv(rk.meta.rank, src, r.tag, g, &mut hot);
+                }
+            }
+            assert_eq!(by_send(&online.msgs), batch);
+            // Each record names its messages as the plan's do.
+            let send_of = |msgs: &[Msg], m: u32| (m != NONE).then(|| msgs[m as usize].send);
+            for (a, b) in hot.iter().zip(&plan.hot) {
+                assert_eq!(
+                    send_of(&online.msgs, a.msg_out),
+                    send_of(&plan.msgs, b.msg_out)
+                );
+                assert_eq!(
+                    send_of(&online.msgs, a.msg_in),
+                    send_of(&plan.msgs, b.msg_in)
+                );
+            }
+            // What is left waiting is only what never matched.
+            let unmatched_sends = plan.msgs.iter().filter(|m| m.recv == NONE).count();
+            assert!(online.fifo.waiting() >= unmatched_sends);
+        }
+        // The traces match messages, not only leave them unmatched.
+        assert!(matched > 1000, "{matched}");
+    }
 
     /// Events leave by time, then in the order they were queued; renumbering them when
     /// the count runs out keeps that order.

@@ -134,7 +134,7 @@ pub fn split(records: Vec<Record>) -> (Vec<Record>, Vec<CallArcs>) {
 
 /// The pairs of one direction, if its continuations are all there: each says how many
 /// pairs there are and where its own start, so a lost one leaves a gap.
-fn direction(conts: &[Record], recv: bool) -> Option<Vec<(i32, u64)>> {
+pub(super) fn direction(conts: &[Record], recv: bool) -> Option<Vec<(i32, u64)>> {
     let mut mine: Vec<&Record> = conts
         .iter()
         .filter(|r| (r.flags & ARC_RECV != 0) == recv)

@@ -2,6 +2,7 @@
 //! record, the per-rank spool file and its JSON metadata.
 
 pub mod arcs;
+pub mod order;
 
 pub use arcs::{ARC_CALL, CallArcs};
 
@@ -823,6 +824,27 @@ pub fn reload_records(dir: &Path, run: &mut RunTrace, counts: &[usize]) -> Resul
     Ok(())
 }
 
+/// Ranks on rank 0's node read the same system-wide monotonic clock: their offset is 0
+/// exactly, whatever the ping-pongs measured.
+fn same_clock_as_rank0<'a>(metas: impl IntoIterator<Item = &'a mut RankMeta>) {
+    let mut metas: Vec<&mut RankMeta> = metas.into_iter().collect();
+    if let Some(node0) = metas.iter().find(|m| m.rank == 0).map(|m| m.node.clone()) {
+        for m in metas.iter_mut().filter(|m| m.node == node0) {
+            m.clock_init = None;
+            m.clock_finalize = None;
+        }
+    }
+}
+
+/// Every rank's metadata in a run's output directory, by rank, with the clocks the
+/// loader gives them ([`load_run`]).
+pub(crate) fn run_metas(dir: &Path) -> Result<Vec<RankMeta>, Error> {
+    let mut metas = read_metas(dir)?;
+    metas.sort_by_key(|m| m.rank);
+    same_clock_as_rank0(metas.iter_mut());
+    Ok(metas)
+}
+
 /// Loads every rank's metadata and spool from a run's output directory.
 pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
     let mut metas = read_metas(dir)?;
@@ -855,18 +877,7 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
             arcs,
         });
     }
-    // Ranks on rank 0's node read the same system-wide monotonic clock: their offset is 0
-    // exactly, whatever the ping-pongs measured.
-    if let Some(node0) = ranks
-        .iter()
-        .find(|r| r.meta.rank == 0)
-        .map(|r| r.meta.node.clone())
-    {
-        for r in ranks.iter_mut().filter(|r| r.meta.node == node0) {
-            r.meta.clock_init = None;
-            r.meta.clock_finalize = None;
-        }
-    }
+    same_clock_as_rank0(ranks.iter_mut().map(|r| &mut r.meta));
     Ok(RunTrace {
         ranks,
         world_size,

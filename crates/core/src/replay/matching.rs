@@ -1,0 +1,262 @@
+//! Matching as records are read: which receive gets which send, which completion call
+//! finished which nonblocking operation, which records of the ranks are one collective
+//! operation, which receive's message a probe waits for.
+//!
+//! [`super::Plan::new`] feeds these the whole run; a reader of spools in time order can feed
+//! them record by record (docs/engine.md, "Toward memory bounded by the messages in
+//! flight"). Every match depends only on the order of each rank's (or stream's) own
+//! records, never on how the ranks are interleaved, and each holds only what is not
+//! matched yet: the unmatched messages, the requests whose completion call is not read
+//! yet, the collective operations some member has not entered, the probes whose receive
+//! is not read yet.
+
+use super::FxMap;
+use std::collections::VecDeque;
+use std::hash::Hash;
+
+/// First-in first-out matching per channel: the k-th item of side A on a channel gets the
+/// k-th item of side B (MPI's non-overtaking rule: sends and receives per (source,
+/// destination, tag)), whichever side comes first.
+pub struct Fifo<K, A, B> {
+    /// Per channel, the items of the side that came first and are not matched yet (the
+    /// other side's queue is empty). Channels are kept once seen: they are bounded by the
+    /// ranks and tags, not by the run's length, and dropping an empty one would cost a
+    /// queue allocation per message.
+    waiting: FxMap<K, (VecDeque<A>, VecDeque<B>)>,
+}
+
+impl<K, A, B> Default for Fifo<K, A, B> {
+    fn default() -> Self {
+        Fifo {
+            waiting: FxMap::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
+    /// Item `a` of side A on channel `k`: the B it matches, if one waits; else `a` waits.
+    pub fn a(&mut self, k: K, a: A) -> Option<B> {
+        let (qa, qb) = self.waiting.entry(k).or_default();
+        let b = qb.pop_front();
+        if b.is_none() {
+            qa.push_back(a);
+        }
+        b
+    }
+
+    /// Item `b` of side B on channel `k`: the A it matches, if one waits; else `b` waits.
+    pub fn b(&mut self, k: K, b: B) -> Option<A> {
+        let (qa, qb) = self.waiting.entry(k).or_default();
+        let a = qa.pop_front();
+        if a.is_none() {
+            qb.push_back(b);
+        }
+        a
+    }
+
+    /// Items waiting for their match (what the matching holds).
+    pub fn waiting(&self) -> usize {
+        self.waiting.values().map(|(a, b)| a.len() + b.len()).sum()
+    }
+}
+
+/// Collective operations across ranks: each member's record joins its operation's key
+/// (the caller's: communicator and collective number on it); the operation is complete,
+/// and leaves, when its `n` members have joined.
+pub struct Groups<K, M = u32> {
+    /// Open operations: the order in which each was first joined, and its members so far.
+    open: FxMap<K, (u32, Vec<M>)>,
+    /// Operations opened so far.
+    opened: u32,
+}
+
+impl<K, M> Default for Groups<K, M> {
+    fn default() -> Self {
+        Groups {
+            open: FxMap::default(),
+            opened: 0,
+        }
+    }
+}
+
+impl<K: Hash + Eq, M> Groups<K, M> {
+    /// Record `g` joins operation `k` of `n` members. When `g` is its last member: the
+    /// operation's number in the order operations were first joined, and its members in
+    /// the order they joined.
+    pub fn join(&mut self, k: K, g: M, n: u64) -> Option<(u32, Vec<M>)> {
+        use std::collections::hash_map::Entry;
+        match self.open.entry(k) {
+            Entry::Occupied(mut e) => {
+                e.get_mut().1.push(g);
+                if e.get().1.len() as u64 >= n {
+                    return Some(e.remove());
+                }
+                None
+            }
+            Entry::Vacant(e) => {
+                let next = self.opened;
+                self.opened += 1;
+                if n <= 1 {
+                    return Some((next, vec![g]));
+                }
+                e.insert((next, vec![g]));
+                None
+            }
+        }
+    }
+
+    /// Operations some member has not joined (what the grouping holds).
+    pub fn open(&self) -> usize {
+        self.open.len()
+    }
+}
+
+/// Nonblocking operations and the completion calls that finished them: on one thread, the
+/// completion call that returned at the instant the operation's record says its request
+/// completed, whichever of the two is read first. Read in call order, an operation (entered
+/// at its post) always comes before its completion call and waits here until it: the
+/// requests in flight.
+#[derive(Default)]
+pub struct Completions {
+    /// Completion calls read, by (thread, end); a later one with the same key replaces it.
+    calls: FxMap<(u16, u64), u32>,
+    /// Operations read before their completion call, by (thread, end).
+    pending: FxMap<(u16, u64), Vec<u32>>,
+}
+
+impl Completions {
+    /// Completion call `c` of `thread` returned at `end`: calls `found` with each
+    /// operation that waited for it.
+    pub fn call(&mut self, thread: u16, end: u64, c: u32, mut found: impl FnMut(u32)) {
+        self.calls.insert((thread, end), c);
+        for op in self.pending.remove(&(thread, end)).into_iter().flatten() {
+            found(op);
+        }
+    }
+
+    /// Operation `op` of `thread` completed at `end`: its completion call, if read; else
+    /// `op` waits for it.
+    pub fn operation(&mut self, thread: u16, end: u64, op: u32) -> Option<u32> {
+        let c = self.calls.get(&(thread, end)).copied();
+        if c.is_none() {
+            self.pending.entry((thread, end)).or_default().push(op);
+        }
+        c
+    }
+
+    /// Forgets the completion call of `thread` that returned at `end`: a reader in call order
+    /// is past it, so no operation read later names it.
+    pub fn forget(&mut self, thread: u16, end: u64) {
+        self.calls.remove(&(thread, end));
+    }
+
+    /// Operations waiting for their completion call.
+    pub fn waiting(&self) -> usize {
+        self.pending.values().map(Vec::len).sum()
+    }
+}
+
+/// Probes waiting for the receive whose message they probe: the next receive on their
+/// stream from the same source with the same tag (any tag for a probe of `MPI_ANY_TAG`,
+/// recorded negative).
+#[derive(Default)]
+pub struct Probes {
+    /// Per stream: (probe, source, tag) in call order.
+    waiting: FxMap<u32, Vec<(u32, i32, i32)>>,
+}
+
+impl Probes {
+    /// Probe `p` on stream `s` of source `peer` and tag `tag`.
+    pub fn probe(&mut self, s: u32, p: u32, peer: i32, tag: i32) {
+        self.waiting.entry(s).or_default().push((p, peer, tag));
+    }
+
+    /// A receive on stream `s` from `peer` with tag `tag`: calls `found` with each waiting
+    /// probe it answers, in call order, and forgets them.
+    pub fn recv(&mut self, s: u32, peer: i32, tag: i32, mut found: impl FnMut(u32)) {
+        let Some(w) = self.waiting.get_mut(&s) else {
+            return;
+        };
+        w.retain(|&(p, pp, pt)| {
+            let hit = pp == peer && (pt < 0 || pt == tag);
+            if hit {
+                found(p);
+            }
+            !hit
+        });
+        if w.is_empty() {
+            self.waiting.remove(&s);
+        }
+    }
+
+    /// Probes still waiting for their receive.
+    pub fn waiting(&self) -> usize {
+        self.waiting.values().map(Vec::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kth_of_one_side_matches_the_kth_of_the_other_whichever_comes_first() {
+        let mut f: Fifo<u8, u32, u32> = Fifo::default();
+        // Channel 1: two sends, then two receives; channel 2: a receive first.
+        assert_eq!(f.a(1, 10), None);
+        assert_eq!(f.b(2, 200), None);
+        assert_eq!(f.a(1, 11), None);
+        assert_eq!(f.waiting(), 3);
+        assert_eq!(f.b(1, 100), Some(10));
+        assert_eq!(f.a(2, 20), Some(200));
+        assert_eq!(f.b(1, 101), Some(11));
+        assert_eq!(f.b(1, 102), None);
+        assert_eq!(f.waiting(), 1);
+    }
+
+    #[test]
+    fn an_operation_leaves_when_its_last_member_joins() {
+        let mut g: Groups<(u8, u8)> = Groups::default();
+        assert_eq!(g.join((0, 0), 5, 3), None);
+        assert_eq!(g.join((0, 1), 6, 2), None);
+        assert_eq!(g.join((0, 0), 7, 3), None);
+        assert_eq!(g.join((0, 1), 8, 2), Some((1, vec![6, 8])));
+        assert_eq!(g.open(), 1);
+        assert_eq!(g.join((0, 0), 9, 3), Some((0, vec![5, 7, 9])));
+        assert_eq!(g.join((1, 0), 4, 1), Some((2, vec![4])));
+        assert_eq!(g.open(), 0);
+    }
+
+    #[test]
+    fn an_operation_completes_at_the_call_of_its_thread_that_returned_with_it() {
+        let mut c = Completions::default();
+        // Read in call order: the operations first, then their completion call.
+        assert_eq!(c.operation(0, 50, 1), None);
+        assert_eq!(c.operation(0, 50, 2), None);
+        assert_eq!(c.operation(1, 50, 3), None);
+        let mut got = Vec::new();
+        c.call(0, 50, 9, |op| got.push(op));
+        assert_eq!(got, vec![1, 2]);
+        assert_eq!(c.waiting(), 1);
+        // A call read first (as the plan reads them) names the operations that come after.
+        c.call(1, 60, 10, |_| unreachable!());
+        assert_eq!(c.operation(1, 60, 4), Some(10));
+        c.forget(1, 60);
+        assert_eq!(c.operation(1, 60, 5), None);
+    }
+
+    #[test]
+    fn a_probe_takes_the_next_receive_of_its_source_and_tag_on_its_stream() {
+        let mut p = Probes::default();
+        p.probe(0, 1, 3, 7);
+        p.probe(0, 2, 3, -1);
+        p.probe(1, 3, 3, 7);
+        let mut got = Vec::new();
+        // Another tag answers only the any-tag probe; another stream's receive none here.
+        p.recv(0, 3, 8, |x| got.push(x));
+        assert_eq!(got, vec![2]);
+        p.recv(0, 3, 7, |x| got.push(x));
+        assert_eq!(got, vec![2, 1]);
+        assert_eq!(p.waiting(), 1);
+    }
+}

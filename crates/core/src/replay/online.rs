@@ -1,0 +1,649 @@
+//! The plan found as a run is read in time order ([`crate::trace::order::RunOrder`]):
+//! what [`super::Plan::new`] finds by looking at the whole run, told as events while
+//! holding only what waits for a match ([`super::matching`]).
+//!
+//! Each record, when read, gets at once what it alone fixes ([`OnlinePlan::record`]
+//! returns its [`Planned`]: gap, duration, op, the message it sends with its protocol,
+//! its collective operation); what depends on other records comes as an [`Event`] once
+//! they are read: a message matched with its receive, a nonblocking operation with its
+//! completion call, a probe with the receive it probes for, a collective operation with
+//! its last member. A window synchronisation's bytes and target, and the peer of a
+//! receive or probe that matched nothing, are the record's own fields.
+//! Records are known by (rank index, record number); a message by its sending record; a
+//! collective operation by the order in which it was first joined.
+
+use super::matching::{Completions, Fifo, Groups, Probes};
+use super::{
+    FxMap, Hot, NONE, Op, Protocol, block_of_call, communicates_nothing, op_of, own_end,
+    receive_source,
+};
+use crate::graph::{self, CallClass};
+use crate::topo::placement::Placement;
+use crate::trace::order::Call;
+use crate::trace::{CallKind, FLAG_NONBLOCKING, RankMeta};
+
+/// A record: (rank index, record number).
+pub type Id = (u32, u32);
+
+/// What the plan learns once other records are read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The message sent by `send` is received by `recv`.
+    Message { send: Id, recv: Id },
+    /// Nonblocking operation `op` completed in completion call `by`.
+    Completion { op: Id, by: Id },
+    /// Probe `probe` waits for the message that receive `recv` gets.
+    Probe { probe: Id, recv: Id },
+    /// Collective operation `op` (its number) is complete: its members by (rank index,
+    /// record number), the index among them of its root (if rooted and found), its size
+    /// and block, whether it spans nodes and the most members on one node.
+    Instance {
+        op: u32,
+        members: Vec<Id>,
+        root: Option<usize>,
+        n: u64,
+        block: u64,
+        multi_node: bool,
+        max_per_node: u64,
+    },
+}
+
+/// The message a record sends, as its send fixes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Message {
+    pub bytes: u64,
+    pub src_rank: i32,
+    pub dst_rank: i32,
+    pub src_node: u32,
+    pub dst_node: u32,
+    /// The transfer waits for the receive to be posted (see [`super::Msg`]).
+    pub rendezvous: bool,
+}
+
+/// What a record fixes alone, when read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Planned {
+    /// Its replay fields: `msg_out` 0 when it sends a message (known by this record),
+    /// `msg_in` left to [`Event::Message`], `inst_of` its collective operation's number.
+    pub hot: Hot,
+    /// The message it sends, if any.
+    pub msg: Option<Message>,
+}
+
+/// Per rank: what classifying its records needs.
+struct Rank {
+    me: i32,
+    ops: Vec<Op>,
+    kinds: Vec<CallKind>,
+    /// Communicator id → (member list number, rank among same-member communicators,
+    /// intercommunicator, members).
+    ident: FxMap<u32, (u32, usize, bool, usize)>,
+    /// Collectives called so far per communicator.
+    counters: FxMap<u32, usize>,
+    /// Per thread: the end of its previous call (for the next one's gap).
+    last_end: FxMap<u16, u64>,
+    completions: Completions,
+}
+
+/// A collective operation some member has not joined yet.
+#[derive(Default)]
+struct Open {
+    block: u64,
+    root: Option<Id>,
+    nodes: Vec<u32>,
+}
+
+/// The plan of a run read in time order.
+pub struct OnlinePlan {
+    ranks: Vec<Rank>,
+    placement: Placement,
+    protocol: Protocol,
+    messages: Fifo<(i32, i32, i32), Id, Id>,
+    groups: Groups<(u32, usize, usize), Id>,
+    open: FxMap<u32, Open>,
+    /// Operation number of each open key (the number `groups` gives at completion is the
+    /// same; it is needed at once, for the joining record's `inst_of`).
+    numbers: FxMap<(u32, usize, usize), u32>,
+    next_number: u32,
+    probes: Probes,
+}
+
+impl OnlinePlan {
+    /// The plan of the run of `metas` (by rank index) under `placement`, with `protocol`.
+    pub fn new(metas: &[RankMeta], placement: Placement, protocol: Protocol) -> OnlinePlan {
+        let world_size = metas.iter().map(|m| m.world_size).max().unwrap_or(0).max(0);
+        let world: Vec<i32> = (0..world_size).collect();
+        let mut lists: FxMap<(Vec<i32>, bool), u32> = FxMap::default();
+        let ranks = metas
+            .iter()
+            .map(|m| {
+                let kinds = graph::kind_table(&m.calls);
+                let ops = kinds
+                    .iter()
+                    .enumerate()
+                    .map(|(c, &k)| op_of(k, m.calls.get(c).map(String::as_str).unwrap_or("")))
+                    .collect();
+                let mut ident = FxMap::default();
+                let mut seen: FxMap<(Vec<i32>, bool), usize> = FxMap::default();
+                let mut list = |w: &Vec<i32>, inter: bool| {
+                    let next = lists.len() as u32;
+                    *lists.entry((w.clone(), inter)).or_insert(next)
+                };
+                ident.insert(0, (list(&world, false), 0, false, world.len()));
+                seen.insert((world.clone(), false), 1);
+                for c in &m.comms {
+                    let k = seen.entry((c.world.clone(), c.inter)).or_insert(0);
+                    ident.insert(c.id, (list(&c.world, c.inter), *k, c.inter, c.world.len()));
+                    *k += 1;
+                }
+                Rank {
+                    me: m.rank,
+                    ops,
+                    kinds,
+                    ident,
+                    counters: FxMap::default(),
+                    last_end: FxMap::default(),
+                    completions: Completions::default(),
+                }
+            })
+            .collect();
+        OnlinePlan {
+            ranks,
+            placement,
+            protocol,
+            messages: Fifo::default(),
+            groups: Groups::default(),
+            open: FxMap::default(),
+            numbers: FxMap::default(),
+            next_number: 0,
+            probes: Probes::default(),
+        }
+    }
+
+    /// Reads call `c` of rank index `ri` (each rank's calls in call order): what it fixes
+    /// alone, and the events it completes, through `event`.
+    pub fn record(&mut self, ri: usize, c: &Call, mut event: impl FnMut(Event)) -> Planned {
+        let id = (ri as u32, c.rec);
+        let r = &c.record;
+        let rk = &mut self.ranks[ri];
+        let kind = graph::kind_in(&rk.kinds, r.call);
+        let op = rk
+            .ops
+            .get(r.call as usize)
+            .copied()
+            .unwrap_or(op_of(CallKind::Unknown, ""));
+        let op = match op {
+            Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
+            Op::Coll if communicates_nothing(kind, r) => Op::Local,
+            _ => op,
+        };
+        let gap = match rk.last_end.insert(r.thread, own_end(r)) {
+            Some(prev) => r.t_start.saturating_sub(prev) as f64 * 1e-9,
+            None => 0.0,
+        };
+        let mut hot = Hot {
+            gap,
+            op_dur: own_end(r).saturating_sub(r.t_start) as f64 * 1e-9,
+            msg_out: NONE,
+            msg_in: NONE,
+            inst_of: NONE,
+            op,
+        };
+        let me = rk.me;
+        // Completions: the operation comes first in call order and waits for its call.
+        if op == Op::Complete {
+            rk.completions.call(r.thread, r.t_end, id.1, |o| {
+                event(Event::Completion {
+                    op: (id.0, o),
+                    by: id,
+                })
+            });
+        }
+        if r.flags & FLAG_NONBLOCKING != 0
+            && let Some(by) = rk.completions.operation(r.thread, r.t_end, id.1)
+        {
+            event(Event::Completion {
+                op: id,
+                by: (id.0, by),
+            });
+        }
+        // Messages: between placed ranks, eager below the limit of their path.
+        let (sync, buffered) = match op {
+            Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
+            _ => (false, false),
+        };
+        let sends = matches!(op, Op::Send { .. } | Op::Isend { .. } | Op::SendRecv);
+        let mut msg = None;
+        if sends
+            && let (Some(sn), Some(dn)) = (self.placement.node(me), self.placement.node(r.peer))
+        {
+            hot.msg_out = 0;
+            let eager = if sn == dn {
+                self.protocol.eager_intra
+            } else {
+                self.protocol.eager_inter
+            };
+            msg = Some(Message {
+                bytes: r.bytes_send,
+                src_rank: me,
+                dst_rank: r.peer,
+                src_node: sn,
+                dst_node: dn,
+                rendezvous: sync || (!buffered && r.bytes_send >= eager),
+            });
+            if let Some(recv) = self.messages.a((me, r.peer, r.tag), id) {
+                event(Event::Message { send: id, recv });
+            }
+        }
+        if let Some(src) = receive_source(op, r)
+            && let Some(send) = self.messages.b((src, me, r.tag), id)
+        {
+            event(Event::Message { send, recv: id });
+        }
+        // Probes, per stream (rank, thread).
+        let stream = (ri as u32) << 16 | r.thread as u32;
+        match op {
+            Op::Probe => self.probes.probe(stream, id.1, r.peer, r.tag),
+            Op::Recv | Op::Irecv => self.probes.recv(stream, r.peer, r.tag, |p| {
+                event(Event::Probe {
+                    probe: (id.0, p),
+                    recv: id,
+                })
+            }),
+            _ => {}
+        }
+        // Collective operations.
+        let rk = &mut self.ranks[ri];
+        let is_coll = graph::class_of(kind) == CallClass::Collective;
+        if is_coll
+            && op != Op::Local
+            && let Some(&(list, ord, inter, size)) = rk.ident.get(&r.comm)
+            && (inter || size == r.comm_size as usize)
+        {
+            let k = rk.counters.entry(r.comm).or_insert(0);
+            let key = (list, ord, *k);
+            *k += 1;
+            if size > 0 {
+                let next = self.next_number;
+                let number = *self.numbers.entry(key).or_insert(next);
+                if number == next {
+                    self.next_number += 1;
+                }
+                hot.inst_of = number;
+                let o = self.open.entry(number).or_default();
+                o.block = o.block.max(block_of_call(kind, r, c.arcs.as_ref(), me));
+                if r.root >= 0 && me == r.root {
+                    o.root = Some(id);
+                }
+                if let Some(n) = self.placement.node(me) {
+                    o.nodes.push(n);
+                }
+                if let Some((_, mut members)) = self.groups.join(key, id, size as u64) {
+                    self.numbers.remove(&key);
+                    let o = self.open.remove(&number).unwrap_or_default();
+                    // In rank order, as the plan has them.
+                    members.sort_unstable();
+                    let mut nodes = o.nodes;
+                    nodes.sort_unstable();
+                    let max_per_node = nodes
+                        .chunk_by(|a, b| a == b)
+                        .map(|c| c.len() as u64)
+                        .max()
+                        .unwrap_or(1);
+                    nodes.dedup();
+                    event(Event::Instance {
+                        op: number,
+                        root: o.root.and_then(|r| members.iter().position(|&m| m == r)),
+                        n: members.len() as u64,
+                        members,
+                        block: o.block,
+                        multi_node: nodes.len() > 1,
+                        max_per_node,
+                    });
+                }
+            }
+        }
+        Planned { hot, msg }
+    }
+
+    /// What waits for a match: messages, requests, collective operations, probes.
+    pub fn waiting(&self) -> usize {
+        self.messages.waiting()
+            + self.groups.open()
+            + self.probes.waiting()
+            + self
+                .ranks
+                .iter()
+                .map(|r| r.completions.waiting())
+                .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::Plan;
+    use crate::trace::{NO_RANK, RankTrace, Record, RunTrace, call};
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// A random run: blocking, synchronous and nonblocking sends and receives, waits that
+    /// complete one to three requests, probes (some of any tag), send-receives, and the
+    /// same collectives on every rank (barriers, all-reduces, broadcasts and reductions
+    /// from a random root, nonblocking barriers), blocking point-to-point calls on two
+    /// threads, records in spool order (by end).
+    fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
+        let n = 2 + rnd(4) as i32;
+        let nodes = 1 + rnd(3) as i32;
+        let colls: Vec<(u16, i32)> = (0..rnd(6))
+            .map(|_| {
+                let c = [
+                    call::MPI_Barrier,
+                    call::MPI_Allreduce,
+                    call::MPI_Bcast,
+                    call::MPI_Reduce,
+                    call::MPI_Ibarrier,
+                ][rnd(5) as usize];
+                (c, rnd(n as u64) as i32)
+            })
+            .collect();
+        let ranks = (0..n)
+            .map(|me| {
+                let mut recs: Vec<Record> = Vec::new();
+                let mut t = 1_000u64;
+                let mut pending: Vec<usize> = Vec::new();
+                let mut next_coll = 0;
+                let base = Record {
+                    peer: NO_RANK,
+                    root: NO_RANK,
+                    peer2: NO_RANK,
+                    comm_size: n as u32,
+                    ..Default::default()
+                };
+                let steps = 5 + rnd(30);
+                for step in 0..=steps {
+                    let dur = 1 + rnd(3_000);
+                    let at = t;
+                    t += dur + 1 + rnd(500);
+                    let bytes = 1 << rnd(20);
+                    let peer = rnd(n as u64 + 1) as i32;
+                    let tag = rnd(2) as i32;
+                    let last = step == steps;
+                    if next_coll < colls.len() && (last || rnd(4) == 0) {
+                        let (c, root) = colls[next_coll];
+                        next_coll += 1;
+                        let nb = c == call::MPI_Ibarrier;
+                        recs.push(Record {
+                            t_start: at,
+                            t_end: at + dur,
+                            t_posted: if nb { at + 1 } else { at + dur },
+                            bytes_send: if c == call::MPI_Allreduce { bytes } else { 0 },
+                            bytes_recv: if c == call::MPI_Bcast { bytes } else { 0 },
+                            root: if matches!(c, call::MPI_Bcast | call::MPI_Reduce) {
+                                root
+                            } else {
+                                NO_RANK
+                            },
+                            call: c,
+                            flags: if nb { FLAG_NONBLOCKING } else { 0 },
+                            ..base
+                        });
+                        if nb {
+                            pending.push(recs.len() - 1);
+                        }
+                        continue;
+                    }
+                    let what = if last { 9 } else { rnd(10) };
+                    match what {
+                        // Nonblocking send or receive: completed by a later wait.
+                        0 | 1 => {
+                            let send = what == 0;
+                            recs.push(Record {
+                                t_start: at,
+                                t_end: at + 1,
+                                t_posted: at + 1,
+                                peer,
+                                tag,
+                                bytes_send: if send { bytes } else { 0 },
+                                bytes_recv: if send { 0 } else { bytes },
+                                call: if send {
+                                    call::MPI_Isend
+                                } else {
+                                    call::MPI_Irecv
+                                },
+                                flags: FLAG_NONBLOCKING,
+                                ..base
+                            });
+                            pending.push(recs.len() - 1);
+                        }
+                        // A wait for one to three requests, or all at the end.
+                        2 | 9 => {
+                            if pending.is_empty() {
+                                continue;
+                            }
+                            let k = if last {
+                                pending.len()
+                            } else {
+                                1 + rnd(3) as usize
+                            };
+                            let end = at + dur;
+                            for i in pending.drain(..k.min(pending.len())) {
+                                recs[i].t_end = end;
+                            }
+                            recs.push(Record {
+                                t_start: at,
+                                t_end: end,
+                                t_posted: end,
+                                call: call::MPI_Waitall,
+                                ..base
+                            });
+                        }
+                        3 => recs.push(Record {
+                            t_start: at,
+                            t_end: at + dur,
+                            t_posted: at + dur,
+                            peer,
+                            tag: if rnd(3) == 0 { -1 } else { tag },
+                            call: call::MPI_Probe,
+                            ..base
+                        }),
+                        _ => {
+                            let c = [
+                                call::MPI_Send,
+                                call::MPI_Ssend,
+                                call::MPI_Recv,
+                                call::MPI_Sendrecv,
+                            ][rnd(4) as usize];
+                            let recv = c == call::MPI_Recv;
+                            recs.push(Record {
+                                t_start: at,
+                                t_end: at + dur,
+                                t_posted: at + dur,
+                                peer,
+                                tag,
+                                peer2: if c == call::MPI_Sendrecv {
+                                    rnd(n as u64) as i32
+                                } else {
+                                    NO_RANK
+                                },
+                                bytes_send: if recv { 0 } else { bytes },
+                                bytes_recv: if recv || c == call::MPI_Sendrecv {
+                                    bytes
+                                } else {
+                                    0
+                                },
+                                thread: rnd(2) as u16,
+                                call: c,
+                                ..base
+                            });
+                        }
+                    }
+                }
+                // As a spool has them: each record written when its call completed.
+                recs.sort_by_key(|r| r.t_end);
+                RankTrace {
+                    meta: RankMeta {
+                        rank: me,
+                        world_size: n,
+                        node: format!("n{}", me % nodes),
+                        calls: crate::trace::CALL_NAMES
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect(),
+                        ..Default::default()
+                    },
+                    records: recs,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        RunTrace {
+            ranks,
+            world_size: n,
+            missing: vec![],
+        }
+    }
+
+    /// The plan found online, ranks interleaved at random and each in call order, is the
+    /// plan of the whole run: every record's replay fields, every message, completion,
+    /// probe and collective operation; and nothing waits once every record is read but
+    /// what never matched.
+    #[test]
+    fn the_plan_found_online_is_the_plan_of_the_whole_run() {
+        let mut seed: u64 = 0x5851_f42d_4c95_7f2d;
+        let mut rnd = |k: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % k.max(1)
+        };
+        let (mut messages, mut operations, mut completions, mut probes) = (0, 0, 0, 0);
+        for case in 0..300 {
+            let run = random_run(&mut rnd);
+            let placement = Placement::from_run(&run);
+            let protocol = Protocol::for_library("");
+            let plan = Plan::new(&run, placement.clone(), protocol);
+            let id_of = |g: u32| {
+                let r = plan.refs[g as usize];
+                (r.rank, r.rec)
+            };
+            let metas: Vec<RankMeta> = run.ranks.iter().map(|r| r.meta.clone()).collect();
+            let mut online = OnlinePlan::new(&metas, placement, protocol);
+            let mut order: Vec<std::collections::VecDeque<u32>> = run
+                .ranks
+                .iter()
+                .map(|rk| super::super::call_order(&rk.records, 0).into())
+                .collect();
+            let mut hot: BTreeMap<Id, Planned> = BTreeMap::new();
+            let mut events = Vec::new();
+            loop {
+                let open: Vec<usize> = (0..order.len()).filter(|&r| !order[r].is_empty()).collect();
+                if open.is_empty() {
+                    break;
+                }
+                let ri = open[rnd(open.len() as u64) as usize];
+                let rec = order[ri].pop_front().unwrap();
+                let c = Call {
+                    rec,
+                    record: run.ranks[ri].records[rec as usize],
+                    arcs: None,
+                };
+                let h = online.record(ri, &c, |e| events.push(e));
+                hot.insert((ri as u32, rec), h);
+            }
+            let mut recv_of: BTreeMap<Id, Id> = BTreeMap::new();
+            let mut by: BTreeMap<Id, Id> = BTreeMap::new();
+            let mut probe_recv: BTreeMap<Id, Id> = BTreeMap::new();
+            let mut insts: BTreeMap<u32, Event> = BTreeMap::new();
+            for e in events {
+                match &e {
+                    Event::Message { send, recv } => {
+                        recv_of.insert(*recv, *send);
+                    }
+                    Event::Completion { op, by: c } => {
+                        by.insert(*op, *c);
+                    }
+                    Event::Probe { probe, recv } => {
+                        probe_recv.insert(*probe, *recv);
+                    }
+                    Event::Instance { op, .. } => {
+                        insts.insert(*op, e.clone());
+                    }
+                }
+            }
+            messages += recv_of.len();
+            operations += insts.len();
+            completions += by.len();
+            probes += probe_recv.len();
+            let send_of = |m: u32| (m != NONE).then(|| id_of(plan.msgs[m as usize].send));
+            for (g, p) in plan.hot.iter().enumerate() {
+                let id = id_of(g as u32);
+                let Planned { hot: o, msg } = hot[&id];
+                let at = format!("case {case}, record {id:?}");
+                assert_eq!((o.gap, o.op_dur, o.op), (p.gap, p.op_dur, p.op), "{at}");
+                assert_eq!(o.msg_out != NONE, p.msg_out != NONE, "{at}");
+                let plan_msg = (p.msg_out != NONE).then(|| {
+                    let m = plan.msgs[p.msg_out as usize];
+                    Message {
+                        bytes: m.bytes,
+                        src_rank: m.src_rank,
+                        dst_rank: m.dst_rank,
+                        src_node: m.src_node,
+                        dst_node: m.dst_node,
+                        rendezvous: m.rendezvous,
+                    }
+                });
+                assert_eq!(msg, plan_msg, "{at}");
+                assert_eq!(recv_of.get(&id).copied(), send_of(p.msg_in), "{at}");
+                let done = plan.done_by[g];
+                assert_eq!(
+                    by.get(&id).copied(),
+                    (done != NONE).then(|| id_of(done)),
+                    "{at}"
+                );
+                if !plan.probe_msg.is_empty() && p.op == Op::Probe {
+                    let online_msg = probe_recv.get(&id).and_then(|r| recv_of.get(r)).copied();
+                    assert_eq!(online_msg, send_of(plan.probe_msg[g]), "{at}");
+                }
+                // The operation: the same members and figures, or none in both.
+                let online_inst = insts.get(&o.inst_of);
+                match (p.inst_of, online_inst) {
+                    (NONE, None) => {}
+                    (
+                        i,
+                        Some(Event::Instance {
+                            members,
+                            root,
+                            n,
+                            block,
+                            multi_node,
+                            max_per_node,
+                            ..
+                        }),
+                    ) if i != NONE => {
+                        let b = &plan.instances[i as usize];
+                        let bm: Vec<Id> = b.members.iter().map(|&m| id_of(m)).collect();
+                        assert_eq!(
+                            (&bm, b.root, b.n, b.block, b.multi_node, b.max_per_node),
+                            (members, *root, *n, *block, *multi_node, *max_per_node),
+                            "{at}"
+                        );
+                    }
+                    (i, x) => panic!("{at}: plan {i}, online {x:?}"),
+                }
+            }
+            let unmatched: BTreeSet<Id> = plan
+                .msgs
+                .iter()
+                .filter(|m| m.recv == NONE)
+                .map(|m| id_of(m.send))
+                .collect();
+            assert!(online.waiting() >= unmatched.len(), "case {case}");
+        }
+        // The runs exercise every kind of match.
+        assert!(
+            messages > 500 && operations > 200,
+            "{messages} {operations}"
+        );
+        assert!(completions > 500 && probes > 50, "{completions} {probes}");
+    }
+}

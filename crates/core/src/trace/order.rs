@@ -1,0 +1,487 @@
+//! A rank's records in call order (by entry, then record number), read from its spool a
+//! block at a time: what a reader of a run in time order needs (docs/engine.md, "Toward
+//! memory bounded by the messages in flight").
+//!
+//! A spool holds each record when its call completed, so a nonblocking operation comes
+//! after the calls its thread made while it was in flight, and nothing in the spool says
+//! how many those are before the operation is read: a reorder buffer of fixed size cannot
+//! be trusted. So [`CallOrder::open`] first finds, reading the spool's entry times only,
+//! the smallest buffer (1,024 records, then four times more at each try) that puts every
+//! record back in place, and the reader holds that many records: the most the spool
+//! displaces one, not its length. A call's continuation records (its per-peer bytes,
+//! [`super::arcs`]) carry its entry and sort just before it, so the same buffer brings
+//! them to it; the calls are numbered and their arcs attached as [`super::load_run`] does.
+
+use super::arcs::{self, CallArcs};
+use super::{RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
+use crate::error::Error;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// The smallest reorder buffer tried (records).
+const FIRST_WINDOW: usize = 1024;
+
+/// Where a record of the spool goes in call order: by entry, continuations before the
+/// calls of the same entry, calls by record number (continuations by their number among
+/// continuations: any order among themselves will do).
+type Key = (u64, bool, u32);
+
+/// A spool's call records in call order, with their per-peer bytes.
+pub struct CallOrder {
+    records: Records,
+    /// Buffered records by [`Key`], with their slot in `slots`.
+    heap: Reorder<u32>,
+    slots: Vec<Record>,
+    free: Vec<u32>,
+    window: usize,
+    /// Continuations out of the buffer whose call has not come out yet, by the call's
+    /// (entry, thread, call number).
+    conts: BTreeMap<(u64, u16, u16), Vec<Record>>,
+}
+
+/// One call record as [`CallOrder`] gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// Its number among the spool's call records.
+    pub rec: u32,
+    pub record: Record,
+    /// Its per-peer bytes, when a complete set of continuations gave them.
+    pub arcs: Option<CallArcs>,
+}
+
+impl CallOrder {
+    /// Opens the spool at `path` (checking its header) and sizes the reorder buffer.
+    pub fn open(path: &Path) -> Result<CallOrder, Error> {
+        let mut window = FIRST_WINDOW;
+        while !fits(&mut Records::open(path)?, window)? {
+            window *= 4;
+        }
+        Ok(CallOrder {
+            records: Records::open(path)?,
+            heap: Reorder::default(),
+            slots: Vec::with_capacity(window + 1),
+            free: Vec::new(),
+            window,
+            conts: BTreeMap::new(),
+        })
+    }
+
+    /// Records the reader holds at most.
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// The next call in call order, or None at the end.
+    pub fn next_call(&mut self) -> Result<Option<Call>, Error> {
+        loop {
+            while self.heap.len() <= self.window {
+                let Some((k, r)) = self.records.next()? else {
+                    break;
+                };
+                let slot = match self.free.pop() {
+                    Some(s) => {
+                        self.slots[s as usize] = r;
+                        s
+                    }
+                    None => {
+                        self.slots.push(r);
+                        self.slots.len() as u32 - 1
+                    }
+                };
+                self.heap.push(k, slot);
+            }
+            let Some(((_, call, n), slot)) = self.heap.pop() else {
+                return Ok(None);
+            };
+            self.free.push(slot);
+            let r = self.slots[slot as usize];
+            if !call {
+                let key = (r.t_start, r.thread, r.reserved);
+                self.conts.entry(key).or_default().push(r);
+                continue;
+            }
+            // Continuations of earlier entries never had their call: dropped, as the
+            // loader drops them.
+            self.conts = self.conts.split_off(&(r.t_start, 0, 0));
+            let arcs = self
+                .conts
+                .remove(&(r.t_start, r.thread, r.call))
+                .and_then(|c| {
+                    let send = arcs::direction(&c, false);
+                    let recv = arcs::direction(&c, true);
+                    (send.is_some() || recv.is_some()).then_some(CallArcs { rec: n, send, recv })
+                });
+            return Ok(Some(Call {
+                rec: n,
+                record: r,
+                arcs,
+            }));
+        }
+    }
+}
+
+/// The calls of a run in the order of their clock-corrected entries across ranks: by
+/// (entry on rank 0's clock, rank index, record number), as `report::Timeline` orders a
+/// loaded run, read from the spools a block at a time (one [`CallOrder`] per rank). A rank
+/// whose spool is missing or unreadable has no calls here, as it has none loaded.
+pub struct RunOrder {
+    /// Every rank's metadata, by rank (with the clocks the loader gives them).
+    pub metas: Vec<RankMeta>,
+    readers: Vec<Option<CallOrder>>,
+    /// Per rank: its calls of its next entry instant (the clock correction can give two
+    /// entries one instant), by record number, and the first call of the instant after.
+    ready: Vec<VecDeque<Call>>,
+    after: Vec<Option<(i64, Call)>>,
+    /// The next instant of each rank with calls ready.
+    heap: BinaryHeap<Reverse<(i64, usize)>>,
+}
+
+impl RunOrder {
+    /// Opens the run in `dir`.
+    pub fn open(dir: &Path) -> Result<RunOrder, Error> {
+        let metas = super::run_metas(dir)?;
+        let readers = metas
+            .iter()
+            .map(|m| CallOrder::open(&super::spool_path(dir, m.rank)).ok())
+            .collect();
+        let n = metas.len();
+        let mut o = RunOrder {
+            metas,
+            readers,
+            ready: (0..n).map(|_| VecDeque::new()).collect(),
+            after: vec![None; n],
+            heap: BinaryHeap::new(),
+        };
+        for ri in 0..n {
+            o.refill(ri)?;
+        }
+        Ok(o)
+    }
+
+    /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
+    /// [`RunOrder::metas`] and the call; None at the end.
+    pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
+        let Some(Reverse((at, ri))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let c = self.ready[ri]
+            .pop_front()
+            .expect("a rank in the heap has calls ready");
+        if self.ready[ri].is_empty() {
+            self.refill(ri)?;
+        } else {
+            self.heap.push(Reverse((at, ri)));
+        }
+        Ok(Some((at, ri, c)))
+    }
+
+    /// Reads rank `ri`'s calls of its next entry instant.
+    fn refill(&mut self, ri: usize) -> Result<(), Error> {
+        let Some(reader) = self.readers[ri].as_mut() else {
+            return Ok(());
+        };
+        let meta = &self.metas[ri];
+        let mut first = match self.after[ri].take() {
+            Some(x) => Some(x),
+            None => reader
+                .next_call()?
+                .map(|c| (meta.to_global_ns(c.record.t_start), c)),
+        };
+        let Some((at, c)) = first.take() else {
+            return Ok(());
+        };
+        let ready = &mut self.ready[ri];
+        ready.push_back(c);
+        while let Some(c) = reader.next_call()? {
+            let g = meta.to_global_ns(c.record.t_start);
+            if g != at {
+                self.after[ri] = Some((g, c));
+                break;
+            }
+            ready.push_back(c);
+        }
+        ready.make_contiguous().sort_by_key(|c| c.rec);
+        self.heap.push(Reverse((at, ri)));
+        Ok(())
+    }
+}
+
+/// Whether a reorder buffer of `window` records gives `records` in call order: replays the
+/// buffer on their keys alone.
+fn fits(records: &mut Records, window: usize) -> Result<bool, Error> {
+    let mut heap: Reorder<()> = Reorder::default();
+    let mut last = None;
+    loop {
+        let more = records.next()?;
+        if let Some((k, _)) = more {
+            heap.push(k, ());
+            if heap.len() <= window {
+                continue;
+            }
+        }
+        let Some((k, ())) = heap.pop() else {
+            return Ok(true);
+        };
+        if last.is_some_and(|l| k < l) {
+            return Ok(false);
+        }
+        last = Some(k);
+    }
+}
+
+/// A reorder buffer for items that come nearly in key order: those in order queue at the
+/// back of a run (no heap work: most records of a spool), the others wait in a heap; the
+/// smaller of the two fronts leaves, so items leave smallest first, as from one heap.
+struct Reorder<T> {
+    run: VecDeque<(Key, T)>,
+    late: BinaryHeap<Reverse<(Key, T)>>,
+}
+
+impl<T> Default for Reorder<T> {
+    fn default() -> Self {
+        Reorder {
+            run: VecDeque::new(),
+            late: BinaryHeap::new(),
+        }
+    }
+}
+
+impl<T: Ord> Reorder<T> {
+    fn push(&mut self, k: Key, t: T) {
+        if self.run.back().is_none_or(|b| b.0 <= k) {
+            self.run.push_back((k, t));
+        } else {
+            self.late.push(Reverse((k, t)));
+        }
+    }
+
+    fn pop(&mut self) -> Option<(Key, T)> {
+        let late_first = match (self.run.front(), self.late.peek()) {
+            (Some(a), Some(Reverse(b))) => b.0 < a.0,
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if late_first {
+            self.late.pop().map(|Reverse(x)| x)
+        } else {
+            self.run.pop_front()
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.run.len() + self.late.len()
+    }
+}
+
+/// A spool's records in spool order, settled and keyed, read a block at a time.
+struct Records {
+    path: PathBuf,
+    file: BufReader<std::fs::File>,
+    /// Call and continuation records read so far (the next ones' numbers).
+    calls: u32,
+    conts: u32,
+}
+
+impl Records {
+    fn open(path: &Path) -> Result<Records, Error> {
+        let f = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
+        let mut file = BufReader::with_capacity(256 * RECORD_SIZE, f);
+        let mut head = [0u8; SPOOL_HEADER];
+        file.read_exact(&mut head)
+            .map_err(|e| Error::read(path, e))?;
+        super::parse_spool(&head).map_err(|e| e.in_file(path))?;
+        Ok(Records {
+            path: path.to_path_buf(),
+            file,
+            calls: 0,
+            conts: 0,
+        })
+    }
+
+    /// The next record (settled, as a loaded spool's) and its key; None at the end (a
+    /// final record cut short included).
+    fn next(&mut self) -> Result<Option<(Key, Record)>, Error> {
+        let mut b = [0u8; RECORD_SIZE];
+        match self.file.read_exact(&mut b) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(Error::read(&self.path, e)),
+        }
+        let r = Record::from_bytes(&b).settle();
+        let call = !r.is_continuation();
+        let n = if call {
+            &mut self.calls
+        } else {
+            &mut self.conts
+        };
+        *n += 1;
+        Ok(Some(((r.t_start, call, *n - 1), r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{FLAG_ARCS, FLAG_NONBLOCKING};
+
+    /// A run of four ranks written to spools (requests in flight, clock offsets, entries
+    /// at one instant across ranks, a rank without a spool), read back across ranks: the
+    /// order and records of `report::timeline` on the loaded run.
+    #[test]
+    fn a_run_read_in_time_order_is_the_loaded_runs_timeline() {
+        let mut seed: u64 = 0x0dd_ba11_5eed;
+        let mut rnd = |k: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % k.max(1)
+        };
+        let dir = std::env::temp_dir().join(format!("pmpi-runorder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for rank in 0..4 {
+            let mut recs = Vec::new();
+            let mut t = 10_000u64;
+            for _ in 0..3000 {
+                let nb = rnd(10) == 0;
+                // Entries on a grid of 1 µs: ranks often enter at one instant.
+                let end = if nb {
+                    t + 1 + rnd(400) * 1000
+                } else {
+                    t + 1 + rnd(3) * 1000
+                };
+                recs.push(Record {
+                    t_start: t,
+                    t_end: end,
+                    t_posted: if nb { t + 1 } else { end },
+                    call: 3,
+                    flags: if nb { FLAG_NONBLOCKING } else { 0 },
+                    ..Default::default()
+                });
+                t = if nb {
+                    t + 1000
+                } else {
+                    end - 1 + 1000 * rnd(3)
+                };
+            }
+            recs.sort_by_key(|r| r.t_end);
+            let meta = RankMeta {
+                rank,
+                world_size: 5,
+                node: format!("n{}", rank / 2),
+                clock_init: Some(crate::trace::ClockSample {
+                    at_ns: 0,
+                    offset_ns: 1000 * rank as i64,
+                    rtt_ns: 1,
+                }),
+                ..Default::default()
+            };
+            crate::trace::write_meta(&dir, &meta).unwrap();
+            if rank != 3 {
+                crate::trace::write_spool(&dir, rank, &recs).unwrap();
+            }
+        }
+        let run = crate::trace::load_run(&dir).unwrap();
+        let want: Vec<(i64, usize, Record)> = crate::report::timeline(&run)
+            .into_iter()
+            .map(|(at, ri, i)| (at, ri, run.ranks[ri].records[i]))
+            .collect();
+        let mut order = RunOrder::open(&dir).unwrap();
+        let mut got = Vec::new();
+        while let Some((at, ri, c)) = order.next_call().unwrap() {
+            got.push((at, ri, c.record));
+        }
+        assert_eq!(got.len(), 9000);
+        assert!(got == want, "not the timeline's order");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Records of three threads as a spool holds them (each when its call completed):
+    /// nonblocking operations in flight across up to `span` calls, some calls with per-peer
+    /// bytes in continuations, written at the post (a nonblocking call's) or after the
+    /// call, and some continuations whose call was lost. Read back in call order, they are
+    /// the loaded spool's records sorted by (entry, number), with the loader's numbers and
+    /// arcs.
+    #[test]
+    fn a_spool_read_in_call_order_is_the_loaded_records_sorted() {
+        let mut seed: u64 = 0x1234_5678_9abc_def1;
+        let mut rnd = |k: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % k.max(1)
+        };
+        let dir = std::env::temp_dir().join(format!("pmpi-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (case, span) in [0u64, 10, 3000, 9000].into_iter().enumerate() {
+            // (when written, record): a call when it completed, a continuation at its
+            // call's post (nonblocking) or end.
+            let mut spool: Vec<(u64, Record)> = Vec::new();
+            for thread in 0..3u16 {
+                let mut t = 1_000u64;
+                for _ in 0..4000 {
+                    let nb = span > 0 && rnd(20) == 0;
+                    let dur = 1 + rnd(1000);
+                    // A nonblocking operation completes up to `span` calls' time later.
+                    let end = if nb { t + 1 + rnd(span) * 600 } else { t + dur };
+                    let with_arcs = rnd(30) == 0;
+                    let r = Record {
+                        t_start: t,
+                        t_end: end,
+                        t_posted: if nb { t + 1 } else { end },
+                        thread,
+                        call: 3 + rnd(2) as u16,
+                        flags: if nb { FLAG_NONBLOCKING } else { 0 }
+                            | if with_arcs { FLAG_ARCS } else { 0 },
+                        ..Default::default()
+                    };
+                    if with_arcs || rnd(200) == 0 {
+                        let pairs: Vec<(i32, u64)> = (0..6).map(|i| (i, 1 + i as u64)).collect();
+                        let at = if nb { t + 1 } else { end };
+                        spool.push((at, arcs::continuation(&r, false, 0, 6, &pairs[..4])));
+                        spool.push((at, arcs::continuation(&r, false, 4, 6, &pairs[4..])));
+                        spool.push((at, arcs::continuation(&r, true, 0, 1, &pairs[..1])));
+                    }
+                    // A continuation whose call was lost (a full buffer).
+                    if !with_arcs && rnd(100) == 0 {
+                        spool.push((end, arcs::continuation(&r, true, 0, 1, &[(9, 9)])));
+                    } else {
+                        spool.push((end, r));
+                    }
+                    t += if nb { 2 } else { dur + rnd(200) };
+                }
+            }
+            spool.sort_by_key(|&(at, _)| at);
+            let recs: Vec<Record> = spool.into_iter().map(|(_, r)| r).collect();
+            crate::trace::write_spool(&dir, case as i32, &recs).unwrap();
+            let path = crate::trace::spool_path(&dir, case as i32);
+            let (calls, loaded) = arcs::split(recs);
+            let mut want: Vec<Call> = calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| Call {
+                    rec: i as u32,
+                    record: r,
+                    arcs: loaded.iter().find(|a| a.rec == i as u32).cloned(),
+                })
+                .collect();
+            want.sort_by_key(|c| (c.record.t_start, c.rec));
+            assert!(want.iter().filter(|c| c.arcs.is_some()).count() > 100);
+            let mut reader = CallOrder::open(&path).unwrap();
+            let mut got = Vec::new();
+            while let Some(x) = reader.next_call().unwrap() {
+                got.push(x);
+            }
+            assert_eq!(got.len(), want.len(), "span {span}");
+            if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
+                panic!("span {span}: at {k}: {:?} != {:?}", got[k], want[k]);
+            }
+            // The buffer is the displacement's, not the spool's length.
+            if span <= 10 {
+                assert_eq!(reader.window(), FIRST_WINDOW, "span {span}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
