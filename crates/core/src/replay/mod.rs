@@ -306,13 +306,7 @@ impl Plan {
                     msg_out: NONE,
                     msg_in: NONE,
                     inst_of: NONE,
-                    op: match op {
-                        Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
-                        Op::Coll if communicates_nothing(kind, r) => Op::Local,
-                        Op::RmaFlush if bytes == 0 && one_node => Op::Local,
-                        Op::RmaFlush => Op::RmaSync,
-                        _ => op,
-                    },
+                    op: record_op(op, kind, r, one_node),
                 });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
@@ -624,6 +618,19 @@ pub(crate) fn own_end(r: &Record) -> u64 {
         r.t_posted
     } else {
         r.t_end
+    }
+}
+
+/// What record `r` of a call whose op is `op` (`op_of`) replays as, in a job on one node
+/// (`one_node`) or more: a nonblocking collective, one that communicates nothing, a flush
+/// that completes nothing (see [`Op::RmaFlush`]).
+pub(crate) fn record_op(op: Op, kind: CallKind, r: &Record, one_node: bool) -> Op {
+    match op {
+        Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
+        Op::Coll if communicates_nothing(kind, r) => Op::Local,
+        Op::RmaFlush if r.bytes_send + r.bytes_recv == 0 && one_node => Op::Local,
+        Op::RmaFlush => Op::RmaSync,
+        _ => op,
     }
 }
 

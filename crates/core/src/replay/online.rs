@@ -14,8 +14,7 @@
 
 use super::matching::{Completions, Fifo, Groups, Probes};
 use super::{
-    FxMap, Hot, NONE, Op, Protocol, block_of_call, communicates_nothing, op_of, own_end,
-    receive_source,
+    FxMap, Hot, NONE, Op, Protocol, block_of_call, op_of, own_end, receive_source, record_op,
 };
 use crate::graph::{self, CallClass};
 use crate::topo::placement::Placement;
@@ -172,11 +171,7 @@ impl OnlinePlan {
             .get(r.call as usize)
             .copied()
             .unwrap_or(op_of(CallKind::Unknown, ""));
-        let op = match op {
-            Op::Coll if r.flags & FLAG_NONBLOCKING != 0 => Op::ICol,
-            Op::Coll if communicates_nothing(kind, r) => Op::Local,
-            _ => op,
-        };
+        let op = record_op(op, kind, r, self.placement.nodes() <= 1);
         let gap = match rk.last_end.insert(r.thread, own_end(r)) {
             Some(prev) => r.t_start.saturating_sub(prev) as f64 * 1e-9,
             None => 0.0,
