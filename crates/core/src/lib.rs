@@ -17,3 +17,6 @@ pub mod report;
 pub mod topo;
 pub mod trace;
 pub mod wrapspec;
+
+#[cfg(test)]
+mod testing;

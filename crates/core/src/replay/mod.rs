@@ -2114,13 +2114,7 @@ mod tests {
     /// same receive, the same protocol, whatever the interleaving.
     #[test]
     fn messages_matched_in_any_interleaving_are_the_plans() {
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut rnd = |k: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % k.max(1)
-        };
+        let mut rnd = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
         let mut matched = 0;
         for _case in 0..300 {
             let run = random_p2p_run(&mut rnd);

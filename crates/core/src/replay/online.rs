@@ -504,13 +504,7 @@ mod tests {
     /// what never matched.
     #[test]
     fn the_plan_found_online_is_the_plan_of_the_whole_run() {
-        let mut seed: u64 = 0x5851_f42d_4c95_7f2d;
-        let mut rnd = |k: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % k.max(1)
-        };
+        let mut rnd = crate::testing::xorshift(0x5851_f42d_4c95_7f2d);
         let (mut messages, mut operations, mut completions, mut probes) = (0, 0, 0, 0);
         for case in 0..300 {
             let run = random_run(&mut rnd);

@@ -331,13 +331,7 @@ mod tests {
     /// order and records of `report::timeline` on the loaded run.
     #[test]
     fn a_run_read_in_time_order_is_the_loaded_runs_timeline() {
-        let mut seed: u64 = 0x0dd_ba11_5eed;
-        let mut rnd = |k: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % k.max(1)
-        };
+        let mut rnd = crate::testing::xorshift(0x0dd_ba11_5eed);
         let dir = std::env::temp_dir().join(format!("pmpi-runorder-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         for rank in 0..4 {
@@ -405,13 +399,7 @@ mod tests {
     /// arcs.
     #[test]
     fn a_spool_read_in_call_order_is_the_loaded_records_sorted() {
-        let mut seed: u64 = 0x1234_5678_9abc_def1;
-        let mut rnd = |k: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % k.max(1)
-        };
+        let mut rnd = crate::testing::xorshift(0x1234_5678_9abc_def1);
         let dir = std::env::temp_dir().join(format!("pmpi-order-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         for (case, span) in [0u64, 10, 3000, 9000].into_iter().enumerate() {
