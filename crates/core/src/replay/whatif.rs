@@ -203,11 +203,9 @@ pub struct Clusters {
     pub cluster_of_node: Vec<u32>,
     /// Latency and inverse bandwidth of the wide-area link, for one message alone.
     pub wan: Hockney,
-    /// Seconds per byte of the whole backbone in one direction: the messages crossing it
-    /// at once share this. Equal to `wan.beta` for a single link (the default).
-    pub backbone_beta: f64,
     /// How messages crossing at once slow each other: measured (the file's
-    /// `wan.crossing`), else shared equally at `backbone_beta`.
+    /// `wan.crossing`), else shared equally at the file's `backbone_beta`, the seconds per
+    /// byte of the whole backbone in one direction (`wan.beta` for a single link).
     pub crossing: Crossing,
     /// Message size the crossing penalties were measured with (0: not measured).
     pub crossing_bytes: u64,
@@ -363,7 +361,6 @@ pub fn parse_clusters(text: &str, placement: &Placement) -> Result<Clusters, Err
         names,
         cluster_of_node: of.into_iter().flatten().collect(),
         wan,
-        backbone_beta,
         crossing,
         crossing_bytes,
     })
