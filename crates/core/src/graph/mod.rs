@@ -155,7 +155,7 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
             };
             let start = RunTrace::seconds_since(&rk.meta, r.t_start, origin);
             let kind = kind_in(&kinds, r.call);
-            let mut push = |dst: i32, bytes: u64| {
+            record_messages(rk, i, kind, world, |dst, bytes| {
                 if let Some(dn) = placement.node(dst) {
                     flows.push(Flow {
                         src_node: my_node,
@@ -167,43 +167,205 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
                         owner,
                     });
                 }
-            };
-            // A collective whose per-destination bytes were recorded: its arcs as
-            // recorded (to WORLD ranks) instead of the assumed algorithm's spread.
-            let sent = match class_of(kind) {
-                CallClass::Collective if !rk.arcs.is_empty() => {
-                    rk.arcs_of(i).and_then(|a| a.send.as_deref())
-                }
-                _ => None,
-            };
-            if let Some(sent) = sent {
-                for &(dst, bytes) in sent {
-                    if dst >= 0 && dst != me && bytes > 0 {
-                        push(dst, bytes);
-                    }
-                }
-                continue;
-            }
-            match class_of(kind) {
-                CallClass::Send | CallClass::SendRecv if r.bytes_send > 0 && r.peer >= 0 => {
-                    push(r.peer, r.bytes_send)
-                }
-                CallClass::Collective if r.comm == 0 && r.comm_size == world => {
-                    for (dst, bytes) in collectives::messages(kind, me, world, r) {
-                        push(dst, bytes);
-                    }
-                }
-                CallClass::Collective => {
-                    if let Some(members) = members_of(&rk.meta, r.comm, r.comm_size) {
-                        for (dst, bytes) in collectives::messages_in(kind, me, members, r) {
-                            push(dst, bytes);
-                        }
-                    }
-                }
-                _ => {}
-            }
+            });
         }
     }
     flows.sort_by(|a, b| a.start.total_cmp(&b.start).then(a.owner.cmp(&b.owner)));
     Flows { flows }
+}
+
+/// The messages `(destination WORLD rank, bytes)` record `i` of rank `rk` sends: a send's
+/// message, or a collective's by its recorded per-destination bytes where they were
+/// recorded, else by the algorithm assumed for it among its communicator's members.
+fn record_messages(
+    rk: &trace::RankTrace,
+    i: usize,
+    kind: CallKind,
+    world: u32,
+    mut push: impl FnMut(i32, u64),
+) {
+    let r = &rk.records[i];
+    let me = rk.meta.rank;
+    // A collective whose per-destination bytes were recorded: its arcs as recorded (to
+    // WORLD ranks) instead of the assumed algorithm's spread.
+    let sent = match class_of(kind) {
+        CallClass::Collective if !rk.arcs.is_empty() => {
+            rk.arcs_of(i).and_then(|a| a.send.as_deref())
+        }
+        _ => None,
+    };
+    if let Some(sent) = sent {
+        for &(dst, bytes) in sent {
+            if dst >= 0 && dst != me && bytes > 0 {
+                push(dst, bytes);
+            }
+        }
+        return;
+    }
+    match class_of(kind) {
+        CallClass::Send | CallClass::SendRecv if r.bytes_send > 0 && r.peer >= 0 => {
+            push(r.peer, r.bytes_send)
+        }
+        CallClass::Collective if r.comm == 0 && r.comm_size == world => {
+            for (dst, bytes) in collectives::messages(kind, me, world, r) {
+                push(dst, bytes);
+            }
+        }
+        CallClass::Collective => {
+            if let Some(members) = members_of(&rk.meta, r.comm, r.comm_size) {
+                for (dst, bytes) in collectives::messages_in(kind, me, members, r) {
+                    push(dst, bytes);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Node-to-node bytes of each collective operation, by the algorithm assumed for it
+/// ([`collectives`]) or its recorded per-destination bytes: the traffic the replay times
+/// with the operation's own model rather than on its network, which the reports need to
+/// say between which nodes collectives move their data and where their contention falls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CollTraffic {
+    /// Operation `i`'s pairs are `pairs[offsets[i]..offsets[i + 1]]`.
+    pub offsets: Vec<u32>,
+    /// (source node, destination node, bytes), one per node pair of an operation, within
+    /// a node too.
+    pub pairs: Vec<(u32, u32, u64)>,
+    /// Each operation's call (`MPI_Alltoall`, ...; `?` where no member was recorded).
+    pub calls: Vec<&'static str>,
+}
+
+impl CollTraffic {
+    /// The node pairs of operation `i` (none for an operation out of range).
+    pub fn of(&self, i: usize) -> &[(u32, u32, u64)] {
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.pairs[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// The [`CollTraffic`] of `ops` collective operations: `op_of(rank index, record)` gives a
+/// record's operation, if it is a member of one.
+pub fn collective_traffic(
+    run: &RunTrace,
+    placement: &Placement,
+    ops: usize,
+    op_of: impl Fn(usize, usize) -> Option<u32>,
+) -> CollTraffic {
+    let world = run.world_size.max(0) as u32;
+    let mut all: Vec<(u32, u32, u32, u64)> = Vec::new();
+    let mut calls = vec!["?"; ops];
+    for (ri, rk) in run.ranks.iter().enumerate() {
+        let Some(my_node) = placement.node(rk.meta.rank) else {
+            continue;
+        };
+        let kinds = kind_table(&rk.meta.calls);
+        for (i, r) in rk.records.iter().enumerate() {
+            let kind = kind_in(&kinds, r.call);
+            if class_of(kind) != CallClass::Collective {
+                continue;
+            }
+            let Some(op) = op_of(ri, i).filter(|&o| (o as usize) < ops) else {
+                continue;
+            };
+            let name = rk.meta.calls.get(r.call as usize).map(String::as_str);
+            if let Some(id) = name.and_then(trace::call_id) {
+                calls[op as usize] = trace::call_name(id);
+            }
+            record_messages(rk, i, kind, world, |dst, bytes| {
+                if let Some(dn) = placement.node(dst) {
+                    all.push((op, my_node, dn, bytes));
+                }
+            });
+        }
+    }
+    all.sort_unstable_by_key(|&(op, s, d, _)| (op, s, d));
+    let mut t = CollTraffic {
+        offsets: Vec::with_capacity(ops + 1),
+        pairs: Vec::new(),
+        calls,
+    };
+    let mut k = 0;
+    for op in 0..ops as u32 {
+        t.offsets.push(t.pairs.len() as u32);
+        while k < all.len() && all[k].0 == op {
+            let (_, s, d, b) = all[k];
+            // Pairs come sorted: a pair already begun for this operation is the last.
+            let begun = t.pairs.len() as u32 > t.offsets[op as usize];
+            match t.pairs.last_mut() {
+                Some(last) if begun && (last.0, last.1) == (s, d) => last.2 += b,
+                _ => t.pairs.push((s, d, b)),
+            }
+            k += 1;
+        }
+    }
+    t.offsets.push(t.pairs.len() as u32);
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{CommMembers, RankMeta, RankTrace, Record, call};
+
+    /// Two all-to-alls at once on the sub-communicators {0, 1} and {2, 3} (4 ranks on 4
+    /// nodes): each operation's traffic is its pair of nodes, both ways, once.
+    #[test]
+    fn collective_traffic_is_per_operation_among_its_members() {
+        let block = 5000u64;
+        let rank = |r: i32| {
+            let group = if r < 2 { vec![0, 1] } else { vec![2, 3] };
+            RankTrace {
+                meta: RankMeta {
+                    rank: r,
+                    world_size: 4,
+                    node: format!("n{r}"),
+                    calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+                    comms: vec![CommMembers {
+                        id: 7,
+                        world: group,
+                        inter: false,
+                    }],
+                    ..Default::default()
+                },
+                records: vec![
+                    Record {
+                        bytes_send: 2 * block,
+                        bytes_recv: 2 * block,
+                        comm: 7,
+                        comm_size: 2,
+                        peer: trace::NO_RANK,
+                        root: trace::NO_RANK,
+                        call: call::MPI_Alltoall,
+                        ..Default::default()
+                    },
+                    // A send is not a collective: not in any operation's traffic.
+                    Record {
+                        bytes_send: 99,
+                        peer: (r + 1) % 4,
+                        call: call::MPI_Send,
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }
+        };
+        let run = RunTrace {
+            ranks: (0..4).map(rank).collect(),
+            world_size: 4,
+            missing: vec![],
+        };
+        let placement = Placement::from_run(&run);
+        let t = collective_traffic(&run, &placement, 3, |ri, rec| {
+            (rec == 0).then_some(if ri < 2 { 0 } else { 1 })
+        });
+        assert_eq!(t.of(0), &[(0, 1, block), (1, 0, block)]);
+        assert_eq!(t.of(1), &[(2, 3, block), (3, 2, block)]);
+        assert_eq!(t.of(2), &[]);
+        assert_eq!(t.of(3), &[]);
+        assert_eq!(t.calls, ["MPI_Alltoall", "MPI_Alltoall", "?"]);
+    }
 }

@@ -9,7 +9,7 @@
 //! and MPI_Scatter the pLogP strategy of the algorithm assumed for the library, the others
 //! contention-free formulas ([`free_collective`]).
 
-use crate::graph::{Flow, Flows};
+use crate::graph::{self, CollTraffic, Flow, Flows};
 use crate::model::{Hockney, PLogP, PenaltyModel, alltoall, bcast, grid, scatter};
 use crate::profile::Profile;
 pub use crate::replay::Reason;
@@ -79,6 +79,25 @@ pub struct RunPrediction {
     /// global id (the records of the ranks before, in `RunTrace::ranks` order, plus the
     /// record's index). trace.json draws them as flow arrows.
     pub arrows: Vec<(u32, u32)>,
+    /// Each collective operation the replay timed with its own model (not on its
+    /// network), in the plan's order: when it ran and what the model added to it.
+    pub collectives: Vec<CollOp>,
+    /// The node-to-node bytes of those operations, by the algorithm assumed for each.
+    pub coll_traffic: CollTraffic,
+}
+
+/// A collective operation as the replay timed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CollOp {
+    /// Its call (`MPI_Alltoall`, ...).
+    pub call: &'static str,
+    /// Its first member's replayed start and its last member's end, seconds.
+    pub start: f64,
+    pub end: f64,
+    /// Its time under the model over its contention-free time (1: none added).
+    pub penalty: f64,
+    /// Its members' predicted contention (calls.csv's `contention_s`), summed, seconds.
+    pub contention_s: f64,
 }
 
 /// Resolves the penalty model: `override_name` (incl. "none") or the profile's choice.
@@ -418,7 +437,10 @@ pub fn predict_run_under(
     let model = penalty_model(profile, model_override)?;
     let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
-    Ok(predict_plan(plan, &lens, profile, model, assume, cond))
+    let traffic = coll_traffic(run, &plan);
+    Ok(predict_plan(
+        plan, &lens, traffic, profile, model, assume, cond,
+    ))
 }
 
 /// [`predict_run_with`], releasing every rank's records once the plan is made (the replay
@@ -439,16 +461,31 @@ pub fn predict_run_releasing(
     };
     let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
+    let traffic = coll_traffic(run, &plan);
     for rk in &mut run.ranks {
         rk.records = Vec::new();
     }
-    Ok(predict_plan(plan, &lens, profile, model, assume, &cond))
+    Ok(predict_plan(
+        plan, &lens, traffic, profile, model, assume, &cond,
+    ))
+}
+
+/// The node-to-node bytes of the plan's collective operations.
+fn coll_traffic(run: &RunTrace, plan: &Plan) -> CollTraffic {
+    graph::collective_traffic(run, &plan.placement, plan.instances.len(), |ri, rec| {
+        let g = plan.base.get(ri)? + rec as u32;
+        plan.hot
+            .get(g as usize)
+            .map(|h| h.inst_of)
+            .filter(|&i| i != u32::MAX)
+    })
 }
 
 /// The replays of a planned run (`lens`: each rank's number of records).
 fn predict_plan(
     mut plan: Plan,
     lens: &[usize],
+    coll_traffic: CollTraffic,
     profile: &Profile,
     model: Option<Box<dyn PenaltyModel>>,
     assume: &Assumptions,
@@ -575,6 +612,39 @@ fn predict_plan(
     }
     let makespan = last(&pred.end);
     let makespan_free = makespan_free.unwrap_or(makespan);
+    let rank_index = |g: u32| plan.base.partition_point(|&b| b <= g).saturating_sub(1);
+    let collectives = plan
+        .instances
+        .iter()
+        .zip(&costs)
+        .enumerate()
+        .map(|(i, (inst, c))| {
+            let (mut start, mut end, mut contention_s) = (f64::INFINITY, 0.0f64, 0.0);
+            for &g in &inst.members {
+                let (ri, gi) = (rank_index(g), g as usize);
+                start = start.min(pred.start[gi]);
+                end = end.max(pred.end[gi]);
+                if let Some(call) = calls
+                    .get(ri)
+                    .and_then(|r| r.get((g - plan.base[ri]) as usize))
+                {
+                    contention_s += call.contention;
+                }
+            }
+            let penalty = if model.is_some() && c.free_s > 0.0 {
+                (c.model_s / c.free_s).max(1.0)
+            } else {
+                1.0
+            };
+            CollOp {
+                call: coll_traffic.calls.get(i).copied().unwrap_or("?"),
+                start: if start.is_finite() { start } else { 0.0 },
+                end,
+                penalty,
+                contention_s,
+            }
+        })
+        .collect();
     RunPrediction {
         calls,
         placement: plan.placement.clone(),
@@ -588,6 +658,8 @@ fn predict_plan(
         tref,
         flow_end,
         arrows,
+        collectives,
+        coll_traffic,
     }
 }
 

@@ -78,9 +78,14 @@ impl Acc {
     }
 }
 
-/// One ranked interval.
+/// One ranked interval: of the replay's network, or a collective operation's span.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct IntervalHotspot {
+    /// The collective operation (e.g. `MPI_Alltoall`) the interval is, if it is one:
+    /// its first member's start to its last member's end, its node pairs as arcs, its
+    /// model's time over its contention-free time as the penalty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<&'static str>,
     pub start_s: f64,
     pub end_s: f64,
     pub arcs: u32,
@@ -178,10 +183,49 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
             max_p = max_p.max(p);
         }
         intervals.push(IntervalHotspot {
+            operation: None,
             start_s: iv.start,
             end_s: iv.end,
             arcs: iv.len,
             max_penalty: max_p,
+            penalty_weighted_bytes: acc.weighted,
+            excess_bytes: acc.excess,
+            cause: acc.cause(),
+        });
+    }
+    // Collective operations, timed with their own models: their assumed messages at the
+    // operation's penalty, the cause from their pairs' degrees.
+    for (i, op) in pred.collectives.iter().enumerate() {
+        let arcs: Vec<&(u32, u32, u64)> = pred
+            .coll_traffic
+            .of(i)
+            .iter()
+            .filter(|p| p.0 != p.1)
+            .collect();
+        if arcs.is_empty() {
+            continue;
+        }
+        out_deg.clear();
+        in_deg.clear();
+        for p in &arcs {
+            *out_deg.entry(p.0).or_default() += 1;
+            *in_deg.entry(p.1).or_default() += 1;
+        }
+        let mut acc = Acc::default();
+        for &&(s, d, b) in &arcs {
+            let cause = Cause::of(out_deg[&s], in_deg[&d]);
+            let (w, x) = (op.penalty * b as f64, (op.penalty - 1.0) * b as f64);
+            acc.add(w, x, cause);
+            pairs.entry((s, d)).or_default().add(w, x, cause);
+            nodes.entry(s).or_default().add(w, x, cause);
+            nodes.entry(d).or_default().add(w, x, cause);
+        }
+        intervals.push(IntervalHotspot {
+            operation: Some(op.call),
+            start_s: op.start,
+            end_s: op.end,
+            arcs: arcs.len() as u32,
+            max_penalty: op.penalty,
             penalty_weighted_bytes: acc.weighted,
             excess_bytes: acc.excess,
             cause: acc.cause(),

@@ -25,9 +25,11 @@ pub struct Matrix {
     /// within a node on the diagonal.
     pub bytes: Vec<Vec<f64>>,
     /// Seconds messages were slowed by sharing: Σ over the replay's intervals and the
-    /// messages in flight of `dt·(1 − 1/p)`.
+    /// messages in flight of `dt·(1 − 1/p)`; plus each collective operation's members'
+    /// contention, shared among its inter-node pairs by their bytes.
     pub contention_s: Vec<Vec<f64>>,
-    /// Penalty-weighted excess bytes `(p − 1)·bytes moved` (as in hotspots.json).
+    /// Penalty-weighted excess bytes `(p − 1)·bytes moved` (as in hotspots.json); a
+    /// collective's pairs with its operation's penalty.
     pub excess_bytes: Vec<Vec<f64>>,
 }
 
@@ -69,6 +71,27 @@ pub fn matrix(pred: &RunPrediction) -> Matrix {
                 .max(f64::MIN_POSITIVE);
             let moved = f.bytes as f64 * (dt / (p * tref)).min(1.0);
             m.excess_bytes[s][d] += (p - 1.0) * moved;
+        }
+    }
+    // Collectives, which the replay times with their own models: their assumed messages'
+    // bytes, and their members' contention shared among their inter-node pairs by bytes.
+    for (i, op) in pred.collectives.iter().enumerate() {
+        let pairs = pred.coll_traffic.of(i);
+        let inter: f64 = pairs
+            .iter()
+            .filter(|p| p.0 != p.1)
+            .map(|p| p.2 as f64)
+            .sum();
+        for &(s, d, b) in pairs {
+            if !ok(s, d) {
+                continue;
+            }
+            let (su, du, b) = (s as usize, d as usize, b as f64);
+            m.bytes[su][du] += b;
+            if s != d && inter > 0.0 {
+                m.contention_s[su][du] += op.contention_s * b / inter;
+                m.excess_bytes[su][du] += (op.penalty - 1.0) * b;
+            }
         }
     }
     m
@@ -502,6 +525,82 @@ mod tests {
         );
         // The slowdown of a pair is at most the time its messages were in flight.
         assert!(m.contention_s[0][1] < pred.makespan * 2.0);
+    }
+
+    /// Four ranks on four nodes in one MPI_Alltoall of 1 MB blocks, which the replay times
+    /// with its own model: every pair of nodes carries one block, and the members'
+    /// contention is shared equally among the twelve pairs; the hotspots name the
+    /// operation.
+    #[test]
+    fn matrix_and_hotspots_have_the_collectives_traffic() {
+        use crate::trace::{RankMeta, RankTrace, Record, call};
+        let block = 1_000_000u64;
+        let rank = |r: i32| RankTrace {
+            meta: RankMeta {
+                rank: r,
+                world_size: 4,
+                node: format!("n{r}"),
+                calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+                finalized: true,
+                ..Default::default()
+            },
+            records: vec![Record {
+                t_start: 1_000_000,
+                t_end: 900_000_000,
+                t_posted: 900_000_000,
+                peer: trace::NO_RANK,
+                root: trace::NO_RANK,
+                peer2: trace::NO_RANK,
+                bytes_send: 4 * block,
+                bytes_recv: 4 * block,
+                comm_size: 4,
+                call: call::MPI_Alltoall,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let run = RunTrace {
+            ranks: (0..4).map(rank).collect(),
+            world_size: 4,
+            missing: vec![],
+        };
+        let mut profile = crate::profile::Profile::builtin_default();
+        profile.alltoall_gamma =
+            crate::model::alltoall::GammaTable(vec![(4096, 2.0), (1 << 22, 2.0)]);
+        let pred = crate::predict::predict_run(&run, &profile, Some("gige")).unwrap();
+        assert_eq!(pred.collectives.len(), 1);
+        let op = pred.collectives[0];
+        assert_eq!(op.call, "MPI_Alltoall");
+        assert!(op.penalty > 1.5, "{op:?}");
+        let members: f64 = pred.calls.iter().map(|c| c[0].contention).sum();
+        assert!(members > 0.0);
+        assert!((op.contention_s - members).abs() < 1e-12);
+        let m = matrix(&pred);
+        for s in 0..4 {
+            for d in 0..4 {
+                if s == d {
+                    assert_eq!(
+                        (m.bytes[s][d], m.contention_s[s][d], m.excess_bytes[s][d]),
+                        (0.0, 0.0, 0.0)
+                    );
+                } else {
+                    assert_eq!(m.bytes[s][d], block as f64);
+                    assert!((m.contention_s[s][d] - members / 12.0).abs() < 1e-9);
+                    assert!(
+                        (m.excess_bytes[s][d] - (op.penalty - 1.0) * block as f64).abs() < 1e-3
+                    );
+                }
+            }
+        }
+        let h = super::super::hotspots::compute(&run, &pred, 10);
+        assert_eq!(h.intervals.len(), 1);
+        let iv = &h.intervals[0];
+        assert_eq!(iv.operation, Some("MPI_Alltoall"));
+        assert_eq!(iv.arcs, 12);
+        assert_eq!(iv.cause, super::super::hotspots::Cause::Both);
+        assert!((iv.excess_bytes - 12.0 * (op.penalty - 1.0) * block as f64).abs() < 1e-2);
+        assert_eq!(h.node_pairs.len(), 10);
+        assert_eq!(h.nodes.len(), 4);
     }
 
     #[test]

@@ -185,7 +185,8 @@
       'Rows send, columns receive. <b>Bytes</b>: every message of the run, point-to-point and the messages ' +
       'of the collective algorithms assumed; the diagonal stays within a node. <b>Contention</b>: seconds by which ' +
       'bandwidth sharing slowed the messages of each pair in the replay, Σ dt·(1 − 1/penalty) over its intervals ' +
-      'and messages in flight.' + (nodes.length === 1 ? ' <b>One node</b>: every message is intra-node and no network ' +
+      'and messages in flight, and for each collective operation (timed by its own model) its members\' contention ' +
+      'shared among its inter-node pairs by bytes.' + (nodes.length === 1 ? ' <b>One node</b>: every message is intra-node and no network ' +
       'contention is modelled.' : ''));
     add(s, '<div class="cols"><div><h3>Bytes</h3>' + heat('matrix-bytes', nodes, M.bytes, fmtB, '74,127,193') +
       '</div><div><h3>Contention (seconds of slowdown)</h3>' + heat('matrix-contention', nodes, M.contention_s, fmtS, '210,69,61') +
@@ -292,9 +293,10 @@
     if (!iv.length) {
       html += '<p class="note" id="no-contention">No bandwidth sharing between inter-node messages was predicted.</p>';
     } else {
-      html += '<h3>Intervals</h3><table id="hot-intervals"><tr><th class="num">from</th><th class="num">to</th><th class="num">messages</th>' +
+      html += '<h3>Intervals</h3><table id="hot-intervals"><tr><th class="num">from</th><th class="num">to</th><th>what</th><th class="num">arcs</th>' +
         '<th class="num">max penalty</th><th class="num">excess</th><th>cause</th></tr>' + iv.map(function (i) {
-        return '<tr class="hotspot"><td class="num">' + fmtS(i.start_s) + '</td><td class="num">' + fmtS(i.end_s) + '</td><td class="num">' +
+        return '<tr class="hotspot"><td class="num">' + fmtS(i.start_s) + '</td><td class="num">' + fmtS(i.end_s) + '</td><td>' +
+          (i.operation ? esc(i.operation) : 'messages') + '</td><td class="num">' +
           esc(i.arcs) + '</td><td class="num">' + num(i.max_penalty).toFixed(2) + '</td><td class="num">' + fmtB(i.excess_bytes) +
           '</td><td>' + cause(i.cause) + '</td></tr>';
       }).join('') + '</table>';
