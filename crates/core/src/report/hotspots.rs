@@ -15,6 +15,12 @@ pub enum Cause {
     OutgoingConflict,
     IncomingConflict,
     Both,
+    /// No port carries two of its messages, but a message runs the other way between the
+    /// same two nodes (the profile's reverse-flow factor).
+    Opposite,
+    /// No port carries two of its messages, but its destination sends on to a third node
+    /// (the profile's through-flow factor).
+    Through,
     None,
 }
 
@@ -30,12 +36,26 @@ impl Cause {
         }
     }
 
+    /// The cause of an arc's penalty as [`Cause::of`] gives it, or, without a conflict at
+    /// either port, [`Cause::Opposite`] when a message runs the other way between the same
+    /// nodes (`reverse`) and [`Cause::Through`] when the destination sends on to a third
+    /// node (`onward`).
+    pub fn of_arc(out_deg: u32, in_deg: u32, reverse: bool, onward: bool) -> Cause {
+        match Cause::of(out_deg, in_deg) {
+            Cause::None if reverse => Cause::Opposite,
+            Cause::None if onward => Cause::Through,
+            c => c,
+        }
+    }
+
     /// Text for the ranking.
     pub fn text(self) -> &'static str {
         match self {
             Cause::OutgoingConflict => "outgoing conflict",
             Cause::IncomingConflict => "incoming conflict",
             Cause::Both => "outgoing and incoming conflicts",
+            Cause::Opposite => "opposite messages between the two nodes",
+            Cause::Through => "destination sending on",
             Cause::None => "no conflict",
         }
     }
@@ -47,6 +67,8 @@ struct Acc {
     excess: f64,
     out_excess: f64,
     in_excess: f64,
+    opposite_excess: f64,
+    through_excess: f64,
 }
 
 impl Acc {
@@ -60,13 +82,23 @@ impl Acc {
                 self.out_excess += excess / 2.0;
                 self.in_excess += excess / 2.0;
             }
+            Cause::Opposite => self.opposite_excess += excess,
+            Cause::Through => self.through_excess += excess,
             Cause::None => {}
         }
     }
 
     fn cause(&self) -> Cause {
         let (o, i) = (self.out_excess, self.in_excess);
-        if o <= 0.0 && i <= 0.0 {
+        let (r, t) = (self.opposite_excess, self.through_excess);
+        if o + i < r + t {
+            // Mostly factors on lone messages, not ports shared.
+            if r >= t {
+                Cause::Opposite
+            } else {
+                Cause::Through
+            }
+        } else if o <= 0.0 && i <= 0.0 {
             Cause::None
         } else if o > 2.0 * i {
             Cause::OutgoingConflict
@@ -146,6 +178,18 @@ pub struct Hotspots {
     pub waited_for: Vec<Waited>,
 }
 
+/// Whether the arc `s → d` runs beside its reverse `d → s`, and whether `d` sends on to a
+/// node other than `s`, among the sorted node pairs `pairs` in flight with it.
+fn arc_context(pairs: &[(u32, u32)], s: u32, d: u32) -> (bool, bool) {
+    let reverse = pairs.binary_search(&(d, s)).is_ok();
+    let lo = pairs.partition_point(|p| p.0 < d);
+    let onward = pairs[lo..]
+        .iter()
+        .take_while(|p| p.0 == d)
+        .any(|p| p.1 != s);
+    (reverse, onward)
+}
+
 /// Computes the top `top` hotspots of each kind.
 pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
     let names = &pred.placement.names;
@@ -154,6 +198,7 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
     let mut nodes: HashMap<u32, Acc> = HashMap::new();
     let mut out_deg: HashMap<u32, u32> = HashMap::new();
     let mut in_deg: HashMap<u32, u32> = HashMap::new();
+    let mut node_pairs_in: Vec<(u32, u32)> = Vec::new();
     for iv in &pred.sim.intervals {
         let arcs = pred.sim.arcs_of(iv);
         out_deg.clear();
@@ -163,6 +208,12 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
             *out_deg.entry(f.src_node).or_default() += 1;
             *in_deg.entry(f.dst_node).or_default() += 1;
         }
+        node_pairs_in.clear();
+        node_pairs_in.extend(arcs.iter().map(|&(k, _)| {
+            let f = &pred.flows.flows[pred.inter[k as usize]];
+            (f.src_node, f.dst_node)
+        }));
+        node_pairs_in.sort_unstable();
         let dt = iv.end - iv.start;
         let mut acc = Acc::default();
         let mut max_p: f64 = 1.0;
@@ -171,7 +222,8 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
             let f = &pred.flows.flows[fi];
             let tref = pred.tref[fi].max(f64::MIN_POSITIVE);
             let moved = f.bytes as f64 * (dt / (p * tref)).min(1.0);
-            let cause = Cause::of(out_deg[&f.src_node], in_deg[&f.dst_node]);
+            let (reverse, onward) = arc_context(&node_pairs_in, f.src_node, f.dst_node);
+            let cause = Cause::of_arc(out_deg[&f.src_node], in_deg[&f.dst_node], reverse, onward);
             let (w, x) = (p * moved, (p - 1.0).max(0.0) * moved);
             acc.add(w, x, cause);
             pairs
@@ -211,9 +263,12 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
             *out_deg.entry(p.0).or_default() += 1;
             *in_deg.entry(p.1).or_default() += 1;
         }
+        node_pairs_in.clear();
+        node_pairs_in.extend(arcs.iter().map(|p| (p.0, p.1)));
         let mut acc = Acc::default();
         for &&(s, d, b) in &arcs {
-            let cause = Cause::of(out_deg[&s], in_deg[&d]);
+            let (reverse, onward) = arc_context(&node_pairs_in, s, d);
+            let cause = Cause::of_arc(out_deg[&s], in_deg[&d], reverse, onward);
             let (w, x) = (op.penalty * b as f64, (op.penalty - 1.0) * b as f64);
             acc.add(w, x, cause);
             pairs.entry((s, d)).or_default().add(w, x, cause);
@@ -417,4 +472,39 @@ pub fn text(h: &Hotspots, n: usize) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_arc_s_cause_names_the_factor_that_slowed_it() {
+        // Port conflicts come first, whatever else runs.
+        assert_eq!(Cause::of_arc(2, 1, true, true), Cause::OutgoingConflict);
+        assert_eq!(Cause::of_arc(1, 3, true, false), Cause::IncomingConflict);
+        assert_eq!(Cause::of_arc(1, 1, true, true), Cause::Opposite);
+        assert_eq!(Cause::of_arc(1, 1, false, true), Cause::Through);
+        assert_eq!(Cause::of_arc(1, 1, false, false), Cause::None);
+        // 0 ⇄ 1 and 1 → 2: arc 0 → 1 has its reverse; 2 → 0 none; 1 → 2's destination
+        // sends nothing on; 0 → 1's destination sends on to 2.
+        let pairs = [(0, 1), (1, 0), (1, 2)];
+        assert_eq!(arc_context(&pairs, 0, 1), (true, true));
+        assert_eq!(arc_context(&pairs, 1, 2), (false, false));
+        assert_eq!(arc_context(&pairs, 1, 0), (true, false));
+    }
+
+    #[test]
+    fn a_sum_s_cause_is_the_larger_kind_of_excess() {
+        let mut a = Acc::default();
+        a.add(2.0, 1.0, Cause::Opposite);
+        a.add(2.0, 0.5, Cause::OutgoingConflict);
+        assert_eq!(a.cause(), Cause::Opposite);
+        a.add(2.0, 1.0, Cause::IncomingConflict);
+        assert_eq!(a.cause(), Cause::Both);
+        let mut t = Acc::default();
+        t.add(1.5, 0.5, Cause::Through);
+        assert_eq!(t.cause(), Cause::Through);
+        assert_eq!(Acc::default().cause(), Cause::None);
+    }
 }

@@ -283,10 +283,13 @@
     var s = section('hotspots', 'Contention hotspots and who made others wait',
       'From hotspots.json. Excess = (penalty − 1) × bytes moved: what bandwidth sharing added under the ' +
       esc(h.model || R.model) + ' model. Cause: an <i>outgoing conflict</i> (the source sends several messages at once), ' +
-      'an <i>incoming conflict</i> (the destination receives several), or both.');
+      'an <i>incoming conflict</i> (the destination receives several), or both; without either, <i>opposite messages</i> ' +
+      '(a message runs the other way between the same two nodes: the profile\'s reverse-flow factor) or a <i>destination sending on</i> ' +
+      '(to a third node: the through-flow factor).');
     var cause = function (c) {
       return esc({ outgoing_conflict: 'outgoing conflict', incoming_conflict: 'incoming conflict',
-        both: 'outgoing and incoming', none: 'no conflict' }[c] || String(c));
+        both: 'outgoing and incoming', opposite: 'opposite messages', through: 'destination sending on',
+        none: 'no conflict' }[c] || String(c));
     };
     var iv = (h.intervals || []).filter(function (i) { return i.excess_bytes > 0; });
     var html = '<div class="cols"><div>';
