@@ -1,6 +1,8 @@
 //! Shared helpers for tests that launch real MPI programs under the layer.
 #![allow(dead_code)]
 
+pub mod emu;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
