@@ -18,6 +18,7 @@ pub mod net;
 pub mod online;
 pub mod wait;
 pub mod whatif;
+pub mod window;
 
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};

@@ -39,6 +39,18 @@ pub struct CallOrder {
     /// Continuations out of the buffer whose call has not come out yet, by the call's
     /// (entry, thread, call number).
     conts: BTreeMap<(u64, u16, u16), Vec<Record>>,
+    threads: Vec<Thread>,
+}
+
+/// A thread of a spool, as the reader's first pass finds it: a stream of the replay,
+/// known before its records are read (how many there are, when the first is entered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thread {
+    pub thread: u16,
+    /// Its call records.
+    pub calls: u32,
+    /// Entry of its first call (the rank's clock).
+    pub first_start: u64,
 }
 
 /// One call record as [`CallOrder`] gives it.
@@ -55,7 +67,8 @@ impl CallOrder {
     /// Opens the spool at `path` (checking its header) and sizes the reorder buffer.
     pub fn open(path: &Path) -> Result<CallOrder, Error> {
         let mut window = FIRST_WINDOW;
-        while !fits(&mut Records::open(path)?, window)? {
+        let mut threads = Vec::new();
+        while !fits(&mut Records::open(path)?, window, &mut threads)? {
             window *= 4;
         }
         Ok(CallOrder {
@@ -65,7 +78,13 @@ impl CallOrder {
             free: Vec::new(),
             window,
             conts: BTreeMap::new(),
+            threads,
         })
+    }
+
+    /// The spool's threads, by number.
+    pub fn threads(&self) -> &[Thread] {
+        &self.threads
     }
 
     /// Records the reader holds at most.
@@ -160,6 +179,14 @@ impl RunOrder {
         Ok(o)
     }
 
+    /// Every rank's threads (by rank index; none for a rank without a spool).
+    pub fn threads(&self) -> Vec<&[Thread]> {
+        self.readers
+            .iter()
+            .map(|r| r.as_ref().map_or(&[][..], |r| r.threads()))
+            .collect()
+    }
+
     /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
     /// [`RunOrder::metas`] and the call; None at the end.
     pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
@@ -209,12 +236,33 @@ impl RunOrder {
 }
 
 /// Whether a reorder buffer of `window` records gives `records` in call order: replays the
-/// buffer on their keys alone.
-fn fits(records: &mut Records, window: usize) -> Result<bool, Error> {
+/// buffer on their keys alone. When it does, `threads` holds the spool's threads (it read
+/// them all).
+fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Result<bool, Error> {
     let mut heap: Reorder<()> = Reorder::default();
     let mut last = None;
+    threads.clear();
     loop {
         let more = records.next()?;
+        if let Some((k, r)) = &more
+            && k.1
+        {
+            match threads.binary_search_by_key(&r.thread, |t| t.thread) {
+                Ok(i) => {
+                    let t = &mut threads[i];
+                    t.calls += 1;
+                    t.first_start = t.first_start.min(r.t_start);
+                }
+                Err(i) => threads.insert(
+                    i,
+                    Thread {
+                        thread: r.thread,
+                        calls: 1,
+                        first_start: r.t_start,
+                    },
+                ),
+            }
+        }
         if let Some((k, _)) = more {
             heap.push(k, ());
             if heap.len() <= window {
@@ -465,6 +513,20 @@ mod tests {
             if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
                 panic!("span {span}: at {k}: {:?} != {:?}", got[k], want[k]);
             }
+            // The first pass found each thread's calls and first entry.
+            let mut threads: Vec<Thread> = Vec::new();
+            for c in &want {
+                match threads.iter_mut().find(|t| t.thread == c.record.thread) {
+                    Some(t) => t.calls += 1,
+                    None => threads.push(Thread {
+                        thread: c.record.thread,
+                        calls: 1,
+                        first_start: c.record.t_start,
+                    }),
+                }
+            }
+            threads.sort_by_key(|t| t.thread);
+            assert_eq!(reader.threads(), &threads[..], "span {span}");
             // The buffer is the displacement's, not the spool's length.
             if span <= 10 {
                 assert_eq!(reader.window(), FIRST_WINDOW, "span {span}");
