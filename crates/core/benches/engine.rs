@@ -302,8 +302,10 @@ fn window(dir: &std::path::Path) {
     let p2p = P2p::from_profile(&profile, None);
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");
+    // Each record's figures mixed (splitmix64's finaliser, word by word) and summed: the
+    // same sum whatever order the records finish in.
     let eat = |sum: &mut u64, rank: u32, rec: u32, t: [f64; 3], reason: u64| {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut h: u64 = 0;
         for x in [
             (rank as u64) << 32 | rec as u64,
             t[0].to_bits(),
@@ -311,9 +313,7 @@ fn window(dir: &std::path::Path) {
             t[2].to_bits(),
             reason,
         ] {
-            for b in x.to_le_bytes() {
-                h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-            }
+            h = replay::net::splitmix64(h ^ x);
         }
         *sum = sum.wrapping_add(h);
     };

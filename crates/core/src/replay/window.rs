@@ -135,6 +135,9 @@ struct Rec {
     root: bool,
     ended: bool,
     live: bool,
+    /// In `ids`: a record an event may name later (a receive, probe, completion call,
+    /// nonblocking operation or collective member).
+    named: bool,
 }
 
 /// A message's slot.
@@ -370,7 +373,15 @@ impl<'a> Window<'a> {
         slot.root = false;
         slot.ended = false;
         slot.live = true;
-        self.ids.insert(id, g);
+        // Only the records an event may name are looked up (a blocking send never is:
+        // its message is found by `unmatched`).
+        slot.named = slot.recv_pending
+            || slot.inst_pending
+            || matches!(op, Op::Probe | Op::Recv | Op::Irecv | Op::Complete)
+            || completer == Completer::Unknown;
+        if slot.named {
+            self.ids.insert(id, g);
+        }
         let s = stream as usize;
         self.queue[s].push_back(g);
         self.read[s] += 1;
@@ -583,6 +594,7 @@ impl<'a> Window<'a> {
                     root: false,
                     ended: false,
                     live: false,
+                    named: false,
                 });
                 self.recs.len() as u32 - 1
             }
@@ -617,7 +629,7 @@ impl<'a> Window<'a> {
     fn retire(&mut self, g: u32, req_done: f64) {
         let r = &mut self.recs[g as usize];
         r.live = false;
-        let (id, h) = (r.id, r.hot);
+        let (id, h, named) = (r.id, r.hot, r.named);
         (self.finished)(Finished {
             rank: id.0,
             rec: id.1,
@@ -626,7 +638,9 @@ impl<'a> Window<'a> {
             req_done,
             reason: r.reason,
         });
-        self.ids.remove(&id);
+        if named {
+            self.ids.remove(&id);
+        }
         if h.msg_out != NONE {
             self.unref_msg(h.msg_out);
         }
