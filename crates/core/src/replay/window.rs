@@ -975,7 +975,7 @@ mod tests {
                     },
                     records: (0..5000u64)
                         .map(|k| {
-                            let send = (k + r as u64) % 2 == 0;
+                            let send = (k + r as u64).is_multiple_of(2);
                             Record {
                                 t_start: 1000 + k * 10_000,
                                 t_end: 1000 + k * 10_000 + 2_000,
