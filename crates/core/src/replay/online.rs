@@ -273,7 +273,7 @@ impl OnlinePlan {
                 if o.first.is_none_or(|(f, _)| id < f) {
                     o.first = Some((id, kind));
                 }
-                o.block = o.block.max(block_of_call(kind, r, c.arcs.as_ref(), me));
+                o.block = o.block.max(block_of_call(kind, r, c.arcs.as_deref(), me));
                 if r.root >= 0 && me == r.root {
                     o.root = Some(id);
                 }

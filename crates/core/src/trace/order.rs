@@ -60,7 +60,8 @@ pub struct Call {
     pub rec: u32,
     pub record: Record,
     /// Its per-peer bytes, when a complete set of continuations gave them.
-    pub arcs: Option<CallArcs>,
+    /// (Boxed: a call is moved through the reader's queues, and most have none.)
+    pub arcs: Option<Box<CallArcs>>,
 }
 
 impl CallOrder {
@@ -123,6 +124,13 @@ impl CallOrder {
             }
             // Continuations of earlier entries never had their call: dropped, as the
             // loader drops them.
+            if self.conts.is_empty() {
+                return Ok(Some(Call {
+                    rec: n,
+                    record: r,
+                    arcs: None,
+                }));
+            }
             self.conts = self.conts.split_off(&(r.t_start, 0, 0));
             let arcs = self
                 .conts
@@ -130,7 +138,8 @@ impl CallOrder {
                 .and_then(|c| {
                     let send = arcs::direction(&c, false);
                     let recv = arcs::direction(&c, true);
-                    (send.is_some() || recv.is_some()).then_some(CallArcs { rec: n, send, recv })
+                    (send.is_some() || recv.is_some())
+                        .then(|| Box::new(CallArcs { rec: n, send, recv }))
                 });
             return Ok(Some(Call {
                 rec: n,
@@ -499,7 +508,11 @@ mod tests {
                 .map(|(i, r)| Call {
                     rec: i as u32,
                     record: r,
-                    arcs: loaded.iter().find(|a| a.rec == i as u32).cloned(),
+                    arcs: loaded
+                        .iter()
+                        .find(|a| a.rec == i as u32)
+                        .cloned()
+                        .map(Box::new),
                 })
                 .collect();
             want.sort_by_key(|c| (c.record.t_start, c.rec));
