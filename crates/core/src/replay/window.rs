@@ -12,7 +12,8 @@
 //! some member never joined) is known only at the end of the run, and the reader reads to
 //! the end for it. A record is let go, its times handed to the caller, once it has ended
 //! and nothing refers to it: a nonblocking operation once its completion call has ended
-//! (or its thread is read to the end without one) and its request's completion is final.
+//! (or none can come any more: its rank's calls entered after its end are read, or its
+//! thread is read to the end) and its request's completion is final.
 
 use super::online::{Event, Id, OnlinePlan};
 use super::{
