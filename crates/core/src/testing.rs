@@ -19,9 +19,16 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
 /// from a random root, nonblocking barriers), blocking point-to-point calls on two
 /// threads, records in spool order (by end).
 pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
+    random_run_of(rnd, 1)
+}
+
+/// [`random_run`] `scale` times as long: up to `scale` times as many steps per rank and
+/// collectives; longer, its ranks take as many steps and their point-to-point calls keep
+/// to a ring (what waits for a match to the end of the run is little).
+pub(crate) fn random_run_of(rnd: &mut impl FnMut(u64) -> u64, scale: u64) -> RunTrace {
     let n = 2 + rnd(4) as i32;
     let nodes = 1 + rnd(3) as i32;
-    let colls: Vec<(u16, i32)> = (0..rnd(6))
+    let colls: Vec<(u16, i32)> = (0..rnd(6 * scale))
         .map(|_| {
             let c = [
                 call::MPI_Barrier,
@@ -46,7 +53,10 @@ pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
                 comm_size: n as u32,
                 ..Default::default()
             };
-            let steps = 5 + rnd(30);
+            let steps = 5 + rnd(30 * scale);
+            // A longer run gives every rank as many steps, more than its collectives need:
+            // each operation is complete.
+            let steps = if scale > 1 { 30 * scale } else { steps };
             for step in 0..=steps {
                 let dur = 1 + rnd(3_000);
                 let at = t;
@@ -54,6 +64,13 @@ pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
                 let bytes = 1 << rnd(20);
                 let peer = rnd(n as u64 + 1) as i32;
                 let tag = rnd(2) as i32;
+                // A longer run keeps to a ring (sends to the next rank, receives from the
+                // one before), so that its messages match but at the ends of channels.
+                let (to, from) = if scale > 1 {
+                    ((me + 1) % n, (me + n - 1) % n)
+                } else {
+                    (peer, peer)
+                };
                 let last = step == steps;
                 if next_coll < colls.len() && (last || rnd(4) == 0) {
                     let (c, root) = colls[next_coll];
@@ -88,7 +105,7 @@ pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
                             t_start: at,
                             t_end: at + 1,
                             t_posted: at + 1,
-                            peer,
+                            peer: if send { to } else { from },
                             tag,
                             bytes_send: if send { bytes } else { 0 },
                             bytes_recv: if send { 0 } else { bytes },
@@ -128,7 +145,7 @@ pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
                         t_start: at,
                         t_end: at + dur,
                         t_posted: at + dur,
-                        peer,
+                        peer: from,
                         tag: if rnd(3) == 0 { -1 } else { tag },
                         call: call::MPI_Probe,
                         ..base
@@ -145,10 +162,11 @@ pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
                             t_start: at,
                             t_end: at + dur,
                             t_posted: at + dur,
-                            peer,
+                            peer: if recv { from } else { to },
                             tag,
                             peer2: if c == call::MPI_Sendrecv {
-                                rnd(n as u64) as i32
+                                let p = rnd(n as u64) as i32;
+                                if scale > 1 { from } else { p }
                             } else {
                                 NO_RANK
                             },
