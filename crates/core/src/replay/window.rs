@@ -24,7 +24,7 @@ use crate::error::Error;
 use crate::model::PenaltyModel;
 use crate::topo::placement::Placement;
 use crate::trace::order::RunOrder;
-use crate::trace::{FLAG_NONBLOCKING, RunTrace};
+use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RunTrace};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -122,6 +122,8 @@ struct Rec {
     bytes: u64,
     /// A receive whose message is not known yet.
     recv_pending: bool,
+    /// The WORLD rank it receives from.
+    src: i32,
     /// A collective member whose operation is not complete yet (`hot.inst_of` is then
     /// the operation's number, not its slot).
     inst_pending: bool,
@@ -190,6 +192,10 @@ struct Window<'a> {
     /// Per stream: nonblocking records whose completion call is not read yet (and some
     /// whose is: pruned as it grows).
     awaiting: Vec<Vec<u32>>,
+    /// Per rank index: its threads not read to the end; per WORLD rank: whether it has
+    /// calls not read yet.
+    streams_left: Vec<usize>,
+    world_open: Vec<bool>,
     /// Per rank: the same records by their end (rank clock): a completion call returns at
     /// its operation's end and is entered no later, so once the rank's calls entered after
     /// that end are read, an operation whose call is not read has none (a request freed,
@@ -246,6 +252,19 @@ impl<'a> Window<'a> {
             rank_streams.push(mine);
         }
         let n = lens.len();
+        let streams_left: Vec<usize> = rank_streams.iter().map(Vec::len).collect();
+        let world = metas
+            .iter()
+            .map(|m| m.world_size.max(m.rank + 1))
+            .max()
+            .unwrap_or(0)
+            .max(0) as usize;
+        let mut world_open = vec![false; world];
+        for (m, &left) in metas.iter().zip(&streams_left) {
+            if let Ok(w) = usize::try_from(m.rank) {
+                world_open[w] = left > 0;
+            }
+        }
         let online = OnlinePlan::new(metas, placement, protocol);
         Window {
             world_ranks: metas.iter().map(|m| m.rank).collect(),
@@ -263,6 +282,8 @@ impl<'a> Window<'a> {
             read: vec![0; n],
             awaiting: vec![Vec::new(); n],
             awaiting_end: Vec::new(),
+            streams_left,
+            world_open,
             recs: Vec::new(),
             free_recs: Vec::new(),
             ids: FxMap::default(),
@@ -383,7 +404,9 @@ impl<'a> Window<'a> {
         slot.reason = Reason::None;
         slot.peer = if op == Op::SendRecv { r.peer2 } else { r.peer };
         slot.bytes = r.bytes_send + r.bytes_recv;
-        slot.recv_pending = receive_source(op, r).is_some();
+        let src = receive_source(op, r);
+        slot.recv_pending = src.is_some();
+        slot.src = src.unwrap_or(NO_RANK);
         slot.inst_pending = hot.inst_of != NONE;
         slot.probe_pending = op == Op::Probe;
         slot.probe_recv = NONE;
@@ -416,8 +439,23 @@ impl<'a> Window<'a> {
             self.event(e);
         }
         self.events = events;
+        // A receive from a rank whose calls are all read, a rendezvous message to one,
+        // match nothing.
+        let r = &self.recs[g as usize];
+        if r.recv_pending && self.world_done(r.src) {
+            self.recs[g as usize].recv_pending = false;
+        }
+        let m = self.recs[g as usize].hot.msg_out;
+        if m != NONE
+            && self.msgs[m as usize].recv == Match::Pending
+            && self.world_done(self.msgs[m as usize].msg.dst_rank)
+        {
+            self.unmatched.remove(&id);
+            self.no_receive(m);
+        }
         if self.read[s] == self.lens[s] {
-            // The thread is read: an operation whose completion call is not read has none.
+            // The thread is read: an operation whose completion call is not read has none,
+            // a probe no receive followed has none to wait for.
             for g in std::mem::take(&mut self.awaiting[s]) {
                 let r = &mut self.recs[g as usize];
                 if r.live && r.stream == stream && r.completer == Completer::Unknown {
@@ -425,8 +463,57 @@ impl<'a> Window<'a> {
                     self.checks.push(g);
                 }
             }
+            for &g in &self.queue[s] {
+                self.recs[g as usize].probe_pending = false;
+            }
+            self.streams_left[ri] -= 1;
+            if self.streams_left[ri] == 0 {
+                self.rank_read(self.world_ranks[ri]);
+            }
         }
         true
+    }
+
+    /// Whether every call of WORLD rank `w` is read (a rank outside the run, or without a
+    /// spool, has none).
+    fn world_done(&self, w: i32) -> bool {
+        usize::try_from(w)
+            .ok()
+            .and_then(|w| self.world_open.get(w))
+            .is_none_or(|open| !open)
+    }
+
+    /// Every call of WORLD rank `w` is read: receives from it and rendezvous messages to
+    /// it that wait for a match have none.
+    fn rank_read(&mut self, w: i32) {
+        if let Some(open) = usize::try_from(w)
+            .ok()
+            .and_then(|w| self.world_open.get_mut(w))
+        {
+            *open = false;
+        }
+        for r in self.recs.iter_mut() {
+            if r.live && r.recv_pending && r.src == w {
+                r.recv_pending = false;
+            }
+        }
+        let msgs = &self.msgs;
+        let gone: Vec<(Id, u32)> = self
+            .unmatched
+            .iter()
+            .filter(|&(_, &m)| msgs[m as usize].msg.dst_rank == w)
+            .map(|(&id, &m)| (id, m))
+            .collect();
+        for (id, m) in gone {
+            self.unmatched.remove(&id);
+            self.no_receive(m);
+        }
+    }
+
+    /// Message `m` is received by no record.
+    fn no_receive(&mut self, m: u32) {
+        self.msgs[m as usize].recv = Match::No;
+        self.unref_msg(m);
     }
 
     fn await_completer(&mut self, s: usize, g: u32) {
@@ -562,8 +649,7 @@ impl<'a> Window<'a> {
         }
         let waiting: Vec<u32> = self.unmatched.drain().map(|(_, m)| m).collect();
         for m in waiting {
-            self.msgs[m as usize].recv = Match::No;
-            self.unref_msg(m);
+            self.no_receive(m);
         }
         for s in 0..self.awaiting.len() {
             for g in std::mem::take(&mut self.awaiting[s]) {
@@ -609,6 +695,7 @@ impl<'a> Window<'a> {
                     peer: 0,
                     bytes: 0,
                     recv_pending: false,
+                    src: NO_RANK,
                     inst_pending: false,
                     probe_pending: false,
                     probe_recv: NONE,
@@ -986,8 +1073,9 @@ mod tests {
     }
 
     /// A long ring (each rank sends to the next and receives from the one before, some
-    /// sends nonblocking and never waited for; 20,000 records on 4 ranks): the window holds
-    /// the records and messages in flight, not the run.
+    /// sends nonblocking and never waited for, one receive from a rank outside the run;
+    /// 20,000 records on 4 ranks): the window holds the records and messages in flight, not
+    /// the run.
     #[test]
     fn the_window_holds_what_is_in_flight() {
         use crate::trace::{NO_RANK, RankMeta, RankTrace, Record, call};
@@ -1023,7 +1111,13 @@ mod tests {
                                 } else {
                                     0
                                 },
-                                peer: if send { (r + 1) % n } else { (r + n - 1) % n },
+                                // One receive from a rank outside the run: known at
+                                // once to match nothing (not at the run's end).
+                                peer: match (send, r, k) {
+                                    (true, ..) => (r + 1) % n,
+                                    (false, 0, 1) => n + 5,
+                                    _ => (r + n - 1) % n,
+                                },
                                 peer2: NO_RANK,
                                 root: NO_RANK,
                                 bytes_send: if send { 1024 } else { 0 },
