@@ -16,6 +16,7 @@ use super::arcs::{self, CallArcs};
 use super::{RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
 use crate::error::Error;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -183,7 +184,9 @@ impl RunOrder {
             heap: BinaryHeap::new(),
         };
         for ri in 0..n {
-            o.refill(ri)?;
+            if let Some(at) = o.refill(ri)? {
+                o.heap.push(Reverse((at, ri)));
+            }
         }
         Ok(o)
     }
@@ -199,24 +202,34 @@ impl RunOrder {
     /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
     /// [`RunOrder::metas`] and the call; None at the end.
     pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
-        let Some(Reverse((at, ri))) = self.heap.pop() else {
+        let Some(&Reverse((at, ri))) = self.heap.peek() else {
             return Ok(None);
         };
         let c = self.ready[ri]
             .pop_front()
             .expect("a rank in the heap has calls ready");
+        // The rank stays at the top while its instant has calls ready; then its next
+        // instant takes its place there (one sift down, not a pop and a push).
         if self.ready[ri].is_empty() {
-            self.refill(ri)?;
-        } else {
-            self.heap.push(Reverse((at, ri)));
+            let next = self.refill(ri);
+            let mut top = self.heap.peek_mut().expect("the rank is in the heap");
+            match next {
+                Ok(Some(t)) => *top = Reverse((t, ri)),
+                Ok(None) => drop(PeekMut::pop(top)),
+                Err(e) => {
+                    PeekMut::pop(top);
+                    return Err(e);
+                }
+            }
         }
         Ok(Some((at, ri, c)))
     }
 
-    /// Reads rank `ri`'s calls of its next entry instant.
-    fn refill(&mut self, ri: usize) -> Result<(), Error> {
+    /// Reads rank `ri`'s calls of its next entry instant; returns the instant (None: the
+    /// rank has no more calls).
+    fn refill(&mut self, ri: usize) -> Result<Option<i64>, Error> {
         let Some(reader) = self.readers[ri].as_mut() else {
-            return Ok(());
+            return Ok(None);
         };
         let meta = &self.metas[ri];
         let mut first = match self.after[ri].take() {
@@ -226,7 +239,7 @@ impl RunOrder {
                 .map(|c| (meta.to_global_ns(c.record.t_start), c)),
         };
         let Some((at, c)) = first.take() else {
-            return Ok(());
+            return Ok(None);
         };
         let ready = &mut self.ready[ri];
         ready.push_back(c);
@@ -239,8 +252,7 @@ impl RunOrder {
             ready.push_back(c);
         }
         ready.make_contiguous().sort_by_key(|c| c.rec);
-        self.heap.push(Reverse((at, ri)));
-        Ok(())
+        Ok(Some(at))
     }
 }
 
