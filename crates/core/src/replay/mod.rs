@@ -1165,8 +1165,9 @@ trait Store {
     /// Measured start of stream `s`'s first record.
     fn stream_start(&self, s: u32) -> f64;
     /// The record at position `pos` of stream `s` (the windowed store reads until it is
-    /// read and what it depends on is known).
-    fn stream_record(&mut self, s: u32, pos: usize) -> u32;
+    /// read and what it depends on is known); None: the stream ended before (a run that
+    /// could not be read to its end).
+    fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32>;
     fn hot(&self, g: u32) -> Hot;
     fn rank_of(&self, g: u32) -> i32;
     fn peer_of(&self, g: u32) -> i32;
@@ -1235,8 +1236,8 @@ impl Store for Batch<'_> {
         self.plan.m_start[self.plan.streams[s as usize][0] as usize]
     }
     #[inline]
-    fn stream_record(&mut self, s: u32, pos: usize) -> u32 {
-        self.plan.streams[s as usize][pos]
+    fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {
+        self.plan.streams[s as usize].get(pos).copied()
     }
     #[inline]
     fn hot(&self, g: u32) -> Hot {
@@ -1682,7 +1683,10 @@ impl<'a, S: Store> Engine<'a, S> {
         if c.done || (!c.started && now < c.t_op) {
             return None;
         }
-        let g = self.s.stream_record(s, c.pos);
+        let Some(g) = self.s.stream_record(s, c.pos) else {
+            self.cur[s as usize].done = true;
+            return None;
+        };
         let h = c.hot.unwrap_or_else(|| self.s.hot(g));
         if !c.started {
             self.cur[s as usize].started = true;
@@ -1725,7 +1729,10 @@ impl<'a, S: Store> Engine<'a, S> {
             return None;
         }
         let pos = cur.pos;
-        let next = self.s.stream_record(s, pos);
+        let Some(next) = self.s.stream_record(s, pos) else {
+            self.cur[s as usize].done = true;
+            return None;
+        };
         let next = self.s.hot(next);
         let cur = &mut self.cur[s as usize];
         cur.hot = Some(next);

@@ -335,14 +335,21 @@ impl<'a> Window<'a> {
                 return false;
             }
         };
+        let r = &c.record;
+        let Some(&(_, stream)) = self.rank_streams[ri].iter().find(|t| t.0 == r.thread) else {
+            // The spool changed since the first pass (a run still being written).
+            self.err = Some(Error::Input(format!(
+                "rank {}'s spool changed while it was read (a thread the first pass did not see)",
+                self.world_ranks[ri]
+            )));
+            self.end_of_run();
+            return false;
+        };
         self.stats.records += 1;
         let mut events = std::mem::take(&mut self.events);
         let planned = self.online.record(ri, &c, |e| events.push(e));
         let id = (ri as u32, c.rec);
         let r = &c.record;
-        let Some(&(_, stream)) = self.rank_streams[ri].iter().find(|t| t.0 == r.thread) else {
-            unreachable!("a thread the first pass did not see");
-        };
         let g = self.alloc_rec();
         let mut hot = planned.hot;
         if let Some(m) = planned.msg {
@@ -781,7 +788,7 @@ impl Store for Window<'_> {
     fn stream_start(&self, s: u32) -> f64 {
         self.starts[s as usize]
     }
-    fn stream_record(&mut self, s: u32, pos: usize) -> u32 {
+    fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {
         let si = s as usize;
         while self.head[si] < pos {
             self.queue[si].pop_front();
@@ -791,13 +798,12 @@ impl Store for Window<'_> {
             if let Some(&g) = self.queue[si].front()
                 && self.resolved(g)
             {
-                return g;
+                return Some(g);
             }
             if !self.pull() {
-                // At the end of the run everything read is resolved.
-                return *self.queue[si]
-                    .front()
-                    .expect("a stream as long as the first pass found it");
+                // At the end of the run everything read is resolved; a stream shorter than
+                // the first pass found (a read error, a spool that changed) ends here.
+                return self.queue[si].front().copied();
             }
         }
     }
@@ -1159,5 +1165,82 @@ mod tests {
             stats.most_records < 40 && stats.most_messages < 20,
             "{stats:?}"
         );
+    }
+
+    /// A spool rewritten between the reader's first pass and its reading (a thread the
+    /// first pass did not see): the replay ends with an error, not a panic, after
+    /// finishing what it read.
+    #[test]
+    fn a_spool_changed_while_read_is_an_error() {
+        use crate::trace::{NO_RANK, RankMeta, Record, call};
+        let dir = std::env::temp_dir().join(format!("pmpi-window-changed-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        let spool = |r: i32, thread: u16| -> Vec<Record> {
+            (0..4000u64)
+                .map(|k| {
+                    let send = (k + r as u64).is_multiple_of(2);
+                    Record {
+                        t_start: 1000 + k * 10_000,
+                        t_end: 3000 + k * 10_000,
+                        t_posted: 3000 + k * 10_000,
+                        peer: 1 - r,
+                        peer2: NO_RANK,
+                        root: NO_RANK,
+                        bytes_send: if send { 64 } else { 0 },
+                        bytes_recv: if send { 0 } else { 64 },
+                        comm_size: 2,
+                        thread,
+                        call: if send { call::MPI_Send } else { call::MPI_Recv },
+                        ..Default::default()
+                    }
+                })
+                .collect()
+        };
+        let mut metas = Vec::new();
+        for r in 0..2 {
+            let meta = RankMeta {
+                rank: r,
+                world_size: 2,
+                node: format!("n{r}"),
+                calls: crate::trace::CALL_NAMES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                ..Default::default()
+            };
+            crate::trace::write_spool(&dir, r, &spool(r, 0)).unwrap();
+            crate::trace::write_meta(&dir, &meta).unwrap();
+            metas.push(meta);
+        }
+        let order = RunOrder::open(&dir).unwrap();
+        // Rewritten in place: the reader's open file reads on into the new records.
+        crate::trace::write_spool(&dir, 1, &spool(1, 7)).unwrap();
+        let placement = Placement::from_run(&RunTrace {
+            ranks: metas
+                .into_iter()
+                .map(|meta| crate::trace::RankTrace {
+                    meta,
+                    ..Default::default()
+                })
+                .collect(),
+            world_size: 2,
+            missing: vec![],
+        });
+        let profile = Profile::builtin_default();
+        let mut finished = 0;
+        let got = replay_window(
+            order,
+            &placement,
+            Protocol::for_library(""),
+            &P2p::from_profile(&profile, None),
+            None,
+            &|_| CollCost::default(),
+            false,
+            &mut |_| finished += 1,
+        );
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(got.is_err(), "{got:?}");
+        assert!(finished > 0 && finished < 8000, "{finished}");
     }
 }
