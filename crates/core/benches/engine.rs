@@ -11,7 +11,8 @@
 //! written run read back from its spools in time order and planned online; with
 //! `--window=DIR`, a written run replayed in a window as it is read, under gige and without
 //! a model, with a digest of every record's replayed times; with `--window=DIR --batch`,
-//! the batch replay of the same run loaded whole, with the same digest).
+//! the batch replay of the same run loaded whole, with the same digest; `--profile=FILE`
+//! takes a calibrated profile instead of the built-in one).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
@@ -298,7 +299,13 @@ fn read_run(dir: &std::path::Path) {
 fn window(dir: &std::path::Path) {
     use pmpi_core::replay::window::{Finished, replay_window};
     use pmpi_core::trace::order::RunOrder;
-    let profile = Profile::builtin_default();
+    // `--profile=FILE`: a calibrated profile (its reverse, through, port and dispersion
+    // factors) instead of the built-in one.
+    let profile =
+        match std::env::args().find_map(|a| a.strip_prefix("--profile=").map(String::from)) {
+            Some(f) => Profile::load(&f).expect("profile readable"),
+            None => Profile::builtin_default(),
+        };
     let p2p = P2p::from_profile(&profile, None);
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");

@@ -987,13 +987,21 @@ mod tests {
     /// probes, two threads, collectives from random roots, nonblocking barriers), written
     /// to spools and replayed in a window as they are read back: every record's start,
     /// end, request completion and reason are the batch replay's of the loaded run, to
-    /// the bit, under a penalty model and without one.
+    /// the bit, under a penalty model (with a calibrated profile's factors and without)
+    /// and without one.
     #[test]
     fn the_windowed_replay_is_the_batch_replay() {
         let mut rnd = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
         let dir = std::env::temp_dir().join(format!("pmpi-window-{}", std::process::id()));
         let profile = Profile::builtin_default();
         let p2p = P2p::from_profile(&profile, None);
+        // As a calibrated profile: opposite and onward flows slower, ports capped, each
+        // contended flow drawn its own factor (from its flow number: the same flows).
+        let mut calibrated = p2p.clone();
+        calibrated.reverse = 2.0;
+        calibrated.through = 1.2;
+        calibrated.port_capacity = Some(1.0);
+        calibrated.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
         let gige = penalty_model(&profile, Some("gige")).unwrap();
         let assume = Assumptions::default();
         let cost = |i: &Instance| coll_cost(&profile, &assume, i);
@@ -1020,15 +1028,19 @@ mod tests {
             let protocol = Protocol::for_library("");
             let plan = Plan::new(&loaded, placement.clone(), protocol);
             let costs: Vec<CollCost> = plan.instances.iter().map(cost).collect();
-            for (model, contention) in [(gige.as_deref(), true), (None, false)] {
-                let batch = replay(&plan, &p2p, model, &costs, contention, false);
+            for (model, contention, p2p) in [
+                (gige.as_deref(), true, &p2p),
+                (gige.as_deref(), true, &calibrated),
+                (None, false, &p2p),
+            ] {
+                let batch = replay(&plan, p2p, model, &costs, contention, false);
                 let mut got: Vec<Option<Finished>> = vec![None; plan.hot.len()];
                 let order = RunOrder::open(&dir).unwrap();
                 let stats = replay_window(
                     order,
                     &placement,
                     protocol,
-                    &p2p,
+                    p2p,
                     model,
                     &cost,
                     contention,
@@ -1040,7 +1052,10 @@ mod tests {
                 )
                 .unwrap();
                 for (g, f) in got.iter().enumerate() {
-                    let at = format!("case {case}, contention {contention}, record {g}");
+                    let at = format!(
+                        "case {case}, contention {contention}, reverse {}, record {g}",
+                        p2p.reverse
+                    );
                     let f = f.unwrap_or_else(|| panic!("{at}: never finished"));
                     assert!(
                         same(f.start, batch.start[g]),
