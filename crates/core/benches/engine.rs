@@ -8,7 +8,11 @@
 //! with `--profile-prediction`, the whole prediction under gige, once, as a fresh process
 //! of `pmpi-predict analyze` runs it, with its CPU time and peak memory; with `--matching`,
 //! the same records matched online as they are made, never held; with `--read=DIR`, a
-//! written run read back from its spools in time order and planned online).
+//! written run read back from its spools in time order and planned online; with
+//! `--window=DIR`, a written run replayed in a window as it is read, under gige and without
+//! a model, with a digest of every record's replayed times; with `--window=DIR --batch`,
+//! the batch replay of the same run loaded whole, with the same digest; `--profile=FILE`
+//! takes a calibrated profile instead of the built-in one).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
@@ -31,6 +35,11 @@ fn main() {
     // `--read=DIR`: a written run read back in time order and matched online.
     if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--read=").map(String::from)) {
         return read_run(std::path::Path::new(&dir));
+    }
+    // `--window=DIR`: a written run replayed in a window as it is read.
+    if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--window=").map(String::from))
+    {
+        return window(std::path::Path::new(&dir));
     }
     let t0 = Instant::now();
     let mut run = RunTrace {
@@ -280,6 +289,129 @@ fn read_run(dir: &std::path::Path) {
         n as f64 / cpu / 1e6,
         peak_rss() >> 20
     );
+}
+
+/// A written run replayed in a window as it is read (`replay::window`), under gige and
+/// without a model: CPU time, peak resident memory, the most records, messages and
+/// collective operations live at once, and a digest of every record's replayed start, end,
+/// request completion and reason (independent of the order records finish in). With
+/// `--batch`, the batch replay of the run loaded whole instead, with the same digest.
+fn window(dir: &std::path::Path) {
+    use pmpi_core::replay::window::{Finished, replay_window};
+    use pmpi_core::trace::order::RunOrder;
+    // `--profile=FILE`: a calibrated profile (its reverse, through, port and dispersion
+    // factors) instead of the built-in one.
+    let profile =
+        match std::env::args().find_map(|a| a.strip_prefix("--profile=").map(String::from)) {
+            Some(f) => Profile::load(&f).expect("profile readable"),
+            None => Profile::builtin_default(),
+        };
+    let p2p = P2p::from_profile(&profile, None);
+    let assume = Assumptions::default();
+    let batch = std::env::args().any(|a| a == "--batch");
+    // Each record's figures mixed (splitmix64's finaliser, word by word) and summed: the
+    // same sum whatever order the records finish in.
+    let eat = |sum: &mut u64, rank: u32, rec: u32, t: [f64; 3], reason: u64| {
+        let mut h: u64 = 0;
+        for x in [
+            (rank as u64) << 32 | rec as u64,
+            t[0].to_bits(),
+            t[1].to_bits(),
+            t[2].to_bits(),
+            reason,
+        ] {
+            h = replay::net::splitmix64(h ^ x);
+        }
+        *sum = sum.wrapping_add(h);
+    };
+    // The loaded run (batch), read once for both models.
+    let loaded = batch.then(|| {
+        let c0 = cpu_ns();
+        let run = trace::load_run(dir).expect("run readable");
+        let placement = Placement::from_run(&run);
+        let plan = Plan::for_run(&run, placement, Some(&profile));
+        println!(
+            "batch: loaded and planned {} records in {:.2} s of CPU",
+            plan.hot.len(),
+            (cpu_ns() - c0) as f64 * 1e-9
+        );
+        (run, plan)
+    });
+    for model_name in ["gige", "none"] {
+        let model = penalty_model(&profile, Some(model_name)).expect("model");
+        let contention = model_name != "none";
+        let c0 = cpu_ns();
+        let mut sum = 0u64;
+        let mut n = 0u64;
+        if let Some((run, plan)) = &loaded {
+            let costs: Vec<_> = plan
+                .instances
+                .iter()
+                .map(|i| coll_cost(&profile, &assume, i))
+                .collect();
+            let t = replay::replay(plan, &p2p, model.as_deref(), &costs, contention, false);
+            for (ri, rk) in run.ranks.iter().enumerate() {
+                for rec in 0..rk.records.len() {
+                    let g = plan.id(ri, rec) as usize;
+                    let times = [t.start[g], t.end[g], t.req_done[g]];
+                    eat(&mut sum, ri as u32, rec as u32, times, t.reason[g] as u64);
+                    n += 1;
+                }
+            }
+            let cpu = (cpu_ns() - c0) as f64 * 1e-9;
+            println!(
+                "batch replay {model_name:<4}: {n} records, {cpu:.2} s of CPU ({:.2} M records/s), peak resident {} MB, digest {sum:016x}",
+                n as f64 / cpu / 1e6,
+                peak_rss() >> 20
+            );
+            continue;
+        }
+        let order = RunOrder::open(dir).expect("run readable");
+        let shell = RunTrace {
+            world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
+            ranks: order
+                .metas
+                .iter()
+                .map(|m| RankTrace {
+                    meta: m.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            missing: vec![],
+        };
+        let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
+        let protocol = replay::Protocol::for_library_with(library, Some(&profile));
+        let placement = Placement::from_run(&shell);
+        let stats = replay_window(
+            order,
+            &placement,
+            protocol,
+            &p2p,
+            model.as_deref(),
+            &|i| coll_cost(&profile, &assume, i),
+            contention,
+            &mut |f: Finished| {
+                eat(
+                    &mut sum,
+                    f.rank,
+                    f.rec,
+                    [f.start, f.end, f.req_done],
+                    f.reason as u64,
+                );
+                n += 1;
+            },
+        )
+        .expect("run replayed");
+        let cpu = (cpu_ns() - c0) as f64 * 1e-9;
+        println!(
+            "windowed replay {model_name:<4}: {n} records, {cpu:.2} s of CPU ({:.2} M records/s), at most {} records, {} messages and {} collective operations live, peak resident {} MB, digest {sum:016x}",
+            n as f64 / cpu / 1e6,
+            stats.most_records,
+            stats.most_messages,
+            stats.most_operations,
+            peak_rss() >> 20
+        );
+    }
 }
 
 /// Peak resident memory of the process so far, bytes (Linux's VmHWM; 0 elsewhere).

@@ -1,5 +1,7 @@
 //! Helpers shared by the unit tests.
 
+use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RankMeta, RankTrace, Record, RunTrace, call};
+
 /// A xorshift generator from `seed` (nonzero): each call gives a number below `k` (0 for
 /// `k` = 0), the same sequence for the same seed, so random test cases repeat.
 pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
@@ -8,5 +10,200 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % k.max(1)
+    }
+}
+
+/// A random run: blocking, synchronous and nonblocking sends and receives, waits that
+/// complete one to three requests, probes (some of any tag), send-receives, and the
+/// same collectives on every rank (barriers, all-reduces, broadcasts and reductions
+/// from a random root, nonblocking barriers), blocking point-to-point calls on two
+/// threads, records in spool order (by end).
+pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
+    random_run_of(rnd, 1)
+}
+
+/// [`random_run`] `scale` times as long: up to `scale` times as many steps per rank and
+/// collectives; longer, its ranks take as many steps and their point-to-point calls keep
+/// to a ring (what waits for a match to the end of the run is little).
+pub(crate) fn random_run_of(rnd: &mut impl FnMut(u64) -> u64, scale: u64) -> RunTrace {
+    let n = 2 + rnd(4) as i32;
+    let nodes = 1 + rnd(3) as i32;
+    let colls: Vec<(u16, i32)> = (0..rnd(6 * scale))
+        .map(|_| {
+            let c = [
+                call::MPI_Barrier,
+                call::MPI_Allreduce,
+                call::MPI_Bcast,
+                call::MPI_Reduce,
+                call::MPI_Ibarrier,
+            ][rnd(5) as usize];
+            (c, rnd(n as u64) as i32)
+        })
+        .collect();
+    let ranks = (0..n)
+        .map(|me| {
+            let mut recs: Vec<Record> = Vec::new();
+            let mut t = 1_000u64;
+            let mut pending: Vec<usize> = Vec::new();
+            let mut next_coll = 0;
+            let base = Record {
+                peer: NO_RANK,
+                root: NO_RANK,
+                peer2: NO_RANK,
+                comm_size: n as u32,
+                ..Default::default()
+            };
+            let steps = 5 + rnd(30 * scale);
+            // A longer run gives every rank as many steps, more than its collectives need:
+            // each operation is complete.
+            let steps = if scale > 1 { 30 * scale } else { steps };
+            for step in 0..=steps {
+                let dur = 1 + rnd(3_000);
+                let at = t;
+                t += dur + 1 + rnd(500);
+                let bytes = 1 << rnd(20);
+                let peer = rnd(n as u64 + 1) as i32;
+                let tag = rnd(2) as i32;
+                // A longer run keeps to a ring (sends to the next rank, receives from the
+                // one before), so that its messages match but at the ends of channels.
+                let (to, from) = if scale > 1 {
+                    ((me + 1) % n, (me + n - 1) % n)
+                } else {
+                    (peer, peer)
+                };
+                let last = step == steps;
+                if next_coll < colls.len() && (last || rnd(4) == 0) {
+                    let (c, root) = colls[next_coll];
+                    next_coll += 1;
+                    let nb = c == call::MPI_Ibarrier;
+                    recs.push(Record {
+                        t_start: at,
+                        t_end: at + dur,
+                        t_posted: if nb { at + 1 } else { at + dur },
+                        bytes_send: if c == call::MPI_Allreduce { bytes } else { 0 },
+                        bytes_recv: if c == call::MPI_Bcast { bytes } else { 0 },
+                        root: if matches!(c, call::MPI_Bcast | call::MPI_Reduce) {
+                            root
+                        } else {
+                            NO_RANK
+                        },
+                        call: c,
+                        flags: if nb { FLAG_NONBLOCKING } else { 0 },
+                        ..base
+                    });
+                    if nb {
+                        pending.push(recs.len() - 1);
+                    }
+                    continue;
+                }
+                let what = if last { 9 } else { rnd(10) };
+                match what {
+                    // Nonblocking send or receive: completed by a later wait.
+                    0 | 1 => {
+                        let send = what == 0;
+                        recs.push(Record {
+                            t_start: at,
+                            t_end: at + 1,
+                            t_posted: at + 1,
+                            peer: if send { to } else { from },
+                            tag,
+                            bytes_send: if send { bytes } else { 0 },
+                            bytes_recv: if send { 0 } else { bytes },
+                            call: if send {
+                                call::MPI_Isend
+                            } else {
+                                call::MPI_Irecv
+                            },
+                            flags: FLAG_NONBLOCKING,
+                            ..base
+                        });
+                        pending.push(recs.len() - 1);
+                    }
+                    // A wait for one to three requests, or all at the end.
+                    2 | 9 => {
+                        if pending.is_empty() {
+                            continue;
+                        }
+                        let k = if last {
+                            pending.len()
+                        } else {
+                            1 + rnd(3) as usize
+                        };
+                        let end = at + dur;
+                        for i in pending.drain(..k.min(pending.len())) {
+                            recs[i].t_end = end;
+                        }
+                        recs.push(Record {
+                            t_start: at,
+                            t_end: end,
+                            t_posted: end,
+                            call: call::MPI_Waitall,
+                            ..base
+                        });
+                    }
+                    3 => recs.push(Record {
+                        t_start: at,
+                        t_end: at + dur,
+                        t_posted: at + dur,
+                        peer: from,
+                        tag: if rnd(3) == 0 { -1 } else { tag },
+                        call: call::MPI_Probe,
+                        ..base
+                    }),
+                    _ => {
+                        let c = [
+                            call::MPI_Send,
+                            call::MPI_Ssend,
+                            call::MPI_Recv,
+                            call::MPI_Sendrecv,
+                        ][rnd(4) as usize];
+                        let recv = c == call::MPI_Recv;
+                        recs.push(Record {
+                            t_start: at,
+                            t_end: at + dur,
+                            t_posted: at + dur,
+                            peer: if recv { from } else { to },
+                            tag,
+                            peer2: if c == call::MPI_Sendrecv {
+                                let p = rnd(n as u64) as i32;
+                                if scale > 1 { from } else { p }
+                            } else {
+                                NO_RANK
+                            },
+                            bytes_send: if recv { 0 } else { bytes },
+                            bytes_recv: if recv || c == call::MPI_Sendrecv {
+                                bytes
+                            } else {
+                                0
+                            },
+                            thread: rnd(2) as u16,
+                            call: c,
+                            ..base
+                        });
+                    }
+                }
+            }
+            // As a spool has them: each record written when its call completed.
+            recs.sort_by_key(|r| r.t_end);
+            RankTrace {
+                meta: RankMeta {
+                    rank: me,
+                    world_size: n,
+                    node: format!("n{}", me % nodes),
+                    calls: crate::trace::CALL_NAMES
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect(),
+                    ..Default::default()
+                },
+                records: recs,
+                ..Default::default()
+            }
+        })
+        .collect();
+    RunTrace {
+        ranks,
+        world_size: n,
+        missing: vec![],
     }
 }

@@ -18,6 +18,7 @@ pub mod net;
 pub mod online;
 pub mod wait;
 pub mod whatif;
+pub mod window;
 
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};
@@ -1109,35 +1110,282 @@ fn renumber(heap: &mut BinaryHeap<Reverse<u128>>) -> u32 {
     last
 }
 
-struct Engine<'a> {
+/// A message's times the replay keeps (see [`Timing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MsgTime {
+    SendPost,
+    RecvPost,
+    Matched,
+    FlowStart,
+    Arrive,
+    Tref,
+}
+
+/// What the engine reads of a collective operation (see [`Instance`]).
+#[derive(Debug, Clone, Copy)]
+struct InstInfo {
+    kind: CallKind,
+    members: usize,
+    /// Index of the root among the members (in rank order) and its record.
+    root: Option<usize>,
+    root_g: Option<u32>,
+    n: u64,
+    block: u64,
+    multi_node: bool,
+}
+
+/// The replay's state of a collective operation: members entered so far, latest entry,
+/// and for a buffered linear rooted collective ([`Engine::buffered_linear`]) when its
+/// data starts to leave the root's node.
+#[derive(Debug, Clone, Copy)]
+struct InstState {
+    entered: u32,
+    last: f64,
+    data: f64,
+}
+
+impl Default for InstState {
+    fn default() -> Self {
+        InstState {
+            entered: 0,
+            last: f64::NEG_INFINITY,
+            data: f64::NAN,
+        }
+    }
+}
+
+/// Where the engine finds records, messages and collective operations and keeps their
+/// replayed times: the whole plan's arrays (the batch replay), or slots reused once a
+/// record is finished, filled by a reader as the streams need records
+/// ([`window`]). One engine steps both, so both give the same times.
+trait Store {
+    /// Streams, and the number of records of stream `s`.
+    fn streams(&self) -> usize;
+    fn stream_len(&self, s: u32) -> usize;
+    /// Measured start of stream `s`'s first record.
+    fn stream_start(&self, s: u32) -> f64;
+    /// The record at position `pos` of stream `s` (the windowed store reads until it is
+    /// read and what it depends on is known); None: the stream ended before (a run that
+    /// could not be read to its end).
+    fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32>;
+    fn hot(&self, g: u32) -> Hot;
+    fn rank_of(&self, g: u32) -> i32;
+    fn peer_of(&self, g: u32) -> i32;
+    /// Bytes a window synchronisation completes.
+    fn rma_bytes(&self, g: u32) -> u64;
+    /// The `k`-th nonblocking record completion record `g` completes.
+    fn completed(&self, g: u32, k: usize) -> Option<u32>;
+    fn probe_msg(&self, g: u32) -> u32;
+    fn start(&self, g: u32) -> f64;
+    fn set_start(&mut self, g: u32, t: f64);
+    fn end(&self, g: u32) -> f64;
+    /// Record `g` ended at `t` (the windowed store may let it go).
+    fn set_end(&mut self, g: u32, t: f64);
+    fn set_reason(&mut self, g: u32, r: Reason);
+    fn msg(&self, m: u32) -> Msg;
+    /// A receive matched message `m`.
+    fn has_recv(&self, m: u32) -> bool;
+    fn msg_time(&self, m: u32, f: MsgTime) -> f64;
+    fn set_msg_time(&mut self, m: u32, f: MsgTime, t: f64);
+    /// Streams blocked on message `m`: at most its sender's and its receiver's.
+    fn msg_waiters(&mut self, m: u32) -> &mut [u32; 2];
+    /// Message `m` is network flow `f`.
+    fn set_flow(&mut self, m: u32, f: u32);
+    fn flow_msg(&self, f: u32) -> u32;
+    fn inst(&self, i: u32) -> InstInfo;
+    /// Index of member record `g` among instance `i`'s members (in rank order).
+    fn member_index(&self, i: u32, g: u32) -> Option<usize>;
+    fn coll_cost(&self, i: u32) -> Option<CollCost>;
+    fn inst_state(&self, i: u32) -> InstState;
+    /// A member of instance `i` entered at `t`.
+    fn enter_inst(&mut self, i: u32, t: f64);
+    fn set_inst_data(&mut self, i: u32, t: f64);
+    /// When instance `i`'s root entered (NaN: not yet).
+    fn root_start(&self, i: u32) -> f64;
+    fn set_coll_contention(&mut self, i: u32, c: f64);
+    /// A nonblocking record whose request may now be final (the windowed store's
+    /// [`Engine::settle`]); none in the batch replay, which finds them all at the end.
+    fn next_check(&mut self) -> Option<u32> {
+        None
+    }
+    /// Whether nonblocking record `g` is finished and its request's completion final.
+    fn op_ready(&self, _g: u32) -> bool {
+        false
+    }
+    /// Nonblocking record `g`'s request completed at `req_done`: it is finished.
+    fn retire_op(&mut self, _g: u32, _req_done: f64) {}
+}
+
+/// The batch replay's store: the plan's arrays, the timing's arrays.
+struct Batch<'a> {
     plan: &'a Plan,
-    p2p: &'a P2p,
     costs: &'a [CollCost],
+    t: Timing,
+    msg_waiters: Vec<[u32; 2]>,
+    inst: Vec<InstState>,
+}
+
+impl Store for Batch<'_> {
+    fn streams(&self) -> usize {
+        self.plan.streams.len()
+    }
+    fn stream_len(&self, s: u32) -> usize {
+        self.plan.streams[s as usize].len()
+    }
+    fn stream_start(&self, s: u32) -> f64 {
+        self.plan.m_start[self.plan.streams[s as usize][0] as usize]
+    }
+    #[inline]
+    fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {
+        self.plan.streams[s as usize].get(pos).copied()
+    }
+    #[inline]
+    fn hot(&self, g: u32) -> Hot {
+        self.plan.hot[g as usize]
+    }
+    fn rank_of(&self, g: u32) -> i32 {
+        self.plan.rank_of(g)
+    }
+    fn peer_of(&self, g: u32) -> i32 {
+        self.plan.peer_of(g)
+    }
+    fn rma_bytes(&self, g: u32) -> u64 {
+        self.plan.rma_bytes.get(&g).copied().unwrap_or(0)
+    }
+    #[inline]
+    fn completed(&self, g: u32, k: usize) -> Option<u32> {
+        self.plan.completed_by(g).get(k).copied()
+    }
+    fn probe_msg(&self, g: u32) -> u32 {
+        self.plan.probe_msg[g as usize]
+    }
+    #[inline]
+    fn start(&self, g: u32) -> f64 {
+        self.t.start[g as usize]
+    }
+    #[inline]
+    fn set_start(&mut self, g: u32, t: f64) {
+        self.t.start[g as usize] = t;
+    }
+    fn end(&self, g: u32) -> f64 {
+        self.t.end[g as usize]
+    }
+    #[inline]
+    fn set_end(&mut self, g: u32, t: f64) {
+        self.t.end[g as usize] = t;
+    }
+    fn set_reason(&mut self, g: u32, r: Reason) {
+        self.t.reason[g as usize] = r;
+    }
+    #[inline]
+    fn msg(&self, m: u32) -> Msg {
+        self.plan.msgs[m as usize]
+    }
+    fn has_recv(&self, m: u32) -> bool {
+        self.plan.msgs[m as usize].recv != NONE
+    }
+    #[inline]
+    fn msg_time(&self, m: u32, f: MsgTime) -> f64 {
+        let t = &self.t;
+        let v = match f {
+            MsgTime::SendPost => &t.send_post,
+            MsgTime::RecvPost => &t.recv_post,
+            MsgTime::Matched => &t.matched,
+            MsgTime::FlowStart => &t.flow_start,
+            MsgTime::Arrive => &t.arrive,
+            MsgTime::Tref => &t.tref,
+        };
+        v[m as usize]
+    }
+    #[inline]
+    fn set_msg_time(&mut self, m: u32, f: MsgTime, x: f64) {
+        let t = &mut self.t;
+        let v = match f {
+            MsgTime::SendPost => &mut t.send_post,
+            MsgTime::RecvPost => &mut t.recv_post,
+            MsgTime::Matched => &mut t.matched,
+            MsgTime::FlowStart => &mut t.flow_start,
+            MsgTime::Arrive => &mut t.arrive,
+            MsgTime::Tref => &mut t.tref,
+        };
+        v[m as usize] = x;
+    }
+    #[inline]
+    fn msg_waiters(&mut self, m: u32) -> &mut [u32; 2] {
+        &mut self.msg_waiters[m as usize]
+    }
+    fn set_flow(&mut self, m: u32, f: u32) {
+        debug_assert_eq!(f as usize, self.t.flow_msg.len());
+        self.t.flow_msg.push(m);
+        self.t.flow[m as usize] = f;
+    }
+    #[inline]
+    fn flow_msg(&self, f: u32) -> u32 {
+        self.t.flow_msg[f as usize]
+    }
+    fn inst(&self, i: u32) -> InstInfo {
+        let inst = &self.plan.instances[i as usize];
+        InstInfo {
+            kind: inst.kind,
+            members: inst.members.len(),
+            root: inst.root,
+            root_g: inst.root.map(|k| inst.members[k]),
+            n: inst.n,
+            block: inst.block,
+            multi_node: inst.multi_node,
+        }
+    }
+    fn member_index(&self, i: u32, g: u32) -> Option<usize> {
+        self.plan.instances[i as usize]
+            .members
+            .binary_search(&g)
+            .ok()
+    }
+    fn coll_cost(&self, i: u32) -> Option<CollCost> {
+        self.costs.get(i as usize).copied()
+    }
+    fn inst_state(&self, i: u32) -> InstState {
+        self.inst[i as usize]
+    }
+    fn enter_inst(&mut self, i: u32, t: f64) {
+        let s = &mut self.inst[i as usize];
+        s.entered += 1;
+        s.last = s.last.max(t);
+    }
+    fn set_inst_data(&mut self, i: u32, t: f64) {
+        self.inst[i as usize].data = t;
+    }
+    fn root_start(&self, i: u32) -> f64 {
+        let inst = &self.plan.instances[i as usize];
+        inst.root
+            .map_or(f64::NAN, |k| self.t.start[inst.members[k] as usize])
+    }
+    fn set_coll_contention(&mut self, i: u32, c: f64) {
+        self.t.coll_contention[i as usize] = c;
+    }
+}
+
+struct Engine<'a, S: Store> {
+    p2p: &'a P2p,
     contention: bool,
     net: Net<'a>,
-    t: Timing,
+    placement: &'a Placement,
+    protocol: Protocol,
+    s: S,
     cur: Vec<Cursor>,
     /// Queued stream events, packed as [`event`] does (16 bytes; a tuple took 24 and its
     /// comparisons three steps).
     heap: BinaryHeap<Reverse<u128>>,
     /// Events queued so far (ties in time leave in this order).
     seq: u32,
-    /// Streams blocked on each message: at most its sender's and its receiver's.
-    msg_waiters: Vec<[u32; 2]>,
+    /// Streams blocked on a message beyond its sender's and its receiver's.
     more_waiters: Vec<(u32, u32)>,
     /// Matched messages per connection (source rank, destination rank), in order; the
     /// first is on the network.
     conns: Vec<VecDeque<u32>>,
     inst_waiters: HashMap<u32, Vec<u32>>,
-    /// Per instance: members entered so far, latest entry.
-    inst_entered: Vec<u32>,
-    inst_last: Vec<f64>,
-    /// Per instance of a buffered linear rooted collective ([`Engine::buffered_linear`]):
-    /// when its data starts to leave the root's node.
-    inst_data: Vec<f64>,
     /// Per node: when the data of the buffered linear collectives it rooted has left it.
     port_free: Vec<f64>,
-    hot: &'a [Hot],
 }
 
 /// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
@@ -1155,6 +1403,32 @@ pub fn replay(
     replay_reusing(plan, p2p, model, costs, contention, log, Timing::default())
 }
 
+/// The network of a replay under `model` (None: contention-free) with `p2p`'s factors.
+fn network<'a>(
+    p2p: &'a P2p,
+    model: Option<&'a dyn PenaltyModel>,
+    protocol: Protocol,
+    log: bool,
+) -> Net<'a> {
+    let net = match (&p2p.wan, model) {
+        (Some(c), Some(m)) => {
+            Net::new(Some(m)).with_backbone(c.cluster_of_node.clone(), c.crossing.clone())
+        }
+        _ => Net::new(model),
+    }
+    .with_reverse(p2p.reverse, protocol.eager_inter)
+    .with_through(p2p.through);
+    let net = match p2p.port_capacity {
+        Some(c) => net.with_ports(p2p.inter.beta, c),
+        None => net,
+    };
+    let net = match &p2p.dispersion {
+        Some(q) => net.with_dispersion(q),
+        None => net,
+    };
+    if log { net } else { net.without_log() }
+}
+
 /// [`replay`] into the arrays of `spare`, a timing its caller no longer needs (of this
 /// plan or another): the second replay of a prediction reuses the first's memory.
 pub fn replay_reusing(
@@ -1166,82 +1440,104 @@ pub fn replay_reusing(
     log: bool,
     spare: Timing,
 ) -> Timing {
-    let net = match (&p2p.wan, model) {
-        (Some(c), Some(m)) => {
-            Net::new(Some(m)).with_backbone(c.cluster_of_node.clone(), c.crossing.clone())
-        }
-        _ => Net::new(model),
-    }
-    .with_reverse(p2p.reverse, plan.protocol.eager_inter)
-    .with_through(p2p.through);
-    let net = match p2p.port_capacity {
-        Some(c) => net.with_ports(p2p.inter.beta, c),
-        None => net,
-    };
-    let net = match &p2p.dispersion {
-        Some(q) => net.with_dispersion(q),
-        None => net,
-    };
-    let net = if log { net } else { net.without_log() };
     let n = plan.hot.len();
     let nm = plan.msgs.len();
-    let mut e = Engine {
+    let store = Batch {
         plan,
-        p2p,
         costs,
-        contention,
-        net,
         t: Timing::blank(plan, spare),
-        cur: vec![Cursor::default(); plan.streams.len()],
-        heap: BinaryHeap::new(),
-        seq: 0,
         msg_waiters: vec![[NONE; 2]; nm],
-        more_waiters: Vec::new(),
-        conns: vec![VecDeque::new(); plan.connections],
-        inst_waiters: HashMap::new(),
-        inst_entered: vec![0; plan.instances.len()],
-        inst_last: vec![f64::NEG_INFINITY; plan.instances.len()],
-        inst_data: vec![f64::NAN; plan.instances.len()],
-        port_free: Vec::new(),
-        hot: &plan.hot,
+        inst: vec![InstState::default(); plan.instances.len()],
     };
-    for (s, ids) in plan.streams.iter().enumerate() {
-        match ids.first() {
-            Some(&g) => {
-                e.cur[s].t_op = plan.m_start[g as usize].max(0.0);
-                e.cur[s].hot = Some(plan.hot[g as usize]);
-                e.push(e.cur[s].t_op, s as u32);
-            }
-            None => e.cur[s].done = true,
-        }
-    }
-    let mut done = Vec::new();
-    loop {
-        e.run(&mut done);
-        // Streams still blocked wait on something the trace never provides (a killed
-        // run): the earliest one keeps its measured time and the replay goes on.
-        let stuck = (0..e.cur.len())
-            .filter(|&s| !e.cur[s].done)
-            .min_by(|&a, &b| e.cur[a].t_op.total_cmp(&e.cur[b].t_op));
-        let Some(s) = stuck else { break };
-        e.cur[s].forced = true;
-        let t = e.cur[s].t_op.max(e.net.now());
-        e.push(t, s as u32);
-    }
+    let mut e = Engine::new(
+        store,
+        p2p,
+        network(p2p, model, plan.protocol, log),
+        &plan.placement,
+        plan.protocol,
+        contention,
+    );
+    e.conns = vec![VecDeque::new(); plan.connections];
+    e.run_all();
     // Nonblocking operations' requests, for those whose completion call was not recorded.
     for g in 0..n {
         if matches!(plan.hot[g].op, Op::Isend { .. } | Op::Irecv | Op::ICol)
-            && !e.t.start[g].is_nan()
+            && !e.s.t.start[g].is_nan()
         {
-            e.t.req_done[g] = e.request_done(g as u32).unwrap_or(e.t.end[g]);
+            e.s.t.req_done[g] = e.request_done(g as u32).unwrap_or(e.s.t.end[g]);
         }
     }
-    e.t.inter = std::mem::take(&mut e.net.inter);
-    e.t.log = std::mem::take(&mut e.net.log);
-    e.t
+    e.s.t.inter = std::mem::take(&mut e.net.inter);
+    e.s.t.log = std::mem::take(&mut e.net.log);
+    e.s.t
 }
 
-impl Engine<'_> {
+impl<'a, S: Store> Engine<'a, S> {
+    fn new(
+        s: S,
+        p2p: &'a P2p,
+        net: Net<'a>,
+        placement: &'a Placement,
+        protocol: Protocol,
+        contention: bool,
+    ) -> Engine<'a, S> {
+        let streams = s.streams();
+        let mut e = Engine {
+            p2p,
+            contention,
+            net,
+            placement,
+            protocol,
+            s,
+            cur: vec![Cursor::default(); streams],
+            heap: BinaryHeap::new(),
+            seq: 0,
+            more_waiters: Vec::new(),
+            conns: Vec::new(),
+            inst_waiters: HashMap::new(),
+            port_free: Vec::new(),
+        };
+        for s in 0..streams as u32 {
+            if e.s.stream_len(s) == 0 {
+                e.cur[s as usize].done = true;
+                continue;
+            }
+            // Its first record is read when the stream first steps (a thread that starts
+            // late is not read ahead for).
+            e.cur[s as usize].t_op = e.s.stream_start(s).max(0.0);
+            e.push(e.cur[s as usize].t_op, s);
+        }
+        e
+    }
+
+    /// Replays every stream to its end.
+    fn run_all(&mut self) {
+        let mut done = Vec::new();
+        loop {
+            self.run(&mut done);
+            // Streams still blocked wait on something the trace never provides (a killed
+            // run): the earliest one keeps its measured time and the replay goes on.
+            let stuck = (0..self.cur.len())
+                .filter(|&s| !self.cur[s].done)
+                .min_by(|&a, &b| self.cur[a].t_op.total_cmp(&self.cur[b].t_op));
+            let Some(s) = stuck else { break };
+            self.cur[s].forced = true;
+            let t = self.cur[s].t_op.max(self.net.now());
+            self.push(t, s as u32);
+        }
+        self.settle();
+    }
+
+    /// Lets the store finish the nonblocking records whose requests are final.
+    fn settle(&mut self) {
+        while let Some(g) = self.s.next_check() {
+            if self.s.op_ready(g) {
+                let r = self.request_done(g).unwrap_or(self.s.end(g));
+                self.s.retire_op(g, r);
+            }
+        }
+    }
+
     fn push(&mut self, t: f64, s: u32) {
         if self.seq == u32::MAX {
             self.seq = renumber(&mut self.heap);
@@ -1252,6 +1548,7 @@ impl Engine<'_> {
 
     fn run(&mut self, done: &mut Vec<u32>) {
         loop {
+            self.settle();
             let tf = self.net.next_finish();
             let ts = self
                 .heap
@@ -1263,7 +1560,7 @@ impl Engine<'_> {
             if tf <= ts {
                 self.net.advance(tf, done);
                 for &f in done.iter() {
-                    self.arrived(self.t.flow_msg[f as usize], tf);
+                    self.arrived(self.s.flow_msg(f), tf);
                 }
                 continue;
             }
@@ -1275,7 +1572,7 @@ impl Engine<'_> {
             loop {
                 self.net.advance(now, done);
                 for &f in done.iter() {
-                    self.arrived(self.t.flow_msg[f as usize], now);
+                    self.arrived(self.s.flow_msg(f), now);
                 }
                 let Some(t) = self.step(s, now) else { break };
                 // The stream's next call comes strictly before every queued event and the
@@ -1298,7 +1595,7 @@ impl Engine<'_> {
     }
 
     fn wake_msg(&mut self, m: u32, t: f64) {
-        let ws = std::mem::replace(&mut self.msg_waiters[m as usize], [NONE; 2]);
+        let ws = std::mem::replace(self.s.msg_waiters(m), [NONE; 2]);
         for s in ws {
             if s != NONE {
                 self.push(t, s);
@@ -1327,18 +1624,23 @@ impl Engine<'_> {
 
     /// Starts message `m`'s transfer now if both sides allow it.
     fn maybe_start(&mut self, m: u32) {
-        let mi = m as usize;
-        if !self.t.matched[mi].is_nan() || self.t.send_post[mi].is_nan() {
+        if !self.s.msg_time(m, MsgTime::Matched).is_nan()
+            || self.s.msg_time(m, MsgTime::SendPost).is_nan()
+        {
             return;
         }
-        let msg = self.plan.msgs[mi];
-        if msg.rendezvous && msg.recv != NONE && self.t.recv_post[mi].is_nan() {
+        let msg = self.s.msg(m);
+        if msg.rendezvous && self.s.has_recv(m) && self.s.msg_time(m, MsgTime::RecvPost).is_nan() {
             return;
         }
-        self.t.matched[mi] = self.net.now();
+        self.s.set_msg_time(m, MsgTime::Matched, self.net.now());
         // Messages between two ranks share one connection and leave in order: a message
         // enters the network when the one before it on its connection has arrived.
-        let q = &mut self.conns[msg.conn as usize];
+        let c = msg.conn as usize;
+        if self.conns.len() <= c {
+            self.conns.resize(c + 1, VecDeque::new());
+        }
+        let q = &mut self.conns[c];
         q.push_back(m);
         if q.len() == 1 {
             self.launch(m);
@@ -1348,24 +1650,21 @@ impl Engine<'_> {
 
     /// Puts message `m` on the network now.
     fn launch(&mut self, m: u32) {
-        let mi = m as usize;
-        let msg = self.plan.msgs[mi];
+        let msg = self.s.msg(m);
         let tref = self
             .p2p
             .hockney(msg.src_node, msg.dst_node)
             .time_bytes(msg.bytes as f64);
-        self.t.tref[mi] = tref;
-        self.t.flow_start[mi] = self.net.now();
+        self.s.set_msg_time(m, MsgTime::Tref, tref);
+        self.s.set_msg_time(m, MsgTime::FlowStart, self.net.now());
         let f = self.net.add(msg.src_node, msg.dst_node, msg.bytes, tref);
-        debug_assert_eq!(f as usize, self.t.flow_msg.len());
-        self.t.flow_msg.push(m);
-        self.t.flow[mi] = f;
+        self.s.set_flow(m, f);
     }
 
     /// Message `m` arrived at `t`: wake who waits for it, start the next on its connection.
     fn arrived(&mut self, m: u32, t: f64) {
-        self.t.arrive[m as usize] = t;
-        let msg = self.plan.msgs[m as usize];
+        let msg = self.s.msg(m);
+        self.s.set_msg_time(m, MsgTime::Arrive, t);
         let q = &mut self.conns[msg.conn as usize];
         q.pop_front();
         let next = q.front().copied();
@@ -1384,20 +1683,23 @@ impl Engine<'_> {
         if c.done || (!c.started && now < c.t_op) {
             return None;
         }
-        let g = self.plan.streams[s as usize][c.pos];
-        let h = c.hot.unwrap_or_else(|| self.hot[g as usize]);
+        let Some(g) = self.s.stream_record(s, c.pos) else {
+            self.cur[s as usize].done = true;
+            return None;
+        };
+        let h = c.hot.unwrap_or_else(|| self.s.hot(g));
         if !c.started {
             self.cur[s as usize].started = true;
             self.begin(g, h, c.t_op);
         }
         let end = if c.forced {
-            self.t.reason[g as usize] = Reason::Unresolved;
+            self.s.set_reason(g, Reason::Unresolved);
             Some(c.t_op + h.op_dur)
         } else {
             match self.finish_time(g, h, c.t_op) {
                 Ok(e) => Some(e),
                 Err(Block::Msg(m)) => {
-                    let w = &mut self.msg_waiters[m as usize];
+                    let w = self.s.msg_waiters(m);
                     if !w.contains(&s) {
                         // The sender's and the receiver's streams; any other (threads
                         // sharing a request) waits in the overflow list.
@@ -1416,17 +1718,23 @@ impl Engine<'_> {
         };
         let end = end?;
         let end = end.max(c.t_op);
-        self.t.end[g as usize] = end;
-        let stream = &self.plan.streams[s as usize];
+        self.s.set_end(g, end);
+        let len = self.s.stream_len(s);
         let cur = &mut self.cur[s as usize];
         cur.pos += 1;
         cur.started = false;
         cur.forced = false;
-        if cur.pos >= stream.len() {
+        if cur.pos >= len {
             cur.done = true;
             return None;
         }
-        let next = self.hot[stream[cur.pos] as usize];
+        let pos = cur.pos;
+        let Some(next) = self.s.stream_record(s, pos) else {
+            self.cur[s as usize].done = true;
+            return None;
+        };
+        let next = self.s.hot(next);
+        let cur = &mut self.cur[s as usize];
         cur.hot = Some(next);
         cur.t_op = end + next.gap;
         Some(cur.t_op.max(now))
@@ -1434,32 +1742,29 @@ impl Engine<'_> {
 
     /// Side effects of entering call `g` at `t`: posts and collective entries.
     fn begin(&mut self, g: u32, h: Hot, t: f64) {
-        let gi = g as usize;
-        self.t.start[gi] = t;
+        self.s.set_start(g, t);
         let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
-            self.t.send_post[out as usize] = t;
+            self.s.set_msg_time(out, MsgTime::SendPost, t);
             self.maybe_start(out);
             self.wake_msg(out, t);
         }
         if inn != NONE {
-            self.t.recv_post[inn as usize] = t;
+            self.s.set_msg_time(inn, MsgTime::RecvPost, t);
             self.maybe_start(inn);
         }
         let i = h.inst_of;
         if i != NONE {
-            let iu = i as usize;
-            self.inst_entered[iu] += 1;
-            self.inst_last[iu] = self.inst_last[iu].max(t);
+            self.s.enter_inst(i, t);
             if self.root_of(i) == Some(g) && self.buffered_linear(i) {
                 // The root's data leaves after what its earlier such collectives left
                 // in the kernel (the port is FIFO across them).
-                let node = self.plan.placement.node(self.plan.rank_of(g)).unwrap_or(0) as usize;
+                let node = self.placement.node(self.s.rank_of(g)).unwrap_or(0) as usize;
                 if self.port_free.len() <= node {
                     self.port_free.resize(node + 1, f64::NEG_INFINITY);
                 }
                 let start = t.max(self.port_free[node]);
-                self.inst_data[iu] = start;
+                self.s.set_inst_data(i, start);
                 self.port_free[node] = start + self.cost(i).0;
             }
             self.wake_inst(i, t);
@@ -1468,8 +1773,7 @@ impl Engine<'_> {
 
     /// The root's record of instance `i`, if it is rooted and the root was found.
     fn root_of(&self, i: u32) -> Option<u32> {
-        let inst = &self.plan.instances[i as usize];
-        inst.root.map(|k| inst.members[k])
+        self.s.inst(i).root_g
     }
 
     /// Instance `i` is a linear broadcast or scatter between nodes whose blocks go by
@@ -1480,28 +1784,26 @@ impl Engine<'_> {
     /// demo's 256 KiB broadcast at 4 hosts: members measured 60–66 ms, all at the port's
     /// time for the three blocks; the root 0.5 ms).
     fn buffered_linear(&self, i: u32) -> bool {
-        let inst = &self.plan.instances[i as usize];
+        let inst = self.s.inst(i);
         coll_shape(inst.kind) == CollShape::FromRoot
             && inst.root.is_some()
             && inst.multi_node
             && inst.n >= 2
-            && inst.block >= self.plan.protocol.eager_inter
+            && inst.block >= self.protocol.eager_inter
             && inst.block <= self.p2p.socket_buffer
-            && self.costs.get(i as usize).is_some_and(|c| c.serial)
+            && self.s.coll_cost(i).is_some_and(|c| c.serial)
     }
 
     fn cost(&self, i: u32) -> (f64, f64) {
-        let c = self.costs.get(i as usize).copied().unwrap_or_default();
+        let c = self.s.coll_cost(i).unwrap_or_default();
         let total = if self.contention { c.model_s } else { c.free_s };
         (total, c.step_s)
     }
 
     /// When call `g`, entered at `t0`, ends; or what it is blocked on.
     fn finish_time(&mut self, g: u32, h: Hot, t0: f64) -> Result<f64, Block> {
-        let gi = g as usize;
-        let plan = self.plan;
         let arrived = |m: u32| -> Result<f64, Block> {
-            let a = self.t.arrive[m as usize];
+            let a = self.s.msg_time(m, MsgTime::Arrive);
             if a.is_nan() {
                 Err(Block::Msg(m))
             } else {
@@ -1514,7 +1816,7 @@ impl Engine<'_> {
                 if m == NONE {
                     return Ok(t0);
                 }
-                let msg = &plan.msgs[m as usize];
+                let msg = self.s.msg(m);
                 if msg.rendezvous {
                     self.rendezvous_send_done(m, t0)
                 } else {
@@ -1523,19 +1825,20 @@ impl Engine<'_> {
             }
             Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + h.op_dur),
             Op::RmaSync | Op::RmaFlush => {
-                let bytes = plan.rma_bytes.get(&g).copied().unwrap_or(0);
-                let (me, peer) = (plan.rank_of(g), plan.peer_of(g));
+                let bytes = self.s.rma_bytes(g);
+                let (me, peer) = (self.s.rank_of(g), self.s.peer_of(g));
+                let placement = self.placement;
                 // Without a target (MPI_Win_flush_all, MPI_Win_unlock_all...), the worst
                 // path from this rank's node: to another node where the job has one,
                 // within the node on one node.
                 let other = |a: u32| {
-                    if plan.placement.nodes() > 1 {
+                    if placement.nodes() > 1 {
                         u32::from(a == 0)
                     } else {
                         a
                     }
                 };
-                let (a, b) = match (plan.placement.node(me), plan.placement.node(peer)) {
+                let (a, b) = match (placement.node(me), placement.node(peer)) {
                     (Some(a), Some(b)) if peer >= 0 => (a, b),
                     (Some(a), _) => (a, other(a)),
                     _ => (0, other(0)),
@@ -1545,8 +1848,8 @@ impl Engine<'_> {
             Op::Recv => {
                 let m = h.msg_in;
                 if m == NONE {
-                    if plan.peer_of(g) >= 0 {
-                        self.t.reason[gi] = Reason::Unmatched;
+                    if self.s.peer_of(g) >= 0 {
+                        self.s.set_reason(g, Reason::Unmatched);
                         return Ok(t0 + h.op_dur);
                     }
                     return Ok(t0);
@@ -1557,39 +1860,41 @@ impl Engine<'_> {
             Op::SendRecv => {
                 let mut end = t0;
                 let out = h.msg_out;
-                if out != NONE && plan.msgs[out as usize].rendezvous {
+                if out != NONE && self.s.msg(out).rendezvous {
                     end = end.max(arrived(out)?);
                 }
                 let inn = h.msg_in;
                 if inn != NONE {
                     end = end.max(arrived(inn)?.max(t0 + self.recv_overhead(inn)));
-                } else if plan.peer_of(g) >= 0 {
-                    self.t.reason[gi] = Reason::Unmatched;
+                } else if self.s.peer_of(g) >= 0 {
+                    self.s.set_reason(g, Reason::Unmatched);
                     end = end.max(t0 + h.op_dur);
                 }
                 Ok(end)
             }
             Op::Complete => {
                 let mut end = t0;
-                for &nb in plan.completed_by(g) {
+                let mut k = 0;
+                while let Some(nb) = self.s.completed(g, k) {
                     end = end.max(self.request_done(nb)?);
+                    k += 1;
                 }
                 Ok(end)
             }
             Op::Probe => {
-                let m = plan.probe_msg[gi];
+                let m = self.s.probe_msg(g);
                 if m == NONE {
                     // A probe of MPI_PROC_NULL returns at once: nothing to wait for.
-                    if plan.peer_of(g) == crate::trace::PROC_NULL {
+                    if self.s.peer_of(g) == crate::trace::PROC_NULL {
                         return Ok(t0);
                     }
-                    self.t.reason[gi] = Reason::Unmatched;
+                    self.s.set_reason(g, Reason::Unmatched);
                     return Ok(t0 + h.op_dur);
                 }
-                let msg = plan.msgs[m as usize];
+                let msg = self.s.msg(m);
                 if msg.rendezvous {
                     // The envelope arrives one latency after the send was posted.
-                    let sp = self.t.send_post[m as usize];
+                    let sp = self.s.msg_time(m, MsgTime::SendPost);
                     if sp.is_nan() {
                         return Err(Block::Msg(m));
                     }
@@ -1603,25 +1908,25 @@ impl Engine<'_> {
                 let i = h.inst_of;
                 if i == NONE {
                     // Members unknown: the operation's time alone, no dependency.
-                    self.t.reason[gi] = Reason::Unmatched;
+                    self.s.set_reason(g, Reason::Unmatched);
                     return Ok(t0 + h.op_dur);
                 }
                 self.coll_end(i, g, t0)
             }
             Op::Local => Ok(t0 + h.op_dur),
             Op::Other => {
-                self.t.reason[gi] = Reason::NoModel;
+                self.s.set_reason(g, Reason::NoModel);
                 Ok(t0 + h.op_dur)
             }
         }
     }
 
     fn recv_overhead(&self, m: u32) -> f64 {
-        self.p2p.overhead(&self.plan.msgs[m as usize], false)
+        self.p2p.overhead(&self.s.msg(m), false)
     }
 
     fn send_overhead(&self, m: u32) -> f64 {
-        self.p2p.overhead(&self.plan.msgs[m as usize], true)
+        self.p2p.overhead(&self.s.msg(m), true)
     }
 
     /// When the sender of rendezvous message `m` is done, no sooner than `floor`. Within a
@@ -1631,10 +1936,9 @@ impl Engine<'_> {
     /// all but its last `socket_buffer` bytes have left: the arrival less that tail's share
     /// of the message's time on the network.
     fn rendezvous_send_done(&self, m: u32, floor: f64) -> Result<f64, Block> {
-        let mi = m as usize;
-        let msg = &self.plan.msgs[mi];
+        let msg = self.s.msg(m);
         let arrived = || {
-            let a = self.t.arrive[mi];
+            let a = self.s.msg_time(m, MsgTime::Arrive);
             if a.is_nan() {
                 Err(Block::Msg(m))
             } else {
@@ -1644,7 +1948,7 @@ impl Engine<'_> {
         if msg.src_node == msg.dst_node {
             return Ok(arrived()?.max(floor));
         }
-        let matched = self.t.matched[mi];
+        let matched = self.s.msg_time(m, MsgTime::Matched);
         if matched.is_nan() {
             return Err(Block::Msg(m));
         }
@@ -1656,15 +1960,15 @@ impl Engine<'_> {
             return Ok(handshake);
         }
         let a = arrived()?;
-        let tail = buffer as f64 / msg.bytes as f64 * (a - self.t.flow_start[mi]).max(0.0);
+        let flow_start = self.s.msg_time(m, MsgTime::FlowStart);
+        let tail = buffer as f64 / msg.bytes as f64 * (a - flow_start).max(0.0);
         Ok(handshake.max(a - tail))
     }
 
     /// When nonblocking record `nb` completed in the replay.
     fn request_done(&mut self, nb: u32) -> Result<f64, Block> {
-        let i = nb as usize;
-        let start = self.t.start[i];
-        let h = self.hot[i];
+        let start = self.s.start(nb);
+        let h = self.s.hot(nb);
         let posted = start + h.op_dur;
         match h.op {
             Op::Isend { .. } => {
@@ -1672,7 +1976,7 @@ impl Engine<'_> {
                 if m == NONE {
                     return Ok(posted);
                 }
-                let msg = &self.plan.msgs[m as usize];
+                let msg = self.s.msg(m);
                 if msg.rendezvous {
                     self.rendezvous_send_done(m, posted)
                 } else {
@@ -1684,7 +1988,7 @@ impl Engine<'_> {
                 if m == NONE {
                     return Ok(posted);
                 }
-                let a = self.t.arrive[m as usize];
+                let a = self.s.msg_time(m, MsgTime::Arrive);
                 if a.is_nan() {
                     Err(Block::Msg(m))
                 } else {
@@ -1694,7 +1998,7 @@ impl Engine<'_> {
             // The collective entered at its post, done when the blocking one would be.
             Op::ICol => match h.inst_of {
                 NONE => {
-                    self.t.reason[i] = Reason::Unmatched;
+                    self.s.set_reason(nb, Reason::Unmatched);
                     Ok(posted)
                 }
                 k => Ok(self.coll_end(k, nb, start)?.max(posted)),
@@ -1705,21 +2009,23 @@ impl Engine<'_> {
 
     /// End of member `g` of collective instance `i` entered at `t0`.
     fn coll_end(&mut self, i: u32, g: u32, t0: f64) -> Result<f64, Block> {
-        let inst = &self.plan.instances[i as usize];
+        let inst = self.s.inst(i);
         let (total, step) = self.cost(i);
         if self.contention {
-            let c = self.costs.get(i as usize).copied().unwrap_or_default();
-            self.t.coll_contention[i as usize] = (c.model_s - c.free_s).max(0.0);
+            let c = self.s.coll_cost(i).unwrap_or_default();
+            self.s
+                .set_coll_contention(i, (c.model_s - c.free_s).max(0.0));
         }
-        let all_in = self.inst_entered[i as usize] as usize >= inst.members.len();
-        let root_g = inst.root.map(|k| inst.members[k]);
+        let state = self.s.inst_state(i);
+        let all_in = state.entered as usize >= inst.members;
+        let root_g = inst.root_g;
         // Below the eager limit of its path, a rooted collective's messages go out at once:
         // a sender returns after its local send costs, and a receiver that enters after the
         // data arrived only copies it out (as for point-to-point messages).
         let limit = if inst.multi_node {
-            self.plan.protocol.eager_inter
+            self.protocol.eager_inter
         } else {
-            self.plan.protocol.eager_intra
+            self.protocol.eager_intra
         };
         let eager = inst.block < limit;
         let intra = !inst.multi_node;
@@ -1727,7 +2033,7 @@ impl Engine<'_> {
         match coll_shape(inst.kind) {
             CollShape::All => {
                 if all_in {
-                    Ok(self.inst_last[i as usize] + total)
+                    Ok(state.last + total)
                 } else {
                     Err(Block::Inst(i))
                 }
@@ -1738,13 +2044,13 @@ impl Engine<'_> {
                         let blocks = inst.block * (inst.n - 1);
                         let copy = self.p2p.intra.beta * blocks as f64;
                         let alpha = self.p2p.inter.alpha;
-                        Ok(t0.max(self.inst_last[i as usize]) + alpha + copy)
+                        Ok(t0.max(state.last) + alpha + copy)
                     } else {
                         Err(Block::Inst(i))
                     }
                 }
                 // A member entering after the others' data has left gets its block alone.
-                _ => match self.inst_data[i as usize] {
+                _ => match state.data {
                     d if d.is_nan() => Err(Block::Inst(i)),
                     d => Ok((t0 + step).max(d + total)),
                 },
@@ -1756,12 +2062,12 @@ impl Engine<'_> {
                     Ok(t0 + children * local(true))
                 }
                 Some(r) if r == g => Ok(t0 + total),
-                Some(r) => {
+                Some(_) => {
                     // Entry times are set when a stream enters a call.
-                    let rt = self.t.start[r as usize];
-                    let serial = self.costs.get(i as usize).is_some_and(|c| c.serial);
-                    let share = match (serial, inst.members.binary_search(&g), inst.root) {
-                        (true, Ok(k), Some(root)) if inst.n >= 2 => {
+                    let rt = self.s.root_start(i);
+                    let serial = self.s.coll_cost(i).is_some_and(|c| c.serial);
+                    let share = match (serial, self.s.member_index(i, g), inst.root) {
+                        (true, Some(k), Some(root)) if inst.n >= 2 => {
                             // Members are in rank order; the root skips itself.
                             let j = if k < root { k + 1 } else { k };
                             j as f64 / (inst.n - 1) as f64
@@ -1781,7 +2087,7 @@ impl Engine<'_> {
             CollShape::ToRoot => match root_g {
                 Some(r) if r == g => {
                     if all_in {
-                        Ok((t0 + total).max(self.inst_last[i as usize] + step))
+                        Ok((t0 + total).max(state.last + step))
                     } else {
                         Err(Block::Inst(i))
                     }

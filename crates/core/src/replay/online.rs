@@ -33,11 +33,13 @@ pub enum Event {
     Completion { op: Id, by: Id },
     /// Probe `probe` waits for the message that receive `recv` gets.
     Probe { probe: Id, recv: Id },
-    /// Collective operation `op` (its number) is complete: its members by (rank index,
-    /// record number), the index among them of its root (if rooted and found), its size
-    /// and block, whether it spans nodes and the most members on one node.
+    /// Collective operation `op` (its number) is complete: its kind (its first member's),
+    /// its members by (rank index, record number), the index among them of its root (if
+    /// rooted and found), its size and block, whether it spans nodes and the most members
+    /// on one node.
     Instance {
         op: u32,
+        kind: CallKind,
         members: Vec<Id>,
         root: Option<usize>,
         n: u64,
@@ -87,6 +89,8 @@ struct Rank {
 /// A collective operation some member has not joined yet.
 #[derive(Default)]
 struct Open {
+    /// The first member (in rank order) and its kind.
+    first: Option<(Id, CallKind)>,
     block: u64,
     root: Option<Id>,
     nodes: Vec<u32>,
@@ -266,7 +270,10 @@ impl OnlinePlan {
                 }
                 hot.inst_of = number;
                 let o = self.open.entry(number).or_default();
-                o.block = o.block.max(block_of_call(kind, r, c.arcs.as_ref(), me));
+                if o.first.is_none_or(|(f, _)| id < f) {
+                    o.first = Some((id, kind));
+                }
+                o.block = o.block.max(block_of_call(kind, r, c.arcs.as_deref(), me));
                 if r.root >= 0 && me == r.root {
                     o.root = Some(id);
                 }
@@ -288,6 +295,7 @@ impl OnlinePlan {
                     nodes.dedup();
                     event(Event::Instance {
                         op: number,
+                        kind: o.first.map_or(kind, |f| f.1),
                         root: o.root.and_then(|r| members.iter().position(|&m| m == r)),
                         n: members.len() as u64,
                         members,
@@ -318,185 +326,7 @@ impl OnlinePlan {
 mod tests {
     use super::*;
     use crate::replay::Plan;
-    use crate::trace::{NO_RANK, RankTrace, Record, RunTrace, call};
     use std::collections::{BTreeMap, BTreeSet};
-
-    /// A random run: blocking, synchronous and nonblocking sends and receives, waits that
-    /// complete one to three requests, probes (some of any tag), send-receives, and the
-    /// same collectives on every rank (barriers, all-reduces, broadcasts and reductions
-    /// from a random root, nonblocking barriers), blocking point-to-point calls on two
-    /// threads, records in spool order (by end).
-    fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
-        let n = 2 + rnd(4) as i32;
-        let nodes = 1 + rnd(3) as i32;
-        let colls: Vec<(u16, i32)> = (0..rnd(6))
-            .map(|_| {
-                let c = [
-                    call::MPI_Barrier,
-                    call::MPI_Allreduce,
-                    call::MPI_Bcast,
-                    call::MPI_Reduce,
-                    call::MPI_Ibarrier,
-                ][rnd(5) as usize];
-                (c, rnd(n as u64) as i32)
-            })
-            .collect();
-        let ranks = (0..n)
-            .map(|me| {
-                let mut recs: Vec<Record> = Vec::new();
-                let mut t = 1_000u64;
-                let mut pending: Vec<usize> = Vec::new();
-                let mut next_coll = 0;
-                let base = Record {
-                    peer: NO_RANK,
-                    root: NO_RANK,
-                    peer2: NO_RANK,
-                    comm_size: n as u32,
-                    ..Default::default()
-                };
-                let steps = 5 + rnd(30);
-                for step in 0..=steps {
-                    let dur = 1 + rnd(3_000);
-                    let at = t;
-                    t += dur + 1 + rnd(500);
-                    let bytes = 1 << rnd(20);
-                    let peer = rnd(n as u64 + 1) as i32;
-                    let tag = rnd(2) as i32;
-                    let last = step == steps;
-                    if next_coll < colls.len() && (last || rnd(4) == 0) {
-                        let (c, root) = colls[next_coll];
-                        next_coll += 1;
-                        let nb = c == call::MPI_Ibarrier;
-                        recs.push(Record {
-                            t_start: at,
-                            t_end: at + dur,
-                            t_posted: if nb { at + 1 } else { at + dur },
-                            bytes_send: if c == call::MPI_Allreduce { bytes } else { 0 },
-                            bytes_recv: if c == call::MPI_Bcast { bytes } else { 0 },
-                            root: if matches!(c, call::MPI_Bcast | call::MPI_Reduce) {
-                                root
-                            } else {
-                                NO_RANK
-                            },
-                            call: c,
-                            flags: if nb { FLAG_NONBLOCKING } else { 0 },
-                            ..base
-                        });
-                        if nb {
-                            pending.push(recs.len() - 1);
-                        }
-                        continue;
-                    }
-                    let what = if last { 9 } else { rnd(10) };
-                    match what {
-                        // Nonblocking send or receive: completed by a later wait.
-                        0 | 1 => {
-                            let send = what == 0;
-                            recs.push(Record {
-                                t_start: at,
-                                t_end: at + 1,
-                                t_posted: at + 1,
-                                peer,
-                                tag,
-                                bytes_send: if send { bytes } else { 0 },
-                                bytes_recv: if send { 0 } else { bytes },
-                                call: if send {
-                                    call::MPI_Isend
-                                } else {
-                                    call::MPI_Irecv
-                                },
-                                flags: FLAG_NONBLOCKING,
-                                ..base
-                            });
-                            pending.push(recs.len() - 1);
-                        }
-                        // A wait for one to three requests, or all at the end.
-                        2 | 9 => {
-                            if pending.is_empty() {
-                                continue;
-                            }
-                            let k = if last {
-                                pending.len()
-                            } else {
-                                1 + rnd(3) as usize
-                            };
-                            let end = at + dur;
-                            for i in pending.drain(..k.min(pending.len())) {
-                                recs[i].t_end = end;
-                            }
-                            recs.push(Record {
-                                t_start: at,
-                                t_end: end,
-                                t_posted: end,
-                                call: call::MPI_Waitall,
-                                ..base
-                            });
-                        }
-                        3 => recs.push(Record {
-                            t_start: at,
-                            t_end: at + dur,
-                            t_posted: at + dur,
-                            peer,
-                            tag: if rnd(3) == 0 { -1 } else { tag },
-                            call: call::MPI_Probe,
-                            ..base
-                        }),
-                        _ => {
-                            let c = [
-                                call::MPI_Send,
-                                call::MPI_Ssend,
-                                call::MPI_Recv,
-                                call::MPI_Sendrecv,
-                            ][rnd(4) as usize];
-                            let recv = c == call::MPI_Recv;
-                            recs.push(Record {
-                                t_start: at,
-                                t_end: at + dur,
-                                t_posted: at + dur,
-                                peer,
-                                tag,
-                                peer2: if c == call::MPI_Sendrecv {
-                                    rnd(n as u64) as i32
-                                } else {
-                                    NO_RANK
-                                },
-                                bytes_send: if recv { 0 } else { bytes },
-                                bytes_recv: if recv || c == call::MPI_Sendrecv {
-                                    bytes
-                                } else {
-                                    0
-                                },
-                                thread: rnd(2) as u16,
-                                call: c,
-                                ..base
-                            });
-                        }
-                    }
-                }
-                // As a spool has them: each record written when its call completed.
-                recs.sort_by_key(|r| r.t_end);
-                RankTrace {
-                    meta: RankMeta {
-                        rank: me,
-                        world_size: n,
-                        node: format!("n{}", me % nodes),
-                        calls: crate::trace::CALL_NAMES
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect(),
-                        ..Default::default()
-                    },
-                    records: recs,
-                    ..Default::default()
-                }
-            })
-            .collect();
-        RunTrace {
-            ranks,
-            world_size: n,
-            missing: vec![],
-        }
-    }
 
     /// The plan found online, ranks interleaved at random and each in call order, is the
     /// plan of the whole run: every record's replay fields, every message, completion,
@@ -507,7 +337,7 @@ mod tests {
         let mut rnd = crate::testing::xorshift(0x5851_f42d_4c95_7f2d);
         let (mut messages, mut operations, mut completions, mut probes) = (0, 0, 0, 0);
         for case in 0..300 {
-            let run = random_run(&mut rnd);
+            let run = crate::testing::random_run(&mut rnd);
             let placement = Placement::from_run(&run);
             let protocol = Protocol::for_library("");
             let plan = Plan::new(&run, placement.clone(), protocol);
@@ -600,6 +430,7 @@ mod tests {
                     (
                         i,
                         Some(Event::Instance {
+                            kind,
                             members,
                             root,
                             n,
@@ -612,8 +443,24 @@ mod tests {
                         let b = &plan.instances[i as usize];
                         let bm: Vec<Id> = b.members.iter().map(|&m| id_of(m)).collect();
                         assert_eq!(
-                            (&bm, b.root, b.n, b.block, b.multi_node, b.max_per_node),
-                            (members, *root, *n, *block, *multi_node, *max_per_node),
+                            (
+                                &bm,
+                                b.root,
+                                b.n,
+                                b.block,
+                                b.multi_node,
+                                b.max_per_node,
+                                b.kind
+                            ),
+                            (
+                                members,
+                                *root,
+                                *n,
+                                *block,
+                                *multi_node,
+                                *max_per_node,
+                                *kind
+                            ),
                             "{at}"
                         );
                     }

@@ -16,6 +16,7 @@ use super::arcs::{self, CallArcs};
 use super::{RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
 use crate::error::Error;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -39,6 +40,18 @@ pub struct CallOrder {
     /// Continuations out of the buffer whose call has not come out yet, by the call's
     /// (entry, thread, call number).
     conts: BTreeMap<(u64, u16, u16), Vec<Record>>,
+    threads: Vec<Thread>,
+}
+
+/// A thread of a spool, as the reader's first pass finds it: a stream of the replay,
+/// known before its records are read (how many there are, when the first is entered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Thread {
+    pub thread: u16,
+    /// Its call records.
+    pub calls: u32,
+    /// Entry of its first call (the rank's clock).
+    pub first_start: u64,
 }
 
 /// One call record as [`CallOrder`] gives it.
@@ -48,14 +61,16 @@ pub struct Call {
     pub rec: u32,
     pub record: Record,
     /// Its per-peer bytes, when a complete set of continuations gave them.
-    pub arcs: Option<CallArcs>,
+    /// (Boxed: a call is moved through the reader's queues, and most have none.)
+    pub arcs: Option<Box<CallArcs>>,
 }
 
 impl CallOrder {
     /// Opens the spool at `path` (checking its header) and sizes the reorder buffer.
     pub fn open(path: &Path) -> Result<CallOrder, Error> {
         let mut window = FIRST_WINDOW;
-        while !fits(&mut Records::open(path)?, window)? {
+        let mut threads = Vec::new();
+        while !fits(&mut Records::open(path)?, window, &mut threads)? {
             window *= 4;
         }
         Ok(CallOrder {
@@ -65,7 +80,13 @@ impl CallOrder {
             free: Vec::new(),
             window,
             conts: BTreeMap::new(),
+            threads,
         })
+    }
+
+    /// The spool's threads, by number.
+    pub fn threads(&self) -> &[Thread] {
+        &self.threads
     }
 
     /// Records the reader holds at most.
@@ -104,6 +125,13 @@ impl CallOrder {
             }
             // Continuations of earlier entries never had their call: dropped, as the
             // loader drops them.
+            if self.conts.is_empty() {
+                return Ok(Some(Call {
+                    rec: n,
+                    record: r,
+                    arcs: None,
+                }));
+            }
             self.conts = self.conts.split_off(&(r.t_start, 0, 0));
             let arcs = self
                 .conts
@@ -111,7 +139,8 @@ impl CallOrder {
                 .and_then(|c| {
                     let send = arcs::direction(&c, false);
                     let recv = arcs::direction(&c, true);
-                    (send.is_some() || recv.is_some()).then_some(CallArcs { rec: n, send, recv })
+                    (send.is_some() || recv.is_some())
+                        .then(|| Box::new(CallArcs { rec: n, send, recv }))
                 });
             return Ok(Some(Call {
                 rec: n,
@@ -155,32 +184,52 @@ impl RunOrder {
             heap: BinaryHeap::new(),
         };
         for ri in 0..n {
-            o.refill(ri)?;
+            if let Some(at) = o.refill(ri)? {
+                o.heap.push(Reverse((at, ri)));
+            }
         }
         Ok(o)
+    }
+
+    /// Every rank's threads (by rank index; none for a rank without a spool).
+    pub fn threads(&self) -> Vec<&[Thread]> {
+        self.readers
+            .iter()
+            .map(|r| r.as_ref().map_or(&[][..], |r| r.threads()))
+            .collect()
     }
 
     /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
     /// [`RunOrder::metas`] and the call; None at the end.
     pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
-        let Some(Reverse((at, ri))) = self.heap.pop() else {
+        let Some(&Reverse((at, ri))) = self.heap.peek() else {
             return Ok(None);
         };
         let c = self.ready[ri]
             .pop_front()
             .expect("a rank in the heap has calls ready");
+        // The rank stays at the top while its instant has calls ready; then its next
+        // instant takes its place there (one sift down, not a pop and a push).
         if self.ready[ri].is_empty() {
-            self.refill(ri)?;
-        } else {
-            self.heap.push(Reverse((at, ri)));
+            let next = self.refill(ri);
+            let mut top = self.heap.peek_mut().expect("the rank is in the heap");
+            match next {
+                Ok(Some(t)) => *top = Reverse((t, ri)),
+                Ok(None) => drop(PeekMut::pop(top)),
+                Err(e) => {
+                    PeekMut::pop(top);
+                    return Err(e);
+                }
+            }
         }
         Ok(Some((at, ri, c)))
     }
 
-    /// Reads rank `ri`'s calls of its next entry instant.
-    fn refill(&mut self, ri: usize) -> Result<(), Error> {
+    /// Reads rank `ri`'s calls of its next entry instant; returns the instant (None: the
+    /// rank has no more calls).
+    fn refill(&mut self, ri: usize) -> Result<Option<i64>, Error> {
         let Some(reader) = self.readers[ri].as_mut() else {
-            return Ok(());
+            return Ok(None);
         };
         let meta = &self.metas[ri];
         let mut first = match self.after[ri].take() {
@@ -190,7 +239,7 @@ impl RunOrder {
                 .map(|c| (meta.to_global_ns(c.record.t_start), c)),
         };
         let Some((at, c)) = first.take() else {
-            return Ok(());
+            return Ok(None);
         };
         let ready = &mut self.ready[ri];
         ready.push_back(c);
@@ -203,18 +252,38 @@ impl RunOrder {
             ready.push_back(c);
         }
         ready.make_contiguous().sort_by_key(|c| c.rec);
-        self.heap.push(Reverse((at, ri)));
-        Ok(())
+        Ok(Some(at))
     }
 }
 
 /// Whether a reorder buffer of `window` records gives `records` in call order: replays the
-/// buffer on their keys alone.
-fn fits(records: &mut Records, window: usize) -> Result<bool, Error> {
+/// buffer on their keys alone. When it does, `threads` holds the spool's threads (it read
+/// them all).
+fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Result<bool, Error> {
     let mut heap: Reorder<()> = Reorder::default();
     let mut last = None;
+    threads.clear();
     loop {
         let more = records.next()?;
+        if let Some((k, r)) = &more
+            && k.1
+        {
+            match threads.binary_search_by_key(&r.thread, |t| t.thread) {
+                Ok(i) => {
+                    let t = &mut threads[i];
+                    t.calls += 1;
+                    t.first_start = t.first_start.min(r.t_start);
+                }
+                Err(i) => threads.insert(
+                    i,
+                    Thread {
+                        thread: r.thread,
+                        calls: 1,
+                        first_start: r.t_start,
+                    },
+                ),
+            }
+        }
         if let Some((k, _)) = more {
             heap.push(k, ());
             if heap.len() <= window {
@@ -451,7 +520,11 @@ mod tests {
                 .map(|(i, r)| Call {
                     rec: i as u32,
                     record: r,
-                    arcs: loaded.iter().find(|a| a.rec == i as u32).cloned(),
+                    arcs: loaded
+                        .iter()
+                        .find(|a| a.rec == i as u32)
+                        .cloned()
+                        .map(Box::new),
                 })
                 .collect();
             want.sort_by_key(|c| (c.record.t_start, c.rec));
@@ -465,6 +538,20 @@ mod tests {
             if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
                 panic!("span {span}: at {k}: {:?} != {:?}", got[k], want[k]);
             }
+            // The first pass found each thread's calls and first entry.
+            let mut threads: Vec<Thread> = Vec::new();
+            for c in &want {
+                match threads.iter_mut().find(|t| t.thread == c.record.thread) {
+                    Some(t) => t.calls += 1,
+                    None => threads.push(Thread {
+                        thread: c.record.thread,
+                        calls: 1,
+                        first_start: c.record.t_start,
+                    }),
+                }
+            }
+            threads.sort_by_key(|t| t.thread);
+            assert_eq!(reader.threads(), &threads[..], "span {span}");
             // The buffer is the displacement's, not the spool's length.
             if span <= 10 {
                 assert_eq!(reader.window(), FIRST_WINDOW, "span {span}");

@@ -1,0 +1,1261 @@
+//! The replay of a run read in time order ([`RunOrder`]) with its plan found online
+//! ([`OnlinePlan`]), records and messages held in slots reused once finished: memory
+//! follows what is in flight, not the run's length (docs/engine.md, "Replaying in a
+//! window").
+//!
+//! The engine is the batch replay's ([`super::Engine`], its rules written once); only its
+//! store differs. When a stream needs a record, the store reads the run until that record
+//! and what its replay depends on are known: the message it receives, the receive of a
+//! rendezvous message it sends, its collective operation's other members, the receive a
+//! probe waits for. Reading changes no replayed time, so the times are the batch replay's,
+//! to the bit. A dependency that never comes (a receive that matched nothing, an operation
+//! some member never joined) is known only at the end of the run, and the reader reads to
+//! the end for it. A record is let go, its times handed to the caller, once it has ended
+//! and nothing refers to it: a nonblocking operation once its completion call has ended
+//! (or none can come any more: its rank's calls entered after its end are read, or its
+//! thread is read to the end) and its request's completion is final.
+
+use super::online::{Event, Id, OnlinePlan};
+use super::{
+    CollCost, Engine, FxMap, Hot, InstInfo, InstState, Instance, Msg, MsgTime, NONE, Op, P2p,
+    Reason, Store, network, receive_source,
+};
+use crate::error::Error;
+use crate::model::PenaltyModel;
+use crate::topo::placement::Placement;
+use crate::trace::order::RunOrder;
+use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RunTrace};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// A record the windowed replay has finished: its rank index and record number (as
+/// [`crate::trace::load_run`] numbers them) and its replayed times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Finished {
+    pub rank: u32,
+    pub rec: u32,
+    pub start: f64,
+    pub end: f64,
+    /// When a nonblocking operation's request completed (NaN for other calls).
+    pub req_done: f64,
+    pub reason: Reason,
+}
+
+/// What a windowed replay held: records read, and the most records, messages and
+/// collective operations live at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub records: u64,
+    pub most_records: usize,
+    pub most_messages: usize,
+    pub most_operations: usize,
+}
+
+/// Replays the run `order` reads under `model` (None: contention-free) with `placement`'s
+/// nodes and `protocol`'s eager limits, each collective operation taking the time `cost`
+/// gives it (with its contention when `contention`); hands each record to `finished` once
+/// it is finished. The times are [`super::replay`]'s on the loaded run.
+#[allow(clippy::too_many_arguments)]
+pub fn replay_window(
+    order: RunOrder,
+    placement: &Placement,
+    protocol: super::Protocol,
+    p2p: &P2p,
+    model: Option<&dyn PenaltyModel>,
+    cost: &dyn Fn(&Instance) -> CollCost,
+    contention: bool,
+    finished: &mut dyn FnMut(Finished),
+) -> Result<Stats, Error> {
+    let store = Window::new(order, placement.clone(), protocol, cost, finished);
+    let mut e = Engine::new(
+        store,
+        p2p,
+        network(p2p, model, protocol, false),
+        placement,
+        protocol,
+        contention,
+    );
+    e.run_all();
+    // What is left: nonblocking operations whose request never became final (a message
+    // that never arrived), finished as the batch replay finishes them at its end.
+    e.s.finish_all();
+    e.settle();
+    if let Some(err) = e.s.err.take() {
+        return Err(err);
+    }
+    Ok(e.s.stats)
+}
+
+/// Whether a nonblocking operation's completion call is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Completer {
+    /// Not a nonblocking operation.
+    NotOp,
+    /// Not read yet (it may never be).
+    Unknown,
+    /// Read, not ended.
+    Pending,
+    /// Ended, or there is none.
+    Done,
+}
+
+/// A receive's match, or a rendezvous message's receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Match {
+    Pending,
+    Yes,
+    No,
+}
+
+/// A record's slot.
+#[derive(Debug, Clone)]
+struct Rec {
+    id: Id,
+    stream: u32,
+    hot: Hot,
+    start: f64,
+    end: f64,
+    reason: Reason,
+    /// The recorded peer (an `MPI_Sendrecv`'s source), read where it matched nothing.
+    peer: i32,
+    /// Bytes of a window synchronisation.
+    bytes: u64,
+    /// A receive whose message is not known yet.
+    recv_pending: bool,
+    /// The WORLD rank it receives from.
+    src: i32,
+    /// A collective member whose operation is not complete yet (`hot.inst_of` is then
+    /// the operation's number, not its slot).
+    inst_pending: bool,
+    /// A probe whose receive is not read yet, and that receive.
+    probe_pending: bool,
+    probe_recv: u32,
+    /// The nonblocking records a completion call completes, by record number (the batch
+    /// plan's order).
+    completes: Vec<(u32, u32)>,
+    completer: Completer,
+    /// Index among its operation's members, and whether it is the root.
+    member: u32,
+    root: bool,
+    ended: bool,
+    live: bool,
+    /// In `ids`: a record an event may name later (a receive, probe, completion call,
+    /// nonblocking operation or collective member).
+    named: bool,
+}
+
+/// A message's slot.
+#[derive(Debug, Clone, Copy)]
+struct MsgSlot {
+    msg: Msg,
+    recv: Match,
+    times: [f64; 6],
+    waiters: [u32; 2],
+    flow: u32,
+    /// Its nonblocking send and receive records (NONE: blocking, or not matched).
+    send_op: u32,
+    recv_op: u32,
+    /// Held by its send record, its receive record (or the wait for one), and the
+    /// network until it arrives.
+    refs: u32,
+}
+
+/// A collective operation's slot.
+#[derive(Debug, Clone)]
+struct InstSlot {
+    info: InstInfo,
+    cost: CollCost,
+    state: InstState,
+    root_start: f64,
+    members: Vec<u32>,
+    /// Held by its members' records.
+    refs: u32,
+}
+
+struct Window<'a> {
+    order: RunOrder,
+    online: OnlinePlan,
+    world_ranks: Vec<i32>,
+    cost: &'a dyn Fn(&Instance) -> CollCost,
+    finished: &'a mut dyn FnMut(Finished),
+    err: Option<Error>,
+    eof: bool,
+    /// Per rank: (thread, stream) of its threads.
+    rank_streams: Vec<Vec<(u16, u32)>>,
+    lens: Vec<usize>,
+    starts: Vec<f64>,
+    /// Per stream: its records read and not yet reached, the position of the first, and
+    /// how many are read.
+    queue: Vec<VecDeque<u32>>,
+    head: Vec<usize>,
+    read: Vec<usize>,
+    /// Per stream: nonblocking records whose completion call is not read yet (and some
+    /// whose is: pruned as it grows).
+    awaiting: Vec<Vec<u32>>,
+    /// Per rank index: its threads not read to the end; per WORLD rank: whether it has
+    /// calls not read yet.
+    streams_left: Vec<usize>,
+    world_open: Vec<bool>,
+    /// Per rank: the same records by their end (rank clock): a completion call returns at
+    /// its operation's end and is entered no later, so once the rank's calls entered after
+    /// that end are read, an operation whose call is not read has none (a request freed,
+    /// not waited for, is let go then instead of at its thread's end).
+    awaiting_end: Vec<BinaryHeap<Reverse<(u64, u32, Id)>>>,
+    recs: Vec<Rec>,
+    free_recs: Vec<u32>,
+    ids: FxMap<Id, u32>,
+    msgs: Vec<MsgSlot>,
+    free_msgs: Vec<u32>,
+    /// Messages whose receive is not read yet, by sending record.
+    unmatched: FxMap<Id, u32>,
+    conns: FxMap<(i32, i32), u32>,
+    flows: FxMap<u32, u32>,
+    insts: Vec<InstSlot>,
+    free_insts: Vec<u32>,
+    /// Nonblocking records whose request may have become final.
+    checks: Vec<u32>,
+    events: Vec<Event>,
+    /// The run is replayed: every nonblocking record left is finished as it stands.
+    final_pass: bool,
+    live: (usize, usize, usize),
+    stats: Stats,
+}
+
+fn is_op(op: Op) -> bool {
+    matches!(op, Op::Isend { .. } | Op::Irecv | Op::ICol)
+}
+
+impl<'a> Window<'a> {
+    fn new(
+        order: RunOrder,
+        placement: Placement,
+        protocol: super::Protocol,
+        cost: &'a dyn Fn(&Instance) -> CollCost,
+        finished: &'a mut dyn FnMut(Finished),
+    ) -> Window<'a> {
+        let metas = &order.metas;
+        // As `RunTrace::origin_ns` of the loaded run.
+        let origin = metas
+            .iter()
+            .map(|m| m.to_global_ns(m.init_ns))
+            .min()
+            .unwrap_or(0);
+        let (mut rank_streams, mut lens, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        // Streams as the batch plan numbers them: by rank, then thread.
+        for (ri, threads) in order.threads().into_iter().enumerate() {
+            let mut mine = Vec::new();
+            for t in threads {
+                mine.push((t.thread, lens.len() as u32));
+                lens.push(t.calls as usize);
+                starts.push(RunTrace::seconds_since(&metas[ri], t.first_start, origin));
+            }
+            rank_streams.push(mine);
+        }
+        let n = lens.len();
+        let streams_left: Vec<usize> = rank_streams.iter().map(Vec::len).collect();
+        let world = metas
+            .iter()
+            .map(|m| m.world_size.max(m.rank + 1))
+            .max()
+            .unwrap_or(0)
+            .max(0) as usize;
+        let mut world_open = vec![false; world];
+        for (m, &left) in metas.iter().zip(&streams_left) {
+            if let Ok(w) = usize::try_from(m.rank) {
+                world_open[w] = left > 0;
+            }
+        }
+        let online = OnlinePlan::new(metas, placement, protocol);
+        Window {
+            world_ranks: metas.iter().map(|m| m.rank).collect(),
+            order,
+            online,
+            cost,
+            finished,
+            err: None,
+            eof: false,
+            rank_streams,
+            lens,
+            starts,
+            queue: vec![VecDeque::new(); n],
+            head: vec![0; n],
+            read: vec![0; n],
+            awaiting: vec![Vec::new(); n],
+            awaiting_end: Vec::new(),
+            streams_left,
+            world_open,
+            recs: Vec::new(),
+            free_recs: Vec::new(),
+            ids: FxMap::default(),
+            msgs: Vec::new(),
+            free_msgs: Vec::new(),
+            unmatched: FxMap::default(),
+            conns: FxMap::default(),
+            flows: FxMap::default(),
+            insts: Vec::new(),
+            free_insts: Vec::new(),
+            checks: Vec::new(),
+            events: Vec::new(),
+            final_pass: false,
+            live: (0, 0, 0),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Whether what record `g`'s replay reads of other records is known.
+    fn resolved(&self, g: u32) -> bool {
+        let r = &self.recs[g as usize];
+        if r.recv_pending || r.inst_pending || r.probe_pending {
+            return false;
+        }
+        if r.probe_recv != NONE && self.recs[r.probe_recv as usize].recv_pending {
+            return false;
+        }
+        let m = r.hot.msg_out;
+        !(m != NONE && {
+            let s = &self.msgs[m as usize];
+            s.msg.rendezvous && s.recv == Match::Pending
+        })
+    }
+
+    /// Reads the next call of the run; false at its end.
+    fn pull(&mut self) -> bool {
+        if self.eof {
+            return false;
+        }
+        let (ri, c) = match self.order.next_call() {
+            Ok(Some((_, ri, c))) => (ri, c),
+            Ok(None) => {
+                self.end_of_run();
+                return false;
+            }
+            Err(e) => {
+                self.err = Some(e);
+                self.end_of_run();
+                return false;
+            }
+        };
+        let r = &c.record;
+        let Some(&(_, stream)) = self.rank_streams[ri].iter().find(|t| t.0 == r.thread) else {
+            // The spool changed since the first pass (a run still being written).
+            self.err = Some(Error::Input(format!(
+                "rank {}'s spool changed while it was read (a thread the first pass did not see)",
+                self.world_ranks[ri]
+            )));
+            self.end_of_run();
+            return false;
+        };
+        self.stats.records += 1;
+        let mut events = std::mem::take(&mut self.events);
+        let planned = self.online.record(ri, &c, |e| events.push(e));
+        let id = (ri as u32, c.rec);
+        let r = &c.record;
+        let g = self.alloc_rec();
+        let mut hot = planned.hot;
+        if let Some(m) = planned.msg {
+            let next = self.conns.len() as u32;
+            let conn = *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next);
+            let ms = self.alloc_msg(MsgSlot {
+                msg: Msg {
+                    send: g,
+                    recv: NONE,
+                    bytes: m.bytes,
+                    src_rank: m.src_rank,
+                    dst_rank: m.dst_rank,
+                    src_node: m.src_node,
+                    dst_node: m.dst_node,
+                    rendezvous: m.rendezvous,
+                    conn,
+                },
+                recv: Match::Pending,
+                times: [f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0],
+                waiters: [NONE; 2],
+                flow: NONE,
+                send_op: if matches!(hot.op, Op::Isend { .. }) {
+                    g
+                } else {
+                    NONE
+                },
+                recv_op: NONE,
+                refs: 3,
+            });
+            hot.msg_out = ms;
+            self.unmatched.insert(id, ms);
+        }
+        if let Some(h) = self.awaiting_end.get_mut(ri) {
+            while let Some(&Reverse((end, o, oid))) = h.peek()
+                && end < r.t_start
+            {
+                h.pop();
+                let x = &mut self.recs[o as usize];
+                if x.live && x.id == oid && x.completer == Completer::Unknown {
+                    x.completer = Completer::Done;
+                    self.checks.push(o);
+                }
+            }
+        }
+        let op = hot.op;
+        let completer = if !is_op(op) {
+            Completer::NotOp
+        } else if r.flags & FLAG_NONBLOCKING != 0 {
+            Completer::Unknown
+        } else {
+            Completer::Done
+        };
+        let slot = &mut self.recs[g as usize];
+        slot.id = id;
+        slot.stream = stream;
+        slot.hot = hot;
+        slot.start = f64::NAN;
+        slot.end = f64::NAN;
+        slot.reason = Reason::None;
+        slot.peer = if op == Op::SendRecv { r.peer2 } else { r.peer };
+        slot.bytes = r.bytes_send + r.bytes_recv;
+        let src = receive_source(op, r);
+        slot.recv_pending = src.is_some();
+        slot.src = src.unwrap_or(NO_RANK);
+        slot.inst_pending = hot.inst_of != NONE;
+        slot.probe_pending = op == Op::Probe;
+        slot.probe_recv = NONE;
+        slot.completes.clear();
+        slot.completer = completer;
+        slot.member = NONE;
+        slot.root = false;
+        slot.ended = false;
+        slot.live = true;
+        // Only the records an event may name are looked up (a blocking send never is:
+        // its message is found by `unmatched`).
+        slot.named = slot.recv_pending
+            || slot.inst_pending
+            || matches!(op, Op::Probe | Op::Recv | Op::Irecv | Op::Complete)
+            || completer == Completer::Unknown;
+        if slot.named {
+            self.ids.insert(id, g);
+        }
+        let s = stream as usize;
+        self.queue[s].push_back(g);
+        self.read[s] += 1;
+        if completer == Completer::Unknown {
+            self.await_completer(s, g);
+            if self.awaiting_end.len() <= ri {
+                self.awaiting_end.resize_with(ri + 1, BinaryHeap::new);
+            }
+            self.awaiting_end[ri].push(Reverse((r.t_end, g, id)));
+        }
+        for e in events.drain(..) {
+            self.event(e);
+        }
+        self.events = events;
+        // A receive from a rank whose calls are all read, a rendezvous message to one,
+        // match nothing.
+        let r = &self.recs[g as usize];
+        if r.recv_pending && self.world_done(r.src) {
+            self.recs[g as usize].recv_pending = false;
+        }
+        let m = self.recs[g as usize].hot.msg_out;
+        if m != NONE
+            && self.msgs[m as usize].recv == Match::Pending
+            && self.world_done(self.msgs[m as usize].msg.dst_rank)
+        {
+            self.unmatched.remove(&id);
+            self.no_receive(m);
+        }
+        if self.read[s] == self.lens[s] {
+            // The thread is read: an operation whose completion call is not read has none,
+            // a probe no receive followed has none to wait for.
+            for g in std::mem::take(&mut self.awaiting[s]) {
+                let r = &mut self.recs[g as usize];
+                if r.live && r.stream == stream && r.completer == Completer::Unknown {
+                    r.completer = Completer::Done;
+                    self.checks.push(g);
+                }
+            }
+            for &g in &self.queue[s] {
+                self.recs[g as usize].probe_pending = false;
+            }
+            self.streams_left[ri] -= 1;
+            if self.streams_left[ri] == 0 {
+                self.rank_read(self.world_ranks[ri]);
+            }
+        }
+        true
+    }
+
+    /// Whether every call of WORLD rank `w` is read (a rank outside the run, or without a
+    /// spool, has none).
+    fn world_done(&self, w: i32) -> bool {
+        usize::try_from(w)
+            .ok()
+            .and_then(|w| self.world_open.get(w))
+            .is_none_or(|open| !open)
+    }
+
+    /// Every call of WORLD rank `w` is read: receives from it and rendezvous messages to
+    /// it that wait for a match have none.
+    fn rank_read(&mut self, w: i32) {
+        if let Some(open) = usize::try_from(w)
+            .ok()
+            .and_then(|w| self.world_open.get_mut(w))
+        {
+            *open = false;
+        }
+        for r in self.recs.iter_mut() {
+            if r.live && r.recv_pending && r.src == w {
+                r.recv_pending = false;
+            }
+        }
+        let msgs = &self.msgs;
+        let gone: Vec<(Id, u32)> = self
+            .unmatched
+            .iter()
+            .filter(|&(_, &m)| msgs[m as usize].msg.dst_rank == w)
+            .map(|(&id, &m)| (id, m))
+            .collect();
+        for (id, m) in gone {
+            self.unmatched.remove(&id);
+            self.no_receive(m);
+        }
+    }
+
+    /// Message `m` is received by no record.
+    fn no_receive(&mut self, m: u32) {
+        self.msgs[m as usize].recv = Match::No;
+        self.unref_msg(m);
+    }
+
+    fn await_completer(&mut self, s: usize, g: u32) {
+        let list = &mut self.awaiting[s];
+        list.push(g);
+        if list.len() >= 64 && list.len().is_power_of_two() {
+            let recs = &self.recs;
+            list.retain(|&o| {
+                let r = &recs[o as usize];
+                r.live && r.stream == s as u32 && r.completer == Completer::Unknown
+            });
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        match e {
+            Event::Message { send, recv } => {
+                let (Some(m), Some(&rg)) = (self.unmatched.remove(&send), self.ids.get(&recv))
+                else {
+                    return;
+                };
+                let r = &mut self.recs[rg as usize];
+                r.hot.msg_in = m;
+                r.recv_pending = false;
+                let irecv = r.hot.op == Op::Irecv;
+                let ms = &mut self.msgs[m as usize];
+                ms.recv = Match::Yes;
+                ms.msg.recv = rg;
+                if irecv {
+                    ms.recv_op = rg;
+                }
+            }
+            Event::Completion { op, by } => {
+                let (Some(&og), Some(&bg)) = (self.ids.get(&op), self.ids.get(&by)) else {
+                    return;
+                };
+                self.recs[og as usize].completer = Completer::Pending;
+                let list = &mut self.recs[bg as usize].completes;
+                let at = list.partition_point(|x| x.0 < op.1);
+                list.insert(at, (op.1, og));
+            }
+            Event::Probe { probe, recv } => {
+                let (Some(&pg), Some(&rg)) = (self.ids.get(&probe), self.ids.get(&recv)) else {
+                    return;
+                };
+                let p = &mut self.recs[pg as usize];
+                p.probe_recv = rg;
+                p.probe_pending = false;
+            }
+            Event::Instance {
+                kind,
+                members,
+                root,
+                n,
+                block,
+                multi_node,
+                max_per_node,
+                ..
+            } => {
+                let i = match self.free_insts.pop() {
+                    Some(i) => i,
+                    None => {
+                        self.insts.push(InstSlot {
+                            info: InstInfo {
+                                kind,
+                                members: 0,
+                                root: None,
+                                root_g: None,
+                                n: 0,
+                                block: 0,
+                                multi_node: false,
+                            },
+                            cost: CollCost::default(),
+                            state: InstState::default(),
+                            root_start: f64::NAN,
+                            members: Vec::new(),
+                            refs: 0,
+                        });
+                        self.insts.len() as u32 - 1
+                    }
+                };
+                self.live.2 += 1;
+                self.stats.most_operations = self.stats.most_operations.max(self.live.2);
+                let mut slots = std::mem::take(&mut self.insts[i as usize].members);
+                slots.clear();
+                slots.extend(members.iter().map(|id| self.ids[id]));
+                for (k, &m) in slots.iter().enumerate() {
+                    let r = &mut self.recs[m as usize];
+                    r.hot.inst_of = i;
+                    r.inst_pending = false;
+                    r.member = k as u32;
+                    r.root = root == Some(k);
+                }
+                let instance = Instance {
+                    kind,
+                    members: slots,
+                    root,
+                    n,
+                    block,
+                    multi_node,
+                    max_per_node,
+                };
+                let cost = (self.cost)(&instance);
+                let slot = &mut self.insts[i as usize];
+                slot.info = InstInfo {
+                    kind,
+                    members: instance.members.len(),
+                    root,
+                    root_g: root.map(|k| instance.members[k]),
+                    n,
+                    block,
+                    multi_node,
+                };
+                slot.cost = cost;
+                slot.state = InstState::default();
+                slot.root_start = f64::NAN;
+                slot.refs = instance.members.len() as u32;
+                slot.members = instance.members;
+            }
+        }
+    }
+
+    /// The run is read to its end: what was waiting for a match has none.
+    fn end_of_run(&mut self) {
+        self.eof = true;
+        for r in self.recs.iter_mut().filter(|r| r.live) {
+            r.recv_pending = false;
+            r.probe_pending = false;
+            if r.inst_pending {
+                r.inst_pending = false;
+                r.hot.inst_of = NONE;
+            }
+        }
+        let waiting: Vec<u32> = self.unmatched.drain().map(|(_, m)| m).collect();
+        for m in waiting {
+            self.no_receive(m);
+        }
+        for s in 0..self.awaiting.len() {
+            for g in std::mem::take(&mut self.awaiting[s]) {
+                let r = &mut self.recs[g as usize];
+                if r.live && r.completer == Completer::Unknown {
+                    r.completer = Completer::Done;
+                    self.checks.push(g);
+                }
+            }
+        }
+    }
+
+    /// Every nonblocking record left is finished as it stands.
+    fn finish_all(&mut self) {
+        self.final_pass = true;
+        for (g, r) in self.recs.iter().enumerate() {
+            if r.live && is_op(r.hot.op) {
+                self.checks.push(g as u32);
+            }
+        }
+    }
+
+    fn alloc_rec(&mut self) -> u32 {
+        self.live.0 += 1;
+        self.stats.most_records = self.stats.most_records.max(self.live.0);
+        match self.free_recs.pop() {
+            Some(g) => g,
+            None => {
+                self.recs.push(Rec {
+                    id: (0, 0),
+                    stream: 0,
+                    hot: Hot {
+                        gap: 0.0,
+                        op_dur: 0.0,
+                        msg_out: NONE,
+                        msg_in: NONE,
+                        inst_of: NONE,
+                        op: Op::Other,
+                    },
+                    start: f64::NAN,
+                    end: f64::NAN,
+                    reason: Reason::None,
+                    peer: 0,
+                    bytes: 0,
+                    recv_pending: false,
+                    src: NO_RANK,
+                    inst_pending: false,
+                    probe_pending: false,
+                    probe_recv: NONE,
+                    completes: Vec::new(),
+                    completer: Completer::NotOp,
+                    member: NONE,
+                    root: false,
+                    ended: false,
+                    live: false,
+                    named: false,
+                });
+                self.recs.len() as u32 - 1
+            }
+        }
+    }
+
+    fn alloc_msg(&mut self, m: MsgSlot) -> u32 {
+        self.live.1 += 1;
+        self.stats.most_messages = self.stats.most_messages.max(self.live.1);
+        match self.free_msgs.pop() {
+            Some(k) => {
+                self.msgs[k as usize] = m;
+                k
+            }
+            None => {
+                self.msgs.push(m);
+                self.msgs.len() as u32 - 1
+            }
+        }
+    }
+
+    fn unref_msg(&mut self, m: u32) {
+        let s = &mut self.msgs[m as usize];
+        s.refs -= 1;
+        if s.refs == 0 {
+            self.free_msgs.push(m);
+            self.live.1 -= 1;
+        }
+    }
+
+    /// Record `g` is finished: its times go to the caller and its slot is free.
+    fn retire(&mut self, g: u32, req_done: f64) {
+        let r = &mut self.recs[g as usize];
+        r.live = false;
+        let (id, h, named) = (r.id, r.hot, r.named);
+        (self.finished)(Finished {
+            rank: id.0,
+            rec: id.1,
+            start: r.start,
+            end: r.end,
+            req_done,
+            reason: r.reason,
+        });
+        if named {
+            self.ids.remove(&id);
+        }
+        if h.msg_out != NONE {
+            self.unref_msg(h.msg_out);
+        }
+        if h.msg_in != NONE {
+            self.unref_msg(h.msg_in);
+        }
+        if h.inst_of != NONE {
+            let i = &mut self.insts[h.inst_of as usize];
+            i.refs -= 1;
+            if i.refs == 0 {
+                self.free_insts.push(h.inst_of);
+                self.live.2 -= 1;
+            }
+        }
+        self.free_recs.push(g);
+        self.live.0 -= 1;
+    }
+}
+
+impl Store for Window<'_> {
+    fn streams(&self) -> usize {
+        self.lens.len()
+    }
+    fn stream_len(&self, s: u32) -> usize {
+        self.lens[s as usize]
+    }
+    fn stream_start(&self, s: u32) -> f64 {
+        self.starts[s as usize]
+    }
+    fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {
+        let si = s as usize;
+        while self.head[si] < pos {
+            self.queue[si].pop_front();
+            self.head[si] += 1;
+        }
+        loop {
+            if let Some(&g) = self.queue[si].front()
+                && self.resolved(g)
+            {
+                return Some(g);
+            }
+            if !self.pull() {
+                // At the end of the run everything read is resolved; a stream shorter than
+                // the first pass found (a read error, a spool that changed) ends here.
+                return self.queue[si].front().copied();
+            }
+        }
+    }
+    fn hot(&self, g: u32) -> Hot {
+        self.recs[g as usize].hot
+    }
+    fn rank_of(&self, g: u32) -> i32 {
+        self.world_ranks[self.recs[g as usize].id.0 as usize]
+    }
+    fn peer_of(&self, g: u32) -> i32 {
+        self.recs[g as usize].peer
+    }
+    fn rma_bytes(&self, g: u32) -> u64 {
+        self.recs[g as usize].bytes
+    }
+    fn completed(&self, g: u32, k: usize) -> Option<u32> {
+        self.recs[g as usize].completes.get(k).map(|x| x.1)
+    }
+    fn probe_msg(&self, g: u32) -> u32 {
+        match self.recs[g as usize].probe_recv {
+            NONE => NONE,
+            r => self.recs[r as usize].hot.msg_in,
+        }
+    }
+    fn start(&self, g: u32) -> f64 {
+        self.recs[g as usize].start
+    }
+    fn set_start(&mut self, g: u32, t: f64) {
+        let r = &mut self.recs[g as usize];
+        r.start = t;
+        if r.root {
+            self.insts[r.hot.inst_of as usize].root_start = t;
+        }
+    }
+    fn end(&self, g: u32) -> f64 {
+        self.recs[g as usize].end
+    }
+    fn set_end(&mut self, g: u32, t: f64) {
+        let r = &mut self.recs[g as usize];
+        r.end = t;
+        r.ended = true;
+        if is_op(r.hot.op) {
+            self.checks.push(g);
+            return;
+        }
+        if r.hot.op == Op::Complete {
+            let list = std::mem::take(&mut r.completes);
+            for &(_, o) in &list {
+                self.recs[o as usize].completer = Completer::Done;
+                self.checks.push(o);
+            }
+            self.recs[g as usize].completes = list;
+        }
+        self.retire(g, f64::NAN);
+    }
+    fn set_reason(&mut self, g: u32, r: Reason) {
+        self.recs[g as usize].reason = r;
+    }
+    fn msg(&self, m: u32) -> Msg {
+        self.msgs[m as usize].msg
+    }
+    fn has_recv(&self, m: u32) -> bool {
+        self.msgs[m as usize].recv == Match::Yes
+    }
+    fn msg_time(&self, m: u32, f: MsgTime) -> f64 {
+        self.msgs[m as usize].times[f as usize]
+    }
+    fn set_msg_time(&mut self, m: u32, f: MsgTime, t: f64) {
+        let s = &mut self.msgs[m as usize];
+        s.times[f as usize] = t;
+        if f == MsgTime::Arrive {
+            let (a, b, flow) = (s.send_op, s.recv_op, s.flow);
+            self.checks
+                .extend([a, b].into_iter().filter(|&x| x != NONE));
+            self.flows.remove(&flow);
+            self.unref_msg(m);
+        }
+    }
+    fn msg_waiters(&mut self, m: u32) -> &mut [u32; 2] {
+        &mut self.msgs[m as usize].waiters
+    }
+    fn set_flow(&mut self, m: u32, f: u32) {
+        self.msgs[m as usize].flow = f;
+        self.flows.insert(f, m);
+    }
+    fn flow_msg(&self, f: u32) -> u32 {
+        self.flows[&f]
+    }
+    fn inst(&self, i: u32) -> InstInfo {
+        self.insts[i as usize].info
+    }
+    fn member_index(&self, _i: u32, g: u32) -> Option<usize> {
+        match self.recs[g as usize].member {
+            NONE => None,
+            k => Some(k as usize),
+        }
+    }
+    fn coll_cost(&self, i: u32) -> Option<CollCost> {
+        Some(self.insts[i as usize].cost)
+    }
+    fn inst_state(&self, i: u32) -> InstState {
+        self.insts[i as usize].state
+    }
+    fn enter_inst(&mut self, i: u32, t: f64) {
+        let slot = &mut self.insts[i as usize];
+        slot.state.entered += 1;
+        slot.state.last = slot.state.last.max(t);
+        if slot.state.entered as usize == slot.members.len() {
+            // Its nonblocking members' requests are final now.
+            let recs = &self.recs;
+            self.checks.extend(
+                slot.members
+                    .iter()
+                    .copied()
+                    .filter(|&m| recs[m as usize].hot.op == Op::ICol),
+            );
+        }
+    }
+    fn set_inst_data(&mut self, i: u32, t: f64) {
+        self.insts[i as usize].state.data = t;
+    }
+    fn root_start(&self, i: u32) -> f64 {
+        self.insts[i as usize].root_start
+    }
+    fn set_coll_contention(&mut self, _i: u32, _c: f64) {}
+    fn next_check(&mut self) -> Option<u32> {
+        self.checks.pop()
+    }
+    fn op_ready(&self, g: u32) -> bool {
+        let r = &self.recs[g as usize];
+        if !r.live || !r.ended || !is_op(r.hot.op) {
+            return false;
+        }
+        if self.final_pass {
+            return true;
+        }
+        if r.completer != Completer::Done {
+            return false;
+        }
+        let arrived =
+            |m: u32| m == NONE || !self.msgs[m as usize].times[MsgTime::Arrive as usize].is_nan();
+        match r.hot.op {
+            Op::Isend { .. } => arrived(r.hot.msg_out),
+            Op::Irecv => arrived(r.hot.msg_in),
+            _ => match r.hot.inst_of {
+                NONE => true,
+                i => {
+                    let s = &self.insts[i as usize];
+                    s.state.entered as usize >= s.members.len()
+                }
+            },
+        }
+    }
+    fn retire_op(&mut self, g: u32, req_done: f64) {
+        self.retire(g, req_done);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predict::{Assumptions, coll_cost, penalty_model};
+    use crate::profile::Profile;
+    use crate::replay::{Plan, Protocol, replay};
+
+    fn write_run(dir: &std::path::Path, run: &RunTrace) {
+        std::fs::remove_dir_all(dir).ok();
+        std::fs::create_dir_all(dir).unwrap();
+        for rk in &run.ranks {
+            crate::trace::write_spool(dir, rk.meta.rank, &rk.records).unwrap();
+            crate::trace::write_meta(dir, &rk.meta).unwrap();
+        }
+    }
+
+    /// Times are the same when their bits are (any NaN is the same as any NaN).
+    fn same(a: f64, b: f64) -> bool {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    }
+
+    /// Random runs (point-to-point calls of every kind, waits of one to three requests,
+    /// probes, two threads, collectives from random roots, nonblocking barriers), written
+    /// to spools and replayed in a window as they are read back: every record's start,
+    /// end, request completion and reason are the batch replay's of the loaded run, to
+    /// the bit, under a penalty model (with a calibrated profile's factors and without)
+    /// and without one.
+    #[test]
+    fn the_windowed_replay_is_the_batch_replay() {
+        let mut rnd = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
+        let dir = std::env::temp_dir().join(format!("pmpi-window-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let p2p = P2p::from_profile(&profile, None);
+        // As a calibrated profile: opposite and onward flows slower, ports capped, each
+        // contended flow drawn its own factor (from its flow number: the same flows).
+        let mut calibrated = p2p.clone();
+        calibrated.reverse = 2.0;
+        calibrated.through = 1.2;
+        calibrated.port_capacity = Some(1.0);
+        calibrated.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
+        let gige = penalty_model(&profile, Some("gige")).unwrap();
+        let assume = Assumptions::default();
+        let cost = |i: &Instance| coll_cost(&profile, &assume, i);
+        let (mut records, mut nonblocking) = (0usize, 0usize);
+        // Held at most in the long runs, and their lengths.
+        let (mut held, mut long) = (0usize, 0usize);
+        for case in 0..320 {
+            // The last twenty up to forty times as long: slots reused many times over.
+            let scale = if case < 300 { 1 } else { 40 };
+            let mut run = crate::testing::random_run_of(&mut rnd, scale);
+            // Every other case with clock offsets (ranks read in corrected time order).
+            if case % 2 == 1 {
+                for rk in &mut run.ranks {
+                    rk.meta.clock_init = Some(crate::trace::ClockSample {
+                        at_ns: 0,
+                        offset_ns: rnd(4000) as i64 - 2000,
+                        rtt_ns: 1,
+                    });
+                }
+            }
+            write_run(&dir, &run);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            let placement = Placement::from_run(&loaded);
+            let protocol = Protocol::for_library("");
+            let plan = Plan::new(&loaded, placement.clone(), protocol);
+            let costs: Vec<CollCost> = plan.instances.iter().map(cost).collect();
+            for (model, contention, p2p) in [
+                (gige.as_deref(), true, &p2p),
+                (gige.as_deref(), true, &calibrated),
+                (None, false, &p2p),
+            ] {
+                let batch = replay(&plan, p2p, model, &costs, contention, false);
+                let mut got: Vec<Option<Finished>> = vec![None; plan.hot.len()];
+                let order = RunOrder::open(&dir).unwrap();
+                let stats = replay_window(
+                    order,
+                    &placement,
+                    protocol,
+                    p2p,
+                    model,
+                    &cost,
+                    contention,
+                    &mut |f| {
+                        let g = plan.id(f.rank as usize, f.rec as usize) as usize;
+                        assert!(got[g].is_none(), "case {case}: record {g} finished twice");
+                        got[g] = Some(f);
+                    },
+                )
+                .unwrap();
+                for (g, f) in got.iter().enumerate() {
+                    let at = format!(
+                        "case {case}, contention {contention}, reverse {}, record {g}",
+                        p2p.reverse
+                    );
+                    let f = f.unwrap_or_else(|| panic!("{at}: never finished"));
+                    assert!(
+                        same(f.start, batch.start[g]),
+                        "{at}: start {f:?} {}",
+                        batch.start[g]
+                    );
+                    assert!(
+                        same(f.end, batch.end[g]),
+                        "{at}: end {f:?} {}",
+                        batch.end[g]
+                    );
+                    assert!(
+                        same(f.req_done, batch.req_done[g]),
+                        "{at}: request {f:?} {}",
+                        batch.req_done[g]
+                    );
+                    assert_eq!(f.reason, batch.reason[g], "{at}");
+                }
+                records += got.len();
+                if scale > 1 {
+                    held += stats.most_records;
+                    long += got.len();
+                }
+                nonblocking += batch.req_done.iter().filter(|x| !x.is_nan()).count();
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            records > 10_000 && nonblocking > 1_000,
+            "{records} {nonblocking}"
+        );
+        // Slots were reused (how many depends on how far the replayed ranks drift apart
+        // in the measured time the reader follows: far, with these runs' measured
+        // durations of microseconds against transfers of milliseconds).
+        assert!(held < long, "{held} of {long}");
+    }
+
+    /// A long ring (each rank sends to the next and receives from the one before, some
+    /// sends nonblocking and never waited for, one receive from a rank outside the run;
+    /// 20,000 records on 4 ranks): the window holds the records and messages in flight, not
+    /// the run.
+    #[test]
+    fn the_window_holds_what_is_in_flight() {
+        use crate::trace::{NO_RANK, RankMeta, RankTrace, Record, call};
+        let n = 4;
+        let run = RunTrace {
+            world_size: n,
+            missing: vec![],
+            ranks: (0..n)
+                .map(|r| RankTrace {
+                    meta: RankMeta {
+                        rank: r,
+                        world_size: n,
+                        node: format!("n{r}"),
+                        calls: crate::trace::CALL_NAMES
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect(),
+                        ..Default::default()
+                    },
+                    records: (0..5000u64)
+                        .map(|k| {
+                            let send = (k + r as u64).is_multiple_of(2);
+                            // Some sends nonblocking, their requests freed (no completion
+                            // call): let go once the rank has read past their end.
+                            let freed = send && k % 8 < 2;
+                            let t = 1000 + k * 10_000;
+                            Record {
+                                t_start: t,
+                                t_end: t + 2_000,
+                                t_posted: if freed { t + 100 } else { t + 2_000 },
+                                flags: if freed {
+                                    crate::trace::FLAG_NONBLOCKING
+                                } else {
+                                    0
+                                },
+                                // One receive from a rank outside the run: known at
+                                // once to match nothing (not at the run's end).
+                                peer: match (send, r, k) {
+                                    (true, ..) => (r + 1) % n,
+                                    (false, 0, 1) => n + 5,
+                                    _ => (r + n - 1) % n,
+                                },
+                                peer2: NO_RANK,
+                                root: NO_RANK,
+                                bytes_send: if send { 1024 } else { 0 },
+                                bytes_recv: if send { 0 } else { 1024 },
+                                comm_size: n as u32,
+                                call: match (send, freed) {
+                                    (true, true) => call::MPI_Isend,
+                                    (true, false) => call::MPI_Send,
+                                    _ => call::MPI_Recv,
+                                },
+                                ..Default::default()
+                            }
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+                .collect(),
+        };
+        let dir = std::env::temp_dir().join(format!("pmpi-window-ring-{}", std::process::id()));
+        write_run(&dir, &run);
+        let profile = Profile::builtin_default();
+        let p2p = P2p::from_profile(&profile, None);
+        let placement = Placement::from_run(&run);
+        let mut finished = 0;
+        let stats = replay_window(
+            RunOrder::open(&dir).unwrap(),
+            &placement,
+            Protocol::for_library(""),
+            &p2p,
+            None,
+            &|_| CollCost::default(),
+            false,
+            &mut |_| finished += 1,
+        )
+        .unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!((finished, stats.records), (20_000, 20_000));
+        assert!(
+            stats.most_records < 40 && stats.most_messages < 20,
+            "{stats:?}"
+        );
+    }
+
+    /// A spool rewritten between the reader's first pass and its reading (a thread the
+    /// first pass did not see): the replay ends with an error, not a panic, after
+    /// finishing what it read.
+    #[test]
+    fn a_spool_changed_while_read_is_an_error() {
+        use crate::trace::{NO_RANK, RankMeta, Record, call};
+        let dir = std::env::temp_dir().join(format!("pmpi-window-changed-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        let spool = |r: i32, thread: u16| -> Vec<Record> {
+            (0..4000u64)
+                .map(|k| {
+                    let send = (k + r as u64).is_multiple_of(2);
+                    Record {
+                        t_start: 1000 + k * 10_000,
+                        t_end: 3000 + k * 10_000,
+                        t_posted: 3000 + k * 10_000,
+                        peer: 1 - r,
+                        peer2: NO_RANK,
+                        root: NO_RANK,
+                        bytes_send: if send { 64 } else { 0 },
+                        bytes_recv: if send { 0 } else { 64 },
+                        comm_size: 2,
+                        thread,
+                        call: if send { call::MPI_Send } else { call::MPI_Recv },
+                        ..Default::default()
+                    }
+                })
+                .collect()
+        };
+        let mut metas = Vec::new();
+        for r in 0..2 {
+            let meta = RankMeta {
+                rank: r,
+                world_size: 2,
+                node: format!("n{r}"),
+                calls: crate::trace::CALL_NAMES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                ..Default::default()
+            };
+            crate::trace::write_spool(&dir, r, &spool(r, 0)).unwrap();
+            crate::trace::write_meta(&dir, &meta).unwrap();
+            metas.push(meta);
+        }
+        let order = RunOrder::open(&dir).unwrap();
+        // Rewritten in place: the reader's open file reads on into the new records.
+        crate::trace::write_spool(&dir, 1, &spool(1, 7)).unwrap();
+        let placement = Placement::from_run(&RunTrace {
+            ranks: metas
+                .into_iter()
+                .map(|meta| crate::trace::RankTrace {
+                    meta,
+                    ..Default::default()
+                })
+                .collect(),
+            world_size: 2,
+            missing: vec![],
+        });
+        let profile = Profile::builtin_default();
+        let mut finished = 0;
+        let got = replay_window(
+            order,
+            &placement,
+            Protocol::for_library(""),
+            &P2p::from_profile(&profile, None),
+            None,
+            &|_| CollCost::default(),
+            false,
+            &mut |_| finished += 1,
+        );
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(got.is_err(), "{got:?}");
+        assert!(finished > 0 && finished < 8000, "{finished}");
+    }
+}
