@@ -13,6 +13,16 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
+/// Writes `run`'s spools and metadata to `dir`, emptied first (a run the reader can read).
+pub(crate) fn write_run(dir: &std::path::Path, run: &RunTrace) {
+    std::fs::remove_dir_all(dir).ok();
+    std::fs::create_dir_all(dir).unwrap();
+    for rk in &run.ranks {
+        crate::trace::write_spool(dir, rk.meta.rank, &rk.records).unwrap();
+        crate::trace::write_meta(dir, &rk.meta).unwrap();
+    }
+}
+
 /// A random run: blocking, synchronous and nonblocking sends and receives, waits that
 /// complete one to three requests, probes (some of any tag), send-receives, and the
 /// same collectives on every rank (barriers, all-reduces, broadcasts and reductions
