@@ -22,13 +22,6 @@ pub struct StreamStats {
     pub most_joined: usize,
 }
 
-/// One record finished by one of the two replays: the model's figures, or the
-/// contention-free duration.
-enum Half {
-    Model(CallPrediction),
-    Free(f64),
-}
-
 /// Predicts the run in `dir` as [`super::predict_run_with`] does (the same
 /// [`CallPrediction`] for every record, to the bit), calling `out` with (rank index,
 /// record number, prediction) for each record as soon as both replays have finished it.
@@ -60,35 +53,40 @@ pub fn predict_stream(
     let p2p = P2p::from_profile(profile, None);
     let cost = |i: &crate::replay::Instance| coll_cost(profile, assume, i);
     let stats = RefCell::new(StreamStats::default());
-    // Records one replay finished and the other not yet.
-    let joined: RefCell<FxMap<(u32, u32), Half>> = RefCell::new(FxMap::default());
+    // Records one replay finished and the other not yet: the contention-free durations
+    // (the faster replay's, most of them) apart from the figures, so that the map most
+    // used stays small.
+    type Held<T> = RefCell<FxMap<(u32, u32), T>>;
+    let (free_first, model_first): (Held<f64>, Held<CallPrediction>) = Default::default();
     let out = RefCell::new(out);
-    let join = |f: &Finished, half: Half| {
-        let mut j = joined.borrow_mut();
-        let key = (f.rank, f.rec);
-        let Some(other) = j.remove(&key) else {
-            j.insert(key, half);
-            let mut s = stats.borrow_mut();
-            s.most_joined = s.most_joined.max(j.len());
-            return;
-        };
-        let (mut c, free) = match (half, other) {
-            (Half::Model(c), Half::Free(d)) | (Half::Free(d), Half::Model(c)) => (c, d),
-            _ => unreachable!("each replay finishes a record once"),
-        };
-        c.free = Some(free);
-        (out.borrow_mut())(f.rank, f.rec, c);
+    let held = |n: usize| {
+        let mut s = stats.borrow_mut();
+        s.most_joined = s.most_joined.max(n);
     };
     let mut on_model = |f: Finished| {
-        let c = f.prediction.expect("figures asked for");
+        let mut c = f.prediction.expect("figures asked for");
+        // Without a model the prediction is the contention-free replay itself.
         if model.is_some() {
-            join(&f, Half::Model(c));
-        } else {
-            // Without a model the prediction is the contention-free replay itself.
-            (out.borrow_mut())(f.rank, f.rec, c);
+            let Some(free) = free_first.borrow_mut().remove(&(f.rank, f.rec)) else {
+                let mut m = model_first.borrow_mut();
+                m.insert((f.rank, f.rec), c);
+                held(m.len() + free_first.borrow().len());
+                return;
+            };
+            c.free = Some(free);
         }
+        (out.borrow_mut())(f.rank, f.rec, c);
     };
-    let mut on_free = |f: Finished| join(&f, Half::Free(f.duration));
+    let mut on_free = |f: Finished| {
+        let Some(mut c) = model_first.borrow_mut().remove(&(f.rank, f.rec)) else {
+            let mut m = free_first.borrow_mut();
+            m.insert((f.rank, f.rec), f.duration);
+            held(m.len() + model_first.borrow().len());
+            return;
+        };
+        c.free = Some(f.duration);
+        (out.borrow_mut())(f.rank, f.rec, c);
+    };
     let mut sides = vec![Side {
         model: model.as_deref(),
         contention: model.is_some(),

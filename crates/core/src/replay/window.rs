@@ -101,7 +101,7 @@ pub struct Side<'a> {
 /// Calls one replay may read ahead of the slowest other before it pauses for it: the
 /// calls read and not yet taken by every replay are held. (A few in the unit tests, so
 /// that their short runs pause often.)
-const LEAD: u64 = if cfg!(test) { 3 } else { 4096 };
+const LEAD: u64 = if cfg!(test) { 3 } else { 256 };
 
 /// [`replay_window`] for several replays side by side over one read of the run (each
 /// call read and planned once, held until every replay has taken it): each pauses when it
