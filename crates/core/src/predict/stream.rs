@@ -140,7 +140,8 @@ mod tests {
     /// long), written to spools and predicted as they are read back: every record's
     /// prediction is `predict_run_with`'s of the loaded run, to the bit, under `gige`
     /// (with the built-in profile and with a calibrated profile's factors) and without a
-    /// model.
+    /// model. The replays pause 3 calls ahead of each other here (unit tests' lead), and
+    /// many of these runs' replays deadlock (calls forced, whose figures wait for the end).
     #[test]
     fn the_streamed_prediction_is_the_batch_one() {
         let mut rnd = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
@@ -202,10 +203,9 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).ok();
-        eprintln!("{records} records, {waited} waited, {contended} contended, {forced} forced");
         assert!(
-            records > 10_000 && waited > 1_000 && contended > 100,
-            "{records} {waited} {contended}"
+            records > 10_000 && waited > 1_000 && contended > 100 && forced > 1_000,
+            "{records} records, {waited} waited, {contended} contended, {forced} forced"
         );
     }
 }
