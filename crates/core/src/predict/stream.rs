@@ -15,11 +15,21 @@ use std::cell::RefCell;
 
 /// What a streamed prediction held: per replay (the model's, then the contention-free
 /// one's where there is a model), and the most records one had finished and the other not
-/// yet.
+/// yet; and the makespans, as [`super::RunPrediction`]'s.
 #[derive(Debug, Clone, Default)]
 pub struct StreamStats {
     pub replays: Vec<Stats>,
     pub most_joined: usize,
+    pub makespan: f64,
+    pub makespan_free: f64,
+    pub makespan_measured: f64,
+}
+
+/// The last of the finite times seen so far (0 before any), as the batch path's makespans.
+fn last(sofar: &mut f64, t: f64) {
+    if t.is_finite() {
+        *sofar = sofar.max(t);
+    }
 }
 
 /// Predicts the run in `dir` as [`super::predict_run_with`] does (the same
@@ -63,7 +73,10 @@ pub fn predict_stream(
         let mut s = stats.borrow_mut();
         s.most_joined = s.most_joined.max(n);
     };
+    let (mut makespan, mut makespan_free, mut makespan_measured) = (0.0, 0.0, 0.0);
     let mut on_model = |f: Finished| {
+        last(&mut makespan, f.end);
+        last(&mut makespan_measured, f.measured_end);
         let mut c = f.prediction.expect("figures asked for");
         // Without a model the prediction is the contention-free replay itself.
         if model.is_some() {
@@ -78,6 +91,7 @@ pub fn predict_stream(
         (out.borrow_mut())(f.rank, f.rec, c);
     };
     let mut on_free = |f: Finished| {
+        last(&mut makespan_free, f.end);
         let Some(mut c) = model_first.borrow_mut().remove(&(f.rank, f.rec)) else {
             let mut m = free_first.borrow_mut();
             m.insert((f.rank, f.rec), f.duration);
@@ -104,6 +118,14 @@ pub fn predict_stream(
     let replays = replay_windows(order, &placement, protocol, &p2p, &cost, sides)?;
     let mut stats = stats.into_inner();
     stats.replays = replays;
+    stats.makespan = makespan;
+    // Without a model the prediction is the contention-free replay.
+    stats.makespan_free = if model.is_some() {
+        makespan_free
+    } else {
+        makespan
+    };
+    stats.makespan_measured = makespan_measured;
     Ok(stats)
 }
 
@@ -176,12 +198,20 @@ mod tests {
                 let batch = predict_run_with(&loaded, profile, Some(model), &assume).unwrap();
                 let mut got: Vec<Vec<Option<CallPrediction>>> =
                     batch.calls.iter().map(|r| vec![None; r.len()]).collect();
-                predict_stream(&dir, profile, Some(model), &assume, &mut |ri, rec, c| {
-                    let slot = &mut got[ri as usize][rec as usize];
-                    assert!(slot.is_none(), "case {case}: ({ri}, {rec}) twice");
-                    *slot = Some(c);
-                })
-                .unwrap();
+                let stats =
+                    predict_stream(&dir, profile, Some(model), &assume, &mut |ri, rec, c| {
+                        let slot = &mut got[ri as usize][rec as usize];
+                        assert!(slot.is_none(), "case {case}: ({ri}, {rec}) twice");
+                        *slot = Some(c);
+                    })
+                    .unwrap();
+                for (a, b) in [
+                    (stats.makespan, batch.makespan),
+                    (stats.makespan_free, batch.makespan_free),
+                    (stats.makespan_measured, batch.makespan_measured),
+                ] {
+                    assert!(same(a, b), "case {case}, {model}: makespans {stats:?}");
+                }
                 for (ri, (want, got)) in batch.calls.iter().zip(&got).enumerate() {
                     for (rec, (w, g)) in want.iter().zip(got).enumerate() {
                         let at = format!(

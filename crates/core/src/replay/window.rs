@@ -42,6 +42,8 @@ pub struct Finished {
     /// When a nonblocking operation's request completed (NaN for other calls).
     pub req_done: f64,
     pub reason: Reason,
+    /// Its measured, clock-corrected end (seconds from the origin).
+    pub measured_end: f64,
     /// Its replayed duration (a nonblocking operation's: from its post to the end of the
     /// completion call that finished it), as `predict` gives it.
     pub duration: f64,
@@ -1148,6 +1150,7 @@ impl<'a> Window<'a> {
             end: r.end,
             req_done: r.req_done,
             reason: r.reason,
+            measured_end: r.m_end,
             duration,
             prediction,
         });
