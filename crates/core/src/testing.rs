@@ -217,3 +217,58 @@ pub(crate) fn random_run_of(rnd: &mut impl FnMut(u64) -> u64, scale: u64) -> Run
         missing: vec![],
     }
 }
+
+/// A long ring of `n` ranks on `n` nodes, `per_rank` records each: each rank sends 1 KiB to
+/// the next and receives from the one before, in turn, some sends nonblocking and never
+/// waited for (requests freed), and rank 0's second call a receive from a rank outside the
+/// run (matching nothing).
+pub(crate) fn ring_run(n: i32, per_rank: u64) -> RunTrace {
+    RunTrace {
+        world_size: n,
+        missing: vec![],
+        ranks: (0..n)
+            .map(|r| RankTrace {
+                meta: RankMeta {
+                    rank: r,
+                    world_size: n,
+                    node: format!("n{r}"),
+                    calls: crate::trace::CALL_NAMES
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect(),
+                    ..Default::default()
+                },
+                records: (0..per_rank)
+                    .map(|k| {
+                        let send = (k + r as u64).is_multiple_of(2);
+                        let freed = send && k % 8 < 2;
+                        let t = 1000 + k * 10_000;
+                        Record {
+                            t_start: t,
+                            t_end: t + 2_000,
+                            t_posted: if freed { t + 100 } else { t + 2_000 },
+                            flags: if freed { FLAG_NONBLOCKING } else { 0 },
+                            peer: match (send, r, k) {
+                                (true, ..) => (r + 1) % n,
+                                (false, 0, 1) => n + 5,
+                                _ => (r + n - 1) % n,
+                            },
+                            peer2: NO_RANK,
+                            root: NO_RANK,
+                            bytes_send: if send { 1024 } else { 0 },
+                            bytes_recv: if send { 0 } else { 1024 },
+                            comm_size: n as u32,
+                            call: match (send, freed) {
+                                (true, true) => call::MPI_Isend,
+                                (true, false) => call::MPI_Send,
+                                _ => call::MPI_Recv,
+                            },
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+    }
+}

@@ -238,4 +238,29 @@ mod tests {
             "{records} records, {waited} waited, {contended} contended, {forced} forced"
         );
     }
+
+    /// A long ring (4 ranks, 20,000 records, requests freed, a receive matching nothing):
+    /// each replay holds what is in flight and the join what one replay has finished and
+    /// the other not, a few records, not the run.
+    #[test]
+    fn the_streamed_prediction_holds_what_is_in_flight() {
+        let dir = std::env::temp_dir().join(format!("pmpi-stream-ring-{}", std::process::id()));
+        write_run(&dir, &crate::testing::ring_run(4, 5000));
+        let profile = Profile::builtin_default();
+        let mut n = 0;
+        let stats = predict_stream(
+            &dir,
+            &profile,
+            Some("gige"),
+            &Assumptions::default(),
+            &mut |_, _, _| n += 1,
+        )
+        .unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(n, 20_000);
+        assert!(
+            stats.replays.iter().all(|s| s.most_records < 40) && stats.most_joined < 40,
+            "{stats:?}"
+        );
+    }
 }

@@ -1596,64 +1596,7 @@ mod tests {
     /// the run.
     #[test]
     fn the_window_holds_what_is_in_flight() {
-        use crate::trace::{NO_RANK, RankMeta, RankTrace, Record, call};
-        let n = 4;
-        let run = RunTrace {
-            world_size: n,
-            missing: vec![],
-            ranks: (0..n)
-                .map(|r| RankTrace {
-                    meta: RankMeta {
-                        rank: r,
-                        world_size: n,
-                        node: format!("n{r}"),
-                        calls: crate::trace::CALL_NAMES
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect(),
-                        ..Default::default()
-                    },
-                    records: (0..5000u64)
-                        .map(|k| {
-                            let send = (k + r as u64).is_multiple_of(2);
-                            // Some sends nonblocking, their requests freed (no completion
-                            // call): let go once the rank has read past their end.
-                            let freed = send && k % 8 < 2;
-                            let t = 1000 + k * 10_000;
-                            Record {
-                                t_start: t,
-                                t_end: t + 2_000,
-                                t_posted: if freed { t + 100 } else { t + 2_000 },
-                                flags: if freed {
-                                    crate::trace::FLAG_NONBLOCKING
-                                } else {
-                                    0
-                                },
-                                // One receive from a rank outside the run: known at
-                                // once to match nothing (not at the run's end).
-                                peer: match (send, r, k) {
-                                    (true, ..) => (r + 1) % n,
-                                    (false, 0, 1) => n + 5,
-                                    _ => (r + n - 1) % n,
-                                },
-                                peer2: NO_RANK,
-                                root: NO_RANK,
-                                bytes_send: if send { 1024 } else { 0 },
-                                bytes_recv: if send { 0 } else { 1024 },
-                                comm_size: n as u32,
-                                call: match (send, freed) {
-                                    (true, true) => call::MPI_Isend,
-                                    (true, false) => call::MPI_Send,
-                                    _ => call::MPI_Recv,
-                                },
-                                ..Default::default()
-                            }
-                        })
-                        .collect(),
-                    ..Default::default()
-                })
-                .collect(),
-        };
+        let run = crate::testing::ring_run(4, 5000);
         let dir = std::env::temp_dir().join(format!("pmpi-window-ring-{}", std::process::id()));
         write_run(&dir, &run);
         let profile = Profile::builtin_default();
