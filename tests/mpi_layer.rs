@@ -231,6 +231,24 @@ fn analyze_rebuilds_the_same_calls_csv() {
         first
     );
     assert!(String::from_utf8_lossy(&a.stdout).contains("73 records from 4 ranks"));
+
+    // The ranks recorded which machine's CPUs they shared: 4 ranks on this machine share
+    // its CPUs, so summary.json and analyze say so exactly when they outnumber them.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert!(!meta.boot_id.is_empty());
+    assert_eq!(meta.cpus as usize, cpus);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sharing = summary["cpu_sharing"].as_array().unwrap();
+    let noted = String::from_utf8_lossy(&a.stderr).contains("4 ranks shared");
+    if cpus < 4 {
+        assert_eq!(sharing.len(), 1, "{sharing:?}");
+        assert_eq!(sharing[0]["ranks"], 4);
+        assert_eq!(sharing[0]["cpus"], cpus as u64);
+        assert!(noted, "{}", String::from_utf8_lossy(&a.stderr));
+    } else {
+        assert!(sharing.is_empty() && !noted, "{sharing:?}");
+    }
 }
 
 #[test]

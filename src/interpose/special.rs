@@ -218,6 +218,12 @@ fn start_inner() -> Result<(), String> {
                 .display()
                 .to_string()
         }),
+        // Which machine's CPUs the rank shares (read once, at init): the reports warn
+        // when ranks outnumber them.
+        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         ..Default::default()
     };
     let mut run = Run {

@@ -28,6 +28,26 @@ pub(crate) fn write_run(dir: &std::path::Path, run: &RunTrace) {
 /// same collectives on every rank (barriers, all-reduces, broadcasts and reductions
 /// from a random root, nonblocking barriers), blocking point-to-point calls on two
 /// threads, records in spool order (by end).
+/// Rank `me` of `n` on node `n{me % nodes}`, its records as a spool has them: each
+/// written when its call completed.
+pub(crate) fn spooled_rank(me: i32, n: i32, nodes: i32, mut records: Vec<Record>) -> RankTrace {
+    records.sort_by_key(|r| r.t_end);
+    RankTrace {
+        meta: RankMeta {
+            rank: me,
+            world_size: n,
+            node: format!("n{}", me % nodes),
+            calls: crate::trace::CALL_NAMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            ..Default::default()
+        },
+        records,
+        ..Default::default()
+    }
+}
+
 pub(crate) fn random_run(rnd: &mut impl FnMut(u64) -> u64) -> RunTrace {
     random_run_of(rnd, 1)
 }
@@ -193,22 +213,7 @@ pub(crate) fn random_run_of(rnd: &mut impl FnMut(u64) -> u64, scale: u64) -> Run
                     }
                 }
             }
-            // As a spool has them: each record written when its call completed.
-            recs.sort_by_key(|r| r.t_end);
-            RankTrace {
-                meta: RankMeta {
-                    rank: me,
-                    world_size: n,
-                    node: format!("n{}", me % nodes),
-                    calls: crate::trace::CALL_NAMES
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect(),
-                    ..Default::default()
-                },
-                records: recs,
-                ..Default::default()
-            }
+            spooled_rank(me, n, nodes, recs)
         })
         .collect();
     RunTrace {

@@ -52,8 +52,8 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
     let (groups, fam) = accuracy::groups(&run, &pred, &a.calls, a.size_classes);
     let whole = accuracy::run_accuracy(&run, &pred);
     if a.json {
-        let v =
-            serde_json::json!({"model": pred.model, "groups": groups, "family": fam, "run": whole});
+        let v = serde_json::json!({"model": pred.model, "groups": groups, "family": fam, "run": whole,
+                "cpu_sharing": crate::report::cpu_sharing(&run)});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| CliError::internal(e.to_string()))?
@@ -61,6 +61,9 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
     } else {
         print!("{}", accuracy::table(&groups, &fam));
         print!("{}", accuracy::run_text(&whole));
+        for c in crate::report::cpu_sharing(&run) {
+            println!("note: {}", c.text());
+        }
     }
     Ok(())
 }

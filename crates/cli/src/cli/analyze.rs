@@ -59,6 +59,9 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
         },
         a.dir.display()
     );
+    for c in &s.cpu_sharing {
+        eprintln!("pmpi-predict: note: {}", c.text());
+    }
     Ok(())
 }
 

@@ -2418,7 +2418,7 @@ fn coll_wait(v: &impl Partners, g: u32, i: u32, me_root: bool) -> Wait {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{RankMeta, RankTrace, call};
+    use crate::trace::call;
     use std::collections::BTreeMap;
 
     /// A random run of point-to-point records: blocking, synchronous and nonblocking
@@ -2438,7 +2438,7 @@ mod tests {
         let ranks = (0..n)
             .map(|r| {
                 let mut t = 1_000u64;
-                let mut records: Vec<Record> = (0..rnd(40))
+                let records: Vec<Record> = (0..rnd(40))
                     .map(|_| {
                         let c = calls[rnd(calls.len() as u64) as usize];
                         let nb = c == call::MPI_Isend || c == call::MPI_Irecv;
@@ -2474,22 +2474,7 @@ mod tests {
                         rec
                     })
                     .collect();
-                // As a spool has them: each record written when its call completed.
-                records.sort_by_key(|r| r.t_end);
-                RankTrace {
-                    meta: RankMeta {
-                        rank: r,
-                        world_size: n,
-                        node: format!("n{}", r % nodes),
-                        calls: crate::trace::CALL_NAMES
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect(),
-                        ..Default::default()
-                    },
-                    records,
-                    ..Default::default()
-                }
+                crate::testing::spooled_rank(r, n, nodes, records)
             })
             .collect();
         RunTrace {

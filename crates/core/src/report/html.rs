@@ -351,6 +351,7 @@ pub fn report_data(
                 "free": pred.makespan_free,
             },
             "not_predicted": p["not_predicted"],
+            "cpu_sharing": summary["cpu_sharing"],
         },
         "ranks": ranks,
         "matrix": {

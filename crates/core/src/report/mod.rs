@@ -150,13 +150,17 @@ pub fn banner_finalize(s: &ReportStats, seconds: f64, dir: &Path) -> String {
     } else {
         "no blocking call to compare predictions with".to_string()
     };
-    format!(
+    let mut text = format!(
         "pmpi-predict: {} records from {} ranks ({} dropped), analysed in {seconds:.2} s; report in {}\npmpi-predict: {err}",
         s.records,
         s.ranks,
         s.dropped,
         report.display()
-    )
+    );
+    for c in &s.cpu_sharing {
+        text += &format!("\npmpi-predict: note: {}", c.text());
+    }
+    text
 }
 
 /// Columns of `calls.csv`, in order. The first eleven are the stable interface.
@@ -202,6 +206,8 @@ pub struct ReportStats {
     pub accuracy: accuracy::RunAccuracy,
     /// The penalty model used.
     pub model: String,
+    /// Machines whose ranks outnumbered their CPUs.
+    pub cpu_sharing: Vec<trace::CpuSharing>,
 }
 
 /// Time of MPI a record accounts for on its rank: a nonblocking operation counts only
@@ -256,6 +262,7 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         dropped: run.ranks.iter().map(|r| r.meta.dropped + r.meta.lost).sum(),
         accuracy: accuracy::run_accuracy(&run, &pred),
         model: pred.model.clone(),
+        cpu_sharing: cpu_sharing(&run),
     })
 }
 
@@ -755,8 +762,15 @@ pub fn summary(run: &RunTrace) -> Value {
         "calls": calls,
         "unsuccessful_polls": polls,
         "timestamps": timestamps(run),
+        "cpu_sharing": cpu_sharing(run),
         "ranks": ranks,
     })
+}
+
+/// The machines whose ranks outnumbered their CPUs ([`trace::cpu_sharing`]).
+pub fn cpu_sharing(run: &RunTrace) -> Vec<trace::CpuSharing> {
+    let metas: Vec<&trace::RankMeta> = run.ranks.iter().map(|r| &r.meta).collect();
+    trace::cpu_sharing(&metas)
 }
 
 #[cfg(test)]

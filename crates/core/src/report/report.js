@@ -97,6 +97,11 @@
           return 'rank ' + e.rank + ': ' + (e.ended_by || 'no MPI_Finalize');
         }).join('; '))]
     ];
+    (R.cpu_sharing || []).forEach(function (c) {
+      rows.push(['CPUs', '<span class="tag warnbg" id="cpu-sharing">' + esc(c.ranks) + ' ranks on ' + esc(c.cpus) +
+        ' CPUs of one machine</span> (' + esc((c.nodes || []).join(', ')) + '): measured waits include waiting to be ' +
+        'scheduled, which the network models do not predict']);
+    });
     var np = R.not_predicted || {};
     var npk = Object.keys(np);
     if (npk.length) {

@@ -299,6 +299,71 @@ pub struct RankMeta {
     /// given `--profile`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The running kernel's boot id (`/proc/sys/kernel/random/boot_id`): ranks of several
+    /// node names with one boot id share one machine's CPUs (an emulated cluster).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub boot_id: String,
+    /// CPUs the rank could run on (its affinity, a cgroup's quota), 0 if unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpus: u32,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
+}
+
+/// Ranks that outnumbered the CPUs of the one machine they ran on: their waits include
+/// waiting to be scheduled, which no network model predicts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuSharing {
+    /// Ranks on that machine, and the CPUs they could run on (the most any of them saw).
+    pub ranks: usize,
+    pub cpus: u32,
+    /// The node names of those ranks (several: an emulated cluster on one machine).
+    pub nodes: Vec<String>,
+}
+
+impl CpuSharing {
+    /// One line for stderr and the reports.
+    pub fn text(&self) -> String {
+        format!(
+            "{} ranks shared {} CPU{} of one machine (node{} {}): their measured waits include \
+             waiting to be scheduled, which the network models do not predict",
+            self.ranks,
+            self.cpus,
+            if self.cpus == 1 { "" } else { "s" },
+            if self.nodes.len() == 1 { "" } else { "s" },
+            self.nodes.join(", ")
+        )
+    }
+}
+
+/// The machines (by boot id) whose ranks outnumbered their CPUs, most ranks first; none
+/// for ranks that did not record both (older spools).
+pub fn cpu_sharing(metas: &[&RankMeta]) -> Vec<CpuSharing> {
+    let mut by_boot: std::collections::BTreeMap<&str, (usize, u32, Vec<String>)> =
+        Default::default();
+    for m in metas {
+        if m.boot_id.is_empty() || m.cpus == 0 {
+            continue;
+        }
+        let e = by_boot.entry(m.boot_id.as_str()).or_default();
+        e.0 += 1;
+        e.1 = e.1.max(m.cpus);
+        if !e.2.contains(&m.node) {
+            e.2.push(m.node.clone());
+        }
+    }
+    let mut v: Vec<CpuSharing> = by_boot
+        .into_values()
+        .filter(|(ranks, cpus, _)| *ranks > *cpus as usize)
+        .map(|(ranks, cpus, mut nodes)| {
+            nodes.sort();
+            CpuSharing { ranks, cpus, nodes }
+        })
+        .collect();
+    v.sort_by(|a, b| b.ranks.cmp(&a.ranks).then(a.nodes.cmp(&b.nodes)));
+    v
 }
 
 /// A communicator's id on this rank and its members' WORLD ranks, by local rank; for an
@@ -396,6 +461,44 @@ impl RankMeta {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn ranks_outnumbering_one_machine_s_cpus_are_found_by_boot_id() {
+        let m = |rank: i32, node: &str, boot: &str, cpus: u32| RankMeta {
+            rank,
+            node: node.into(),
+            boot_id: boot.into(),
+            cpus,
+            ..Default::default()
+        };
+        // An emulated cluster: four node names on one machine of 2 CPUs; a real node of
+        // 8 CPUs with 2 ranks; a rank of an older spool (no boot id) counts for none.
+        let metas = [
+            m(0, "h0", "A", 2),
+            m(1, "h1", "A", 2),
+            m(2, "h2", "A", 2),
+            m(3, "h3", "A", 2),
+            m(4, "big", "B", 8),
+            m(5, "big", "B", 8),
+            m(6, "old", "", 0),
+        ];
+        let refs: Vec<&RankMeta> = metas.iter().collect();
+        let v = cpu_sharing(&refs);
+        assert_eq!(
+            v,
+            [CpuSharing {
+                ranks: 4,
+                cpus: 2,
+                nodes: vec!["h0".into(), "h1".into(), "h2".into(), "h3".into()],
+            }]
+        );
+        assert!(
+            v[0].text()
+                .starts_with("4 ranks shared 2 CPUs of one machine (nodes h0, h1, h2, h3)")
+        );
+        // As many ranks as CPUs: nothing to say.
+        assert!(cpu_sharing(&[&metas[0], &metas[1]]).is_empty());
+    }
     use super::*;
 
     #[test]
