@@ -232,18 +232,8 @@ pub(crate) fn ring_run(n: i32, per_rank: u64) -> RunTrace {
         world_size: n,
         missing: vec![],
         ranks: (0..n)
-            .map(|r| RankTrace {
-                meta: RankMeta {
-                    rank: r,
-                    world_size: n,
-                    node: format!("n{r}"),
-                    calls: crate::trace::CALL_NAMES
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect(),
-                    ..Default::default()
-                },
-                records: (0..per_rank)
+            .map(|r| {
+                let records = (0..per_rank)
                     .map(|k| {
                         let send = (k + r as u64).is_multiple_of(2);
                         let freed = send && k % 8 < 2;
@@ -271,8 +261,8 @@ pub(crate) fn ring_run(n: i32, per_rank: u64) -> RunTrace {
                             ..Default::default()
                         }
                     })
-                    .collect(),
-                ..Default::default()
+                    .collect();
+                spooled_rank(r, n, n, records)
             })
             .collect(),
     }
