@@ -262,18 +262,7 @@ fn read_run(dir: &std::path::Path) {
     use pmpi_core::trace::order::RunOrder;
     let c0 = cpu_ns();
     let mut order = RunOrder::open(dir).expect("run readable");
-    let ranks = RunTrace {
-        world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
-        ranks: order
-            .metas
-            .iter()
-            .map(|m| RankTrace {
-                meta: m.clone(),
-                ..Default::default()
-            })
-            .collect(),
-        missing: vec![],
-    };
+    let ranks = order.shell();
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = replay::Protocol::for_library(library);
     let mut plan = OnlinePlan::new(&order.metas, Placement::from_run(&ranks), protocol);
@@ -377,18 +366,7 @@ fn window(dir: &std::path::Path) {
             continue;
         }
         let order = RunOrder::open(dir).expect("run readable");
-        let shell = RunTrace {
-            world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
-            ranks: order
-                .metas
-                .iter()
-                .map(|m| RankTrace {
-                    meta: m.clone(),
-                    ..Default::default()
-                })
-                .collect(),
-            missing: vec![],
-        };
+        let shell = order.shell();
         let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
         let protocol = replay::Protocol::for_library_with(library, Some(&profile));
         let placement = Placement::from_run(&shell);

@@ -10,7 +10,6 @@ use crate::replay::window::{Finished, Side, Stats, replay_windows};
 use crate::replay::{FxMap, P2p, Protocol};
 use crate::topo::placement::Placement;
 use crate::trace::order::RunOrder;
-use crate::trace::{RankTrace, RunTrace};
 use std::cell::RefCell;
 
 /// What a streamed prediction held: per replay (the model's, then the contention-free
@@ -45,18 +44,7 @@ pub fn predict_stream(
     let model = penalty_model(profile, model_override).map_err(Error::Input)?;
     let order = RunOrder::open(dir)?;
     // The placement and protocol of the loaded run, from the metadata alone.
-    let shell = RunTrace {
-        world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
-        ranks: order
-            .metas
-            .iter()
-            .map(|m| RankTrace {
-                meta: m.clone(),
-                ..Default::default()
-            })
-            .collect(),
-        missing: vec![],
-    };
+    let shell = order.shell();
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = Protocol::for_library_with(library, Some(profile));
     let placement = Placement::from_run(&shell);
