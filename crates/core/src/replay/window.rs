@@ -14,6 +14,13 @@
 //! and nothing refers to it: a nonblocking operation once its completion call has ended
 //! (or none can come any more: its rank's calls entered after its end are read, or its
 //! thread is read to the end) and its request's completion is final.
+//!
+//! Several replays can run side by side over one read ([`replay_windows`]: the model's and
+//! the contention-free one, for `predict::stream`), each call read and planned once. A
+//! replay asked for the figures (`predict::figures_of`) keeps what they read of records
+//! that may go first (posts, collective entries, the operations a completion call
+//! completed) in the slots of messages and operations, and hands a record over once those
+//! are known too (docs/engine.md, "Both replays over one read").
 
 use super::online::{Event, Id, OnlinePlan, Planned};
 use super::{
@@ -107,7 +114,7 @@ const LEAD: u64 = if cfg!(test) { 3 } else { 256 };
 
 /// [`replay_window`] for several replays side by side over one read of the run (each
 /// call read and planned once, held until every replay has taken it): each pauses when it
-/// has read [`LEAD`] calls beyond the slowest other, so the calls held stay bounded.
+/// has read `LEAD` calls beyond the slowest other, so the calls held stay bounded.
 pub fn replay_windows(
     order: RunOrder,
     placement: &Placement,
