@@ -1072,6 +1072,8 @@ impl<'a> Window<'a> {
             if m != NONE {
                 let s = &mut msgs[m as usize];
                 if s.msg.rendezvous && s.times[MsgTime::Arrive as usize].is_nan() {
+                    // Its sender or the completion call of its send, never both.
+                    debug_assert_eq!(s.fig_waiter, NONE);
                     s.fig_waiter = g;
                     pending += 1;
                 }
