@@ -11,8 +11,12 @@
 //! written run read back from its spools in time order and planned online; with
 //! `--window=DIR`, a written run replayed in a window as it is read, under gige and without
 //! a model, with a digest of every record's replayed times; with `--window=DIR --batch`,
-//! the batch replay of the same run loaded whole, with the same digest; `--profile=FILE`
-//! takes a calibrated profile instead of the built-in one).
+//! the batch replay of the same run loaded whole, with the same digest; with
+//! `--stream=DIR`, a written run predicted as it is read (`predict::stream`: both replays
+//! side by side, every record's figures), under gige and without a model (`--model=NAME`:
+//! that one only), with a digest of every record's prediction; with `--stream=DIR
+//! --batch`, `predict_run_with` on the run loaded whole, with the same digest;
+//! `--profile=FILE` takes a calibrated profile instead of the built-in one).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
@@ -35,6 +39,12 @@ fn main() {
     // `--read=DIR`: a written run read back in time order and matched online.
     if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--read=").map(String::from)) {
         return read_run(std::path::Path::new(&dir));
+    }
+    // `--stream=DIR`: a written run predicted as it is read (both replays, every
+    // record's figures).
+    if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--stream=").map(String::from))
+    {
+        return stream(std::path::Path::new(&dir));
     }
     // `--window=DIR`: a written run replayed in a window as it is read.
     if let Some(dir) = std::env::args().find_map(|a| a.strip_prefix("--window=").map(String::from))
@@ -252,18 +262,7 @@ fn read_run(dir: &std::path::Path) {
     use pmpi_core::trace::order::RunOrder;
     let c0 = cpu_ns();
     let mut order = RunOrder::open(dir).expect("run readable");
-    let ranks = RunTrace {
-        world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
-        ranks: order
-            .metas
-            .iter()
-            .map(|m| RankTrace {
-                meta: m.clone(),
-                ..Default::default()
-            })
-            .collect(),
-        missing: vec![],
-    };
+    let ranks = order.shell();
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = replay::Protocol::for_library(library);
     let mut plan = OnlinePlan::new(&order.metas, Placement::from_run(&ranks), protocol);
@@ -367,18 +366,7 @@ fn window(dir: &std::path::Path) {
             continue;
         }
         let order = RunOrder::open(dir).expect("run readable");
-        let shell = RunTrace {
-            world_size: order.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
-            ranks: order
-                .metas
-                .iter()
-                .map(|m| RankTrace {
-                    meta: m.clone(),
-                    ..Default::default()
-                })
-                .collect(),
-            missing: vec![],
-        };
+        let shell = order.shell();
         let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
         let protocol = replay::Protocol::for_library_with(library, Some(&profile));
         let placement = Placement::from_run(&shell);
@@ -409,6 +397,85 @@ fn window(dir: &std::path::Path) {
             stats.most_records,
             stats.most_messages,
             stats.most_operations,
+            peak_rss() >> 20
+        );
+    }
+}
+
+/// A written run predicted as it is read (`predict::stream::predict_stream`), or with
+/// `--batch` loaded whole (`predict_run_with`): CPU time, peak resident memory and a digest
+/// of every record's prediction (the same whatever order they come in), under gige and
+/// without a model, or under `--model=NAME` alone.
+fn stream(dir: &std::path::Path) {
+    use pmpi_core::predict::{CallPrediction, predict_run_with, stream::predict_stream};
+    let profile =
+        match std::env::args().find_map(|a| a.strip_prefix("--profile=").map(String::from)) {
+            Some(f) => Profile::load(&f).expect("profile readable"),
+            None => Profile::builtin_default(),
+        };
+    let assume = Assumptions::default();
+    let batch = std::env::args().any(|a| a == "--batch");
+    let models: Vec<String> =
+        match std::env::args().find_map(|a| a.strip_prefix("--model=").map(String::from)) {
+            Some(m) => vec![m],
+            None => vec!["gige".into(), "none".into()],
+        };
+    // Each record's figures mixed (splitmix64's finaliser, word by word) and summed.
+    let eat = |sum: &mut u64, rank: u32, rec: u32, c: &CallPrediction| {
+        let opt = |x: Option<f64>| x.map_or(u64::MAX, f64::to_bits);
+        let mut h: u64 = 0;
+        for x in [
+            (rank as u64) << 32 | rec as u64,
+            opt(c.predicted),
+            opt(c.free),
+            c.wait.kind as u64,
+            c.wait.seconds.to_bits(),
+            c.wait.on as u64,
+            c.measured_wait.kind as u64,
+            c.measured_wait.seconds.to_bits(),
+            c.measured_wait.on as u64,
+            c.contention.to_bits(),
+            c.reason as u64,
+        ] {
+            h = replay::net::splitmix64(h ^ x);
+        }
+        *sum = sum.wrapping_add(h);
+    };
+    for model in &models {
+        let c0 = cpu_ns();
+        let (mut sum, mut n) = (0u64, 0u64);
+        if batch {
+            let run = trace::load_run(dir).expect("run readable");
+            let p = predict_run_with(&run, &profile, Some(model), &assume).expect("predicted");
+            for (ri, calls) in p.calls.iter().enumerate() {
+                for (rec, c) in calls.iter().enumerate() {
+                    eat(&mut sum, ri as u32, rec as u32, c);
+                    n += 1;
+                }
+            }
+            let cpu = (cpu_ns() - c0) as f64 * 1e-9;
+            println!(
+                "batch prediction {model:<4}: {n} records, {cpu:.2} s of CPU ({:.2} M records/s), peak resident {} MB, digest {sum:016x}",
+                n as f64 / cpu / 1e6,
+                peak_rss() >> 20
+            );
+            continue;
+        }
+        let stats = predict_stream(dir, &profile, Some(model), &assume, &mut |ri, rec, c| {
+            eat(&mut sum, ri, rec, &c);
+            n += 1;
+        })
+        .expect("run predicted");
+        let cpu = (cpu_ns() - c0) as f64 * 1e-9;
+        let most =
+            |f: fn(&replay::window::Stats) -> usize| stats.replays.iter().map(f).max().unwrap_or(0);
+        println!(
+            "streamed prediction {model:<4}: {n} records, {cpu:.2} s of CPU ({:.2} M records/s), at most {} records, {} messages and {} collective operations live in a replay, {} records finished by one replay only, peak resident {} MB, digest {sum:016x}",
+            n as f64 / cpu / 1e6,
+            most(|s| s.most_records),
+            most(|s| s.most_messages),
+            most(|s| s.most_operations),
+            stats.most_joined,
             peak_rss() >> 20
         );
     }

@@ -13,6 +13,16 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
+/// Writes `run`'s spools and metadata to `dir`, emptied first (a run the reader can read).
+pub(crate) fn write_run(dir: &std::path::Path, run: &RunTrace) {
+    std::fs::remove_dir_all(dir).ok();
+    std::fs::create_dir_all(dir).unwrap();
+    for rk in &run.ranks {
+        crate::trace::write_spool(dir, rk.meta.rank, &rk.records).unwrap();
+        crate::trace::write_meta(dir, &rk.meta).unwrap();
+    }
+}
+
 /// A random run: blocking, synchronous and nonblocking sends and receives, waits that
 /// complete one to three requests, probes (some of any tag), send-receives, and the
 /// same collectives on every rank (barriers, all-reduces, broadcasts and reductions
@@ -210,5 +220,50 @@ pub(crate) fn random_run_of(rnd: &mut impl FnMut(u64) -> u64, scale: u64) -> Run
         ranks,
         world_size: n,
         missing: vec![],
+    }
+}
+
+/// A long ring of `n` ranks on `n` nodes, `per_rank` records each: each rank sends 1 KiB to
+/// the next and receives from the one before, in turn, some sends nonblocking and never
+/// waited for (requests freed), and rank 0's second call a receive from a rank outside the
+/// run (matching nothing).
+pub(crate) fn ring_run(n: i32, per_rank: u64) -> RunTrace {
+    RunTrace {
+        world_size: n,
+        missing: vec![],
+        ranks: (0..n)
+            .map(|r| {
+                let records = (0..per_rank)
+                    .map(|k| {
+                        let send = (k + r as u64).is_multiple_of(2);
+                        let freed = send && k % 8 < 2;
+                        let t = 1000 + k * 10_000;
+                        Record {
+                            t_start: t,
+                            t_end: t + 2_000,
+                            t_posted: if freed { t + 100 } else { t + 2_000 },
+                            flags: if freed { FLAG_NONBLOCKING } else { 0 },
+                            peer: match (send, r, k) {
+                                (true, ..) => (r + 1) % n,
+                                (false, 0, 1) => n + 5,
+                                _ => (r + n - 1) % n,
+                            },
+                            peer2: NO_RANK,
+                            root: NO_RANK,
+                            bytes_send: if send { 1024 } else { 0 },
+                            bytes_recv: if send { 0 } else { 1024 },
+                            comm_size: n as u32,
+                            call: match (send, freed) {
+                                (true, true) => call::MPI_Isend,
+                                (true, false) => call::MPI_Send,
+                                _ => call::MPI_Recv,
+                            },
+                            ..Default::default()
+                        }
+                    })
+                    .collect();
+                spooled_rank(r, n, n, records)
+            })
+            .collect(),
     }
 }

@@ -16,7 +16,11 @@ pub use crate::replay::Reason;
 use crate::replay::net::Sim;
 pub use crate::replay::wait::{Wait, WaitKind};
 pub use crate::replay::whatif::{AlltoallAlgo, Conditions};
-use crate::replay::{self, CollCost, Instance, Op, P2p, Plan, Times, Timing};
+
+pub mod stream;
+use crate::replay::{
+    self, CollCost, Entries, Hot, Instance, Msg, Op, P2p, Partners, Plan, PlanTimes, Times, Timing,
+};
 use crate::topo::placement::Placement;
 use crate::trace::{CallKind, RunTrace};
 
@@ -586,20 +590,26 @@ fn predict_plan(
         &pred.send_post,
         &pred.recv_post,
     );
+    let predicted_view = Replayed {
+        times: PlanTimes {
+            plan: &plan,
+            t: &pred_times,
+        },
+        timing: &pred,
+    };
+    let measured_view = PlanTimes {
+        plan: &plan,
+        t: &measured_times,
+    };
     let figures = |g: usize, free: Option<f64>| {
-        let predicted = duration(&plan, &pred, g);
-        let wait = replay::wait_of(&plan, &pred_times, g);
-        let contention = contention(&plan, &pred, g)
-            .min((predicted - wait.seconds).max(0.0))
-            .max(0.0);
-        CallPrediction {
-            predicted: Some(predicted),
-            free: free.or(Some(predicted)),
-            wait,
-            measured_wait: replay::wait_of(&plan, &measured_times, g),
-            contention,
-            reason: pred.reason[g],
-        }
+        figures_of(
+            &predicted_view,
+            &measured_view,
+            g as u32,
+            duration(&plan, &pred, g),
+            free,
+            pred.reason[g],
+        )
     };
     if calls.is_empty() {
         calls = per_rank(lens, &plan.base, |g| figures(g, None));
@@ -673,56 +683,154 @@ fn per_rank<T>(lens: &[usize], base: &[u32], f: impl Fn(usize) -> T) -> Vec<Vec<
         .collect()
 }
 
+/// A record's figures from its replayed duration (`predicted`), the replay's timeline
+/// (`pred`) and the recorded one (`measured`): the batch and the streamed predictions
+/// both make them here.
+pub(crate) fn figures_of(
+    pred: &impl Contended,
+    measured: &impl Partners,
+    g: u32,
+    predicted: f64,
+    free: Option<f64>,
+    reason: Reason,
+) -> CallPrediction {
+    let wait = replay::wait_in(pred, g);
+    let contention = contention(pred, g, pred.hot(g))
+        .min((predicted - wait.seconds).max(0.0))
+        .max(0.0);
+    CallPrediction {
+        predicted: Some(predicted),
+        free: free.or(Some(predicted)),
+        wait,
+        measured_wait: replay::wait_in(measured, g),
+        contention,
+        reason,
+    }
+}
+
 /// Replayed duration of record `g`: a nonblocking operation runs from its post to the end
 /// of the completion call that finished it (to its request's completion where that call was
 /// not recorded).
 fn duration(plan: &Plan, t: &Timing, g: usize) -> f64 {
-    let end = match plan.hot[g].op {
-        Op::Isend { .. } | Op::Irecv | Op::ICol if plan.done_by[g] != u32::MAX => {
-            t.end[plan.done_by[g] as usize]
-        }
-        Op::Isend { .. } | Op::Irecv | Op::ICol
-            if plan.m_end[g] - plan.m_start[g] > plan.hot[g].op_dur =>
-        {
-            t.req_done[g].max(t.end[g])
-        }
-        _ => t.end[g],
+    let done_end = match plan.done_by[g] {
+        u32::MAX => None,
+        c => Some(t.end[c as usize]),
     };
-    (end - t.start[g]).max(0.0)
+    duration_of(
+        plan.hot[g],
+        done_end,
+        plan.m_end[g] - plan.m_start[g],
+        t.start[g],
+        t.end[g],
+        t.req_done[g],
+    )
 }
 
-/// Contention of the transfers record `g` waited for (before bounding by its duration).
-fn contention(plan: &Plan, t: &Timing, g: usize) -> f64 {
-    let rdv = |m: u32| m != u32::MAX && plan.msgs[m as usize].rendezvous;
+/// [`duration`] of a record from its [`Hot`], the end of the completion call that
+/// finished it (None: none was recorded), its measured duration and its replayed times.
+pub(crate) fn duration_of(
+    h: Hot,
+    done_end: Option<f64>,
+    measured: f64,
+    start: f64,
+    end: f64,
+    req_done: f64,
+) -> f64 {
+    let end = match (h.op, done_end) {
+        (Op::Isend { .. } | Op::Irecv | Op::ICol, Some(e)) => e,
+        (Op::Isend { .. } | Op::Irecv | Op::ICol, None) if measured > h.op_dur => req_done.max(end),
+        _ => end,
+    };
+    (end - start).max(0.0)
+}
+
+/// What the per-call contention reads of a replay beyond its timeline.
+pub(crate) trait Contended: Partners {
+    /// [`Timing::msg_contention`].
+    fn msg_contention(&self, m: u32) -> f64;
+    /// [`Timing::coll_contention`] of collective operation `i`.
+    fn coll_contention(&self, i: u32) -> f64;
+}
+
+/// The batch replay's timeline and timing.
+struct Replayed<'a, 'b> {
+    times: PlanTimes<'a, 'b>,
+    timing: &'a Timing,
+}
+
+impl Partners for Replayed<'_, '_> {
+    fn hot(&self, g: u32) -> Hot {
+        self.times.hot(g)
+    }
+    fn completed(&self, g: u32, k: usize) -> Option<(Hot, bool)> {
+        self.times.completed(g, k)
+    }
+    fn is_root(&self, g: u32) -> bool {
+        self.times.is_root(g)
+    }
+    fn probe_msg(&self, g: u32) -> u32 {
+        self.times.probe_msg(g)
+    }
+    fn msg(&self, m: u32) -> Msg {
+        self.times.msg(m)
+    }
+    fn post(&self, m: u32, send: bool) -> f64 {
+        self.times.post(m, send)
+    }
+    fn start(&self, g: u32) -> f64 {
+        self.times.start(g)
+    }
+    fn end(&self, g: u32) -> f64 {
+        self.times.end(g)
+    }
+    fn entries(&self, i: u32) -> Entries {
+        self.times.entries(i)
+    }
+}
+
+impl Contended for Replayed<'_, '_> {
+    fn msg_contention(&self, m: u32) -> f64 {
+        self.timing.msg_contention(m)
+    }
+    fn coll_contention(&self, i: u32) -> f64 {
+        self.timing.coll_contention[i as usize]
+    }
+}
+
+/// Contention of the transfers record `g` (its [`Hot`] `h`) waited for (before bounding
+/// by its duration).
+fn contention(v: &impl Contended, g: u32, h: Hot) -> f64 {
+    let rdv = |m: u32| m != u32::MAX && v.msg(m).rendezvous;
     let msg = |m: u32| {
         if m == u32::MAX {
             0.0
         } else {
-            t.msg_contention(m)
+            v.msg_contention(m)
         }
     };
-    match plan.hot[g].op {
-        Op::Recv | Op::Irecv | Op::Probe => msg(plan.hot[g].msg_in),
-        Op::Send { .. } | Op::Isend { .. } if rdv(plan.hot[g].msg_out) => msg(plan.hot[g].msg_out),
+    match h.op {
+        Op::Recv | Op::Irecv | Op::Probe => msg(h.msg_in),
+        Op::Send { .. } | Op::Isend { .. } if rdv(h.msg_out) => msg(h.msg_out),
         Op::SendRecv => {
-            let out = if rdv(plan.hot[g].msg_out) {
-                msg(plan.hot[g].msg_out)
-            } else {
-                0.0
-            };
-            out.max(msg(plan.hot[g].msg_in))
+            let out = if rdv(h.msg_out) { msg(h.msg_out) } else { 0.0 };
+            out.max(msg(h.msg_in))
         }
-        Op::Complete => plan
-            .completed_by(g as u32)
-            .iter()
-            .map(|&nb| contention(plan, t, nb as usize))
-            .fold(0.0, f64::max),
+        Op::Complete => {
+            // The operations it completes (none of them a completion call).
+            let mut c = 0.0f64;
+            let mut k = 0;
+            while let Some((nb, _)) = v.completed(g, k) {
+                c = c.max(contention(v, u32::MAX, nb));
+                k += 1;
+            }
+            c
+        }
         Op::Coll | Op::ICol => {
-            let i = plan.hot[g].inst_of;
+            let i = h.inst_of;
             if i == u32::MAX {
                 0.0
             } else {
-                t.coll_contention[i as usize]
+                v.coll_contention(i)
             }
         }
         _ => 0.0,

@@ -563,10 +563,10 @@ impl Messages {
 
 /// A hash map with a cheap hasher (FxHash, as rustc's): the plan's keys are a few
 /// integers, not attacker-controlled, and SipHash dominated building it.
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 #[derive(Default)]
-struct FxHasher {
+pub(crate) struct FxHasher {
     hash: u64,
 }
 
@@ -1037,14 +1037,16 @@ impl Timing {
         if self.flow[m] == NONE || self.intra[m] {
             return 0.0;
         }
-        let c = (self.arrive[m] - self.flow_start[m]) - self.tref[m];
-        // Below the rounding of the times it was computed from, it is none.
-        if c > 1e-9 * self.tref[m] + 1e-12 {
-            c
-        } else {
-            0.0
-        }
+        transfer_contention(self.arrive[m], self.flow_start[m], self.tref[m])
     }
+}
+
+/// Contention of an inter-node message that entered the network at `flow_start` and
+/// arrived at `arrive`, `tref` its time alone.
+pub(crate) fn transfer_contention(arrive: f64, flow_start: f64, tref: f64) -> f64 {
+    let c = (arrive - flow_start) - tref;
+    // Below the rounding of the times it was computed from, it is none.
+    if c > 1e-9 * tref + 1e-12 { c } else { 0.0 }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -1214,6 +1216,11 @@ trait Store {
     }
     /// Nonblocking record `g`'s request completed at `req_done`: it is finished.
     fn retire_op(&mut self, _g: u32, _req_done: f64) {}
+    /// The replay should stop here for now (a windowed replay read too far ahead of
+    /// another one sharing its reader); the batch replay never does.
+    fn pause(&self) -> bool {
+        false
+    }
 }
 
 /// The batch replay's store: the plan's arrays, the timing's arrays.
@@ -1512,9 +1519,16 @@ impl<'a, S: Store> Engine<'a, S> {
 
     /// Replays every stream to its end.
     fn run_all(&mut self) {
+        while !self.resume() {}
+    }
+
+    /// Replays until the store asks to pause (false) or every stream is at its end (true).
+    fn resume(&mut self) -> bool {
         let mut done = Vec::new();
         loop {
-            self.run(&mut done);
+            if !self.run(&mut done) {
+                return false;
+            }
             // Streams still blocked wait on something the trace never provides (a killed
             // run): the earliest one keeps its measured time and the replay goes on.
             let stuck = (0..self.cur.len())
@@ -1526,6 +1540,7 @@ impl<'a, S: Store> Engine<'a, S> {
             self.push(t, s as u32);
         }
         self.settle();
+        true
     }
 
     /// Lets the store finish the nonblocking records whose requests are final.
@@ -1546,16 +1561,20 @@ impl<'a, S: Store> Engine<'a, S> {
         self.heap.push(Reverse(event(key(t), self.seq, s)));
     }
 
-    fn run(&mut self, done: &mut Vec<u32>) {
+    /// Replays until nothing is queued (true) or the store asks to pause (false).
+    fn run(&mut self, done: &mut Vec<u32>) -> bool {
         loop {
             self.settle();
+            if self.s.pause() {
+                return false;
+            }
             let tf = self.net.next_finish();
             let ts = self
                 .heap
                 .peek()
                 .map_or(f64::INFINITY, |Reverse(e)| f64::from_bits(event_key(*e)));
             if tf.is_infinite() && ts.is_infinite() {
-                return;
+                return true;
             }
             if tf <= ts {
                 self.net.advance(tf, done);
@@ -1565,7 +1584,7 @@ impl<'a, S: Store> Engine<'a, S> {
                 continue;
             }
             let Some(Reverse(e)) = self.heap.pop() else {
-                return;
+                return true;
             };
             let s = e as u32;
             let mut now = ts;
@@ -2146,22 +2165,11 @@ impl<'a> Times<'a> {
             .instances
             .iter()
             .map(|inst| {
-                let by_start = |a: &u32, b: &u32| start[*a as usize].total_cmp(&start[*b as usize]);
-                let last = inst
-                    .members
-                    .iter()
-                    .copied()
-                    .max_by(by_start)
-                    .unwrap_or(NONE);
-                let root = inst.root.map_or(NONE, |k| inst.members[k]);
-                let first = inst
-                    .members
-                    .iter()
-                    .copied()
-                    .filter(|&m| m != root)
-                    .min_by(by_start)
-                    .unwrap_or(NONE);
-                (last, first)
+                let (last, first) = entry_order(inst.members.len(), inst.root, |k| {
+                    start[inst.members[k] as usize]
+                });
+                let at = |k: usize| inst.members.get(k).copied().unwrap_or(NONE);
+                (at(last), at(first))
             })
             .collect();
         Times {
@@ -2171,6 +2179,23 @@ impl<'a> Times<'a> {
             entries,
         }
     }
+}
+
+/// Of `n` members entered at `start(k)` (in rank order): the index of the one that
+/// entered last (the last of equal ones) and of the one other than `root` that entered
+/// first (the first of equal ones); `usize::MAX`: none.
+pub(crate) fn entry_order(
+    n: usize,
+    root: Option<usize>,
+    start: impl Fn(usize) -> f64,
+) -> (usize, usize) {
+    let by_start = |a: &usize, b: &usize| start(*a).total_cmp(&start(*b));
+    let last = (0..n).max_by(by_start).unwrap_or(usize::MAX);
+    let first = (0..n)
+        .filter(|&k| Some(k) != root)
+        .min_by(by_start)
+        .unwrap_or(usize::MAX);
+    (last, first)
 }
 
 /// The measured wait of every record, from the partners' clock-corrected timestamps.
@@ -2200,67 +2225,150 @@ pub fn waits(plan: &Plan, t: &Times) -> Vec<Wait> {
     (0..plan.hot.len()).map(|g| wait_of(plan, t, g)).collect()
 }
 
-/// The wait of record `g` under a timing (see [`waits`]).
-pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
-    // Call `g` waiting, as `kind`, for message `m`'s post by its sender (`send`) or its
-    // receiver, `partner`.
-    let on = |kind: WaitKind, g: usize, m: u32, send: bool, partner: i32| {
-        let post = match t.posts {
+/// A collective operation's entries as the wait rules read them, each (entry, WORLD
+/// rank): its root's, its last member's, its first member other than the root.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entries {
+    pub kind: CallKind,
+    pub root: Option<(f64, i32)>,
+    pub last: Option<(f64, i32)>,
+    pub first: Option<(f64, i32)>,
+}
+
+/// What the wait rules read of a timing and of the records' matches: the plan's and a
+/// timing's arrays (the batch path), or a windowed replay's slots, so that both paths
+/// apply the same rules.
+pub(crate) trait Partners {
+    fn hot(&self, g: u32) -> Hot;
+    /// The `k`-th nonblocking record completion record `g` completes: its [`Hot`] and
+    /// whether it is its collective operation's root.
+    fn completed(&self, g: u32, k: usize) -> Option<(Hot, bool)>;
+    /// Whether record `g` is its collective operation's root.
+    fn is_root(&self, g: u32) -> bool;
+    fn probe_msg(&self, g: u32) -> u32;
+    fn msg(&self, m: u32) -> Msg;
+    /// When message `m`'s sender (`send`) or receiver posted (NaN: never).
+    fn post(&self, m: u32, send: bool) -> f64;
+    fn start(&self, g: u32) -> f64;
+    fn end(&self, g: u32) -> f64;
+    fn entries(&self, i: u32) -> Entries;
+}
+
+/// A [`Times`] of a [`Plan`], as the wait rules read it.
+pub(crate) struct PlanTimes<'a, 'b> {
+    pub plan: &'a Plan,
+    pub t: &'a Times<'b>,
+}
+
+impl PlanTimes<'_, '_> {
+    fn root_of(&self, i: u32) -> Option<u32> {
+        let inst = &self.plan.instances[i as usize];
+        inst.root.map(|k| inst.members[k])
+    }
+}
+
+impl Partners for PlanTimes<'_, '_> {
+    fn hot(&self, g: u32) -> Hot {
+        self.plan.hot[g as usize]
+    }
+    fn completed(&self, g: u32, k: usize) -> Option<(Hot, bool)> {
+        let nb = *self.plan.completed_by(g).get(k)?;
+        Some((self.hot(nb), self.is_root(nb)))
+    }
+    fn is_root(&self, g: u32) -> bool {
+        match self.plan.hot[g as usize].inst_of {
+            NONE => false,
+            i => self.root_of(i) == Some(g),
+        }
+    }
+    fn probe_msg(&self, g: u32) -> u32 {
+        self.plan.probe_msg[g as usize]
+    }
+    fn msg(&self, m: u32) -> Msg {
+        self.plan.msgs[m as usize]
+    }
+    fn post(&self, m: u32, send: bool) -> f64 {
+        match self.t.posts {
             Some((s, _)) if send => s[m as usize],
             Some((_, r)) => r[m as usize],
             None => {
-                let msg = &plan.msgs[m as usize];
+                let msg = &self.plan.msgs[m as usize];
                 match if send { msg.send } else { msg.recv } {
                     NONE => f64::NAN,
-                    rec => t.start[rec as usize],
+                    rec => self.t.start[rec as usize],
                 }
             }
-        };
-        Wait::of(kind, t.start[g], post, t.end[g] - t.start[g], partner)
+        }
+    }
+    fn start(&self, g: u32) -> f64 {
+        self.t.start[g as usize]
+    }
+    fn end(&self, g: u32) -> f64 {
+        self.t.end[g as usize]
+    }
+    fn entries(&self, i: u32) -> Entries {
+        let at = |g: u32| (g != NONE).then(|| (self.t.start[g as usize], self.plan.rank_of(g)));
+        let (last, first) = self.t.entries[i as usize];
+        Entries {
+            kind: self.plan.instances[i as usize].kind,
+            root: self.root_of(i).and_then(at),
+            last: at(last),
+            first: at(first),
+        }
+    }
+}
+
+/// The wait of record `g` under a timing (see [`waits`]).
+pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
+    wait_in(&PlanTimes { plan, t }, g as u32)
+}
+
+/// [`wait_of`] on what `v` gives.
+pub(crate) fn wait_in(v: &impl Partners, g: u32) -> Wait {
+    // Call `g` waiting, as `kind`, for message `m`'s post by its sender (`send`) or its
+    // receiver, `partner`.
+    let (start, end) = (v.start(g), v.end(g));
+    let on = |kind: WaitKind, m: u32, send: bool, partner: i32| {
+        Wait::of(kind, start, v.post(m, send), end - start, partner)
     };
-    let late_sender = |g: usize, m: u32| {
+    let late_sender = |m: u32| {
         if m == NONE {
             return Wait::default();
         }
-        on(
-            WaitKind::LateSender,
-            g,
-            m,
-            true,
-            plan.msgs[m as usize].src_rank,
-        )
+        on(WaitKind::LateSender, m, true, v.msg(m).src_rank)
     };
-    let late_receiver = |g: usize, m: u32| {
-        if m != NONE && plan.msgs[m as usize].rendezvous {
-            on(
-                WaitKind::LateReceiver,
-                g,
-                m,
-                false,
-                plan.msgs[m as usize].dst_rank,
-            )
+    let late_receiver = |m: u32| {
+        if m == NONE {
+            return Wait::default();
+        }
+        let msg = v.msg(m);
+        if msg.rendezvous {
+            on(WaitKind::LateReceiver, m, false, msg.dst_rank)
         } else {
             Wait::default()
         }
     };
-    match plan.hot[g].op {
-        Op::Send { .. } => late_receiver(g, plan.hot[g].msg_out),
-        Op::Recv => late_sender(g, plan.hot[g].msg_in),
-        Op::SendRecv => {
-            late_sender(g, plan.hot[g].msg_in).max(late_receiver(g, plan.hot[g].msg_out))
+    let h = v.hot(g);
+    match h.op {
+        Op::Send { .. } => late_receiver(h.msg_out),
+        Op::Recv => late_sender(h.msg_in),
+        Op::SendRecv => late_sender(h.msg_in).max(late_receiver(h.msg_out)),
+        Op::Probe => late_sender(v.probe_msg(g)),
+        Op::Complete => {
+            let mut w = Wait::default();
+            let mut k = 0;
+            while let Some((nb, root)) = v.completed(g, k) {
+                w = w.max(match nb.op {
+                    Op::Irecv => late_sender(nb.msg_in),
+                    Op::Isend { .. } => late_receiver(nb.msg_out),
+                    Op::ICol => coll_wait(v, g, nb.inst_of, root),
+                    _ => Wait::default(),
+                });
+                k += 1;
+            }
+            w
         }
-        Op::Probe => late_sender(g, plan.probe_msg[g]),
-        Op::Complete => plan
-            .completed_by(g as u32)
-            .iter()
-            .map(|&nb| match plan.hot[nb as usize].op {
-                Op::Irecv => late_sender(g, plan.hot[nb as usize].msg_in),
-                Op::Isend { .. } => late_receiver(g, plan.hot[nb as usize].msg_out),
-                Op::ICol => coll_wait(plan, t, g, nb as usize),
-                _ => Wait::default(),
-            })
-            .fold(Wait::default(), Wait::max),
-        Op::Coll => coll_wait(plan, t, g, g),
+        Op::Coll => coll_wait(v, g, h.inst_of, v.is_root(g)),
         Op::Isend { .. }
         | Op::Irecv
         | Op::ICol
@@ -2272,59 +2380,36 @@ pub fn wait_of(plan: &Plan, t: &Times, g: usize) -> Wait {
     }
 }
 
-/// The wait of call `g` at the collective of member record `me`: `g` itself for a
+/// The wait of call `g` at collective operation `i` of a member record (`g` itself for a
 /// blocking collective, the nonblocking post for the completion call `g` that completed
-/// it. For the last member's entry (all-to-all shapes), the root's (one-to-all), the first
-/// other member's at the root (all-to-one), from `g`'s entry.
-fn coll_wait(plan: &Plan, t: &Times, g: usize, me: usize) -> Wait {
-    let i = plan.hot[me].inst_of;
+/// it; `me_root`: that member is the root). For the last member's entry (all-to-all
+/// shapes), the root's (one-to-all), the first other member's at the root (all-to-one),
+/// from `g`'s entry.
+fn coll_wait(v: &impl Partners, g: u32, i: u32, me_root: bool) -> Wait {
     if i == NONE {
         return Wait::default();
     }
-    let inst = &plan.instances[i as usize];
-    let dur = t.end[g] - t.start[g];
-    let rank = |m: u32| plan.rank_of(m);
-    let root = inst.root.map(|k| inst.members[k]);
-    match coll_shape(inst.kind) {
+    let e = v.entries(i);
+    let (start, dur) = (v.start(g), v.end(g) - v.start(g));
+    match coll_shape(e.kind) {
         CollShape::All => {
-            let kind = if inst.kind == CallKind::Barrier {
+            let kind = if e.kind == CallKind::Barrier {
                 WaitKind::Barrier
             } else {
                 WaitKind::NxN
             };
-            let last = match t.entries[i as usize].0 {
-                NONE => me as u32,
-                last => last,
-            };
-            Wait::of(kind, t.start[g], t.start[last as usize], dur, rank(last))
+            // Never none: the member itself is one.
+            match e.last {
+                Some((t, r)) => Wait::of(kind, start, t, dur, r),
+                None => Wait::default(),
+            }
         }
-        CollShape::FromRoot => match root {
-            Some(r) if r as usize != me => Wait::of(
-                WaitKind::LateBroadcast,
-                t.start[g],
-                t.start[r as usize],
-                dur,
-                rank(r),
-            ),
+        CollShape::FromRoot => match e.root {
+            Some((t, r)) if !me_root => Wait::of(WaitKind::LateBroadcast, start, t, dur, r),
             _ => Wait::default(),
         },
-        CollShape::ToRoot => match root {
-            Some(r) if r as usize == me => {
-                let first = match t.entries[i as usize].1 {
-                    NONE => None,
-                    f => Some(f),
-                };
-                match first {
-                    Some(f) => Wait::of(
-                        WaitKind::EarlyReduce,
-                        t.start[g],
-                        t.start[f as usize],
-                        dur,
-                        rank(f),
-                    ),
-                    None => Wait::default(),
-                }
-            }
+        CollShape::ToRoot => match (e.root, e.first) {
+            (Some(_), Some((t, r))) if me_root => Wait::of(WaitKind::EarlyReduce, start, t, dur, r),
             _ => Wait::default(),
         },
     }

@@ -14,19 +14,29 @@
 //! and nothing refers to it: a nonblocking operation once its completion call has ended
 //! (or none can come any more: its rank's calls entered after its end are read, or its
 //! thread is read to the end) and its request's completion is final.
+//!
+//! Several replays can run side by side over one read ([`replay_windows`]: the model's and
+//! the contention-free one, for `predict::stream`), each call read and planned once. A
+//! replay asked for the figures (`predict::figures_of`) keeps what they read of records
+//! that may go first (posts, collective entries, the operations a completion call
+//! completed) in the slots of messages and operations, and hands a record over once those
+//! are known too (docs/engine.md, "Both replays over one read").
 
-use super::online::{Event, Id, OnlinePlan};
+use super::online::{Event, Id, OnlinePlan, Planned};
 use super::{
-    CollCost, Engine, FxMap, Hot, InstInfo, InstState, Instance, Msg, MsgTime, NONE, Op, P2p,
-    Reason, Store, network, receive_source,
+    CollCost, Engine, Entries, FxMap, Hot, InstInfo, InstState, Instance, Msg, MsgTime, NONE, Op,
+    P2p, Partners, Reason, Store, entry_order, network, receive_source, transfer_contention,
 };
 use crate::error::Error;
 use crate::model::PenaltyModel;
+use crate::predict::{CallPrediction, Contended, duration_of, figures_of};
 use crate::topo::placement::Placement;
-use crate::trace::order::RunOrder;
+use crate::trace::order::{Call, RunOrder};
 use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RunTrace};
+use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::rc::Rc;
 
 /// A record the windowed replay has finished: its rank index and record number (as
 /// [`crate::trace::load_run`] numbers them) and its replayed times.
@@ -39,6 +49,14 @@ pub struct Finished {
     /// When a nonblocking operation's request completed (NaN for other calls).
     pub req_done: f64,
     pub reason: Reason,
+    /// Its measured, clock-corrected end (seconds from the origin).
+    pub measured_end: f64,
+    /// Its replayed duration (a nonblocking operation's: from its post to the end of the
+    /// completion call that finished it), as `predict` gives it.
+    pub duration: f64,
+    /// Its figures, where the replay was asked for them ([`Side::figures`]; `free` is the
+    /// predicted duration: the other replay has it).
+    pub prediction: Option<CallPrediction>,
 }
 
 /// What a windowed replay held: records read, and the most records, messages and
@@ -66,24 +84,195 @@ pub fn replay_window(
     contention: bool,
     finished: &mut dyn FnMut(Finished),
 ) -> Result<Stats, Error> {
-    let store = Window::new(order, placement.clone(), protocol, cost, finished);
-    let mut e = Engine::new(
-        store,
-        p2p,
-        network(p2p, model, protocol, false),
-        placement,
-        protocol,
+    let side = Side {
+        model,
         contention,
-    );
-    e.run_all();
-    // What is left: nonblocking operations whose request never became final (a message
-    // that never arrived), finished as the batch replay finishes them at its end.
-    e.s.finish_all();
-    e.settle();
-    if let Some(err) = e.s.err.take() {
+        figures: false,
+        finished,
+    };
+    Ok(replay_windows(order, placement, protocol, p2p, cost, vec![side])?[0])
+}
+
+/// One of the replays [`replay_windows`] runs over one read of the run.
+pub struct Side<'a> {
+    /// The penalty model (None: contention-free), and whether collectives take their
+    /// contention.
+    pub model: Option<&'a dyn PenaltyModel>,
+    pub contention: bool,
+    /// Each record's [`Finished::prediction`] wanted: a record is then handed over once
+    /// what its figures read of others is known too (the arrival of a rendezvous message
+    /// it sent, for its contention), and records whose replay was forced (a killed run)
+    /// at the end.
+    pub figures: bool,
+    pub finished: &'a mut dyn FnMut(Finished),
+}
+
+/// Calls one replay may read ahead of the slowest other before it pauses for it: the
+/// calls read and not yet taken by every replay are held. (A few in the unit tests, so
+/// that their short runs pause often.)
+const LEAD: u64 = if cfg!(test) { 3 } else { 256 };
+
+/// [`replay_window`] for several replays side by side over one read of the run (each
+/// call read and planned once, held until every replay has taken it): each pauses when it
+/// has read `LEAD` calls beyond the slowest other, so the calls held stay bounded.
+pub fn replay_windows(
+    order: RunOrder,
+    placement: &Placement,
+    protocol: super::Protocol,
+    p2p: &P2p,
+    cost: &dyn Fn(&Instance) -> CollCost,
+    sides: Vec<Side>,
+) -> Result<Vec<Stats>, Error> {
+    let n = sides.len();
+    let reader = Rc::new(RefCell::new(Reader::new(
+        order,
+        placement.clone(),
+        protocol,
+        n,
+    )));
+    let mut engines: Vec<_> = sides
+        .into_iter()
+        .enumerate()
+        .map(|(k, side)| {
+            let store = Window::new(reader.clone(), k, cost, side.figures, side.finished);
+            Engine::new(
+                store,
+                p2p,
+                network(p2p, side.model, protocol, false),
+                placement,
+                protocol,
+                side.contention,
+            )
+        })
+        .collect();
+    let mut done = vec![false; n];
+    while done.contains(&false) {
+        for (k, e) in engines.iter_mut().enumerate() {
+            if done[k] || !e.resume() {
+                continue;
+            }
+            // What is left: nonblocking operations whose request never became final (a
+            // message that never arrived), finished as the batch replay finishes them at
+            // its end; then the records whose figures waited for the end.
+            e.s.finish_all();
+            e.settle();
+            e.s.emit_rest();
+            reader.borrow_mut().leave(k);
+            done[k] = true;
+        }
+    }
+    if let Some(err) = reader.borrow_mut().err.take() {
         return Err(err);
     }
-    Ok(e.s.stats)
+    let mut stats = Vec::with_capacity(n);
+    for e in &mut engines {
+        if let Some(err) = e.s.err.take() {
+            return Err(err);
+        }
+        stats.push(e.s.stats);
+    }
+    Ok(stats)
+}
+
+/// A call read and planned, held until every replay has taken it.
+struct Read {
+    ri: usize,
+    call: Call,
+    planned: Planned,
+    events: Vec<Event>,
+}
+
+/// The run read once for the replays side by side.
+struct Reader {
+    order: RunOrder,
+    online: OnlinePlan,
+    /// Calls read that some replay has not taken, the first numbered `base`.
+    held: VecDeque<Read>,
+    base: u64,
+    /// Per replay: the number of the next call it takes; whether it still reads.
+    pos: Vec<u64>,
+    active: Vec<bool>,
+    eof: bool,
+    err: Option<Error>,
+}
+
+impl Reader {
+    fn new(order: RunOrder, placement: Placement, protocol: super::Protocol, n: usize) -> Reader {
+        let online = OnlinePlan::new(&order.metas, placement, protocol);
+        Reader {
+            order,
+            online,
+            held: VecDeque::new(),
+            base: 0,
+            pos: vec![0; n],
+            active: vec![true; n],
+            eof: false,
+            err: None,
+        }
+    }
+
+    /// The next call for replay `k` (its index in `held`); None at the end of the run (or
+    /// at a read error, kept in `err`).
+    fn next(&mut self, k: usize) -> Option<usize> {
+        let at = (self.pos[k] - self.base) as usize;
+        if at == self.held.len() {
+            if self.eof {
+                return None;
+            }
+            match self.order.next_call() {
+                Ok(Some((_, ri, call))) => {
+                    let mut events = Vec::new();
+                    let planned = self.online.record(ri, &call, |e| events.push(e));
+                    self.held.push_back(Read {
+                        ri,
+                        call,
+                        planned,
+                        events,
+                    });
+                }
+                Ok(None) => {
+                    self.eof = true;
+                    return None;
+                }
+                Err(e) => {
+                    self.eof = true;
+                    self.err = Some(e);
+                    return None;
+                }
+            }
+        }
+        Some(at)
+    }
+
+    /// Replay `k` took its next call.
+    fn took(&mut self, k: usize) {
+        self.pos[k] += 1;
+        self.drop_taken();
+    }
+
+    /// Replay `k` reads no more.
+    fn leave(&mut self, k: usize) {
+        self.active[k] = false;
+        self.drop_taken();
+    }
+
+    fn drop_taken(&mut self) {
+        let low = (0..self.pos.len())
+            .filter(|&k| self.active[k])
+            .map(|k| self.pos[k])
+            .min()
+            .unwrap_or(u64::MAX);
+        while self.base < low && !self.held.is_empty() {
+            self.held.pop_front();
+            self.base += 1;
+        }
+    }
+
+    /// Replay `k` has read [`LEAD`] calls beyond another that still reads.
+    fn ahead(&self, k: usize) -> bool {
+        let me = self.pos[k];
+        (0..self.pos.len()).any(|o| o != k && self.active[o] && me > self.pos[o] + LEAD)
+    }
 }
 
 /// Whether a nonblocking operation's completion call is known.
@@ -138,7 +327,24 @@ struct Rec {
     member: u32,
     root: bool,
     ended: bool,
+    /// Its slot is in use; `gone`: the replay has finished it (its figures may wait).
     live: bool,
+    gone: bool,
+    /// Measured, clock-corrected start and end (seconds from the origin).
+    m_start: f64,
+    m_end: f64,
+    /// A completion call finished it (`done_end`: that call's end), and when its request
+    /// completed.
+    has_done_by: bool,
+    done_end: f64,
+    req_done: f64,
+    /// What its figures read of other records, kept when it is finished (they may go
+    /// first): the operations a completion call completed (their [`Hot`], whether root),
+    /// the message a probe waited for; and the rendezvous messages whose arrival its
+    /// contention still waits for.
+    ops: Vec<(Hot, bool)>,
+    probe_m: u32,
+    fig_pending: u32,
     /// In `ids`: a record an event may name later (a receive, probe, completion call,
     /// nonblocking operation or collective member).
     named: bool,
@@ -156,8 +362,12 @@ struct MsgSlot {
     send_op: u32,
     recv_op: u32,
     /// Held by its send record, its receive record (or the wait for one), and the
-    /// network until it arrives.
+    /// network until it arrives (and by the records whose figures read it).
     refs: u32,
+    /// Measured posts: its send's and its receive's entries (NaN: none).
+    m_posts: [f64; 2],
+    /// The record whose figures wait for its arrival.
+    fig_waiter: u32,
 }
 
 /// A collective operation's slot.
@@ -170,11 +380,25 @@ struct InstSlot {
     members: Vec<u32>,
     /// Held by its members' records.
     refs: u32,
+    /// Its members' replayed and measured entries and WORLD ranks, by member (their
+    /// records may go first), and the last and the first other than the root to enter of
+    /// each (see [`entry_order`]; the replayed ones once all have entered).
+    starts: Vec<f64>,
+    m_starts: Vec<f64>,
+    ranks: Vec<i32>,
+    entries: Option<(usize, usize)>,
+    m_entries: (usize, usize),
+    /// Its contention (`Store::set_coll_contention`).
+    contention: f64,
 }
 
 struct Window<'a> {
-    order: RunOrder,
-    online: OnlinePlan,
+    reader: Rc<RefCell<Reader>>,
+    /// Its number among the replays sharing the reader.
+    side: usize,
+    /// As `RunTrace::origin_ns` of the loaded run.
+    origin: i64,
+    figures: bool,
     world_ranks: Vec<i32>,
     cost: &'a dyn Fn(&Instance) -> CollCost,
     finished: &'a mut dyn FnMut(Finished),
@@ -214,9 +438,10 @@ struct Window<'a> {
     free_insts: Vec<u32>,
     /// Nonblocking records whose request may have become final.
     checks: Vec<u32>,
-    events: Vec<Event>,
     /// The run is replayed: every nonblocking record left is finished as it stands.
     final_pass: bool,
+    /// Records whose figures no longer wait.
+    fig_ready: Vec<u32>,
     live: (usize, usize, usize),
     stats: Stats,
 }
@@ -227,12 +452,14 @@ fn is_op(op: Op) -> bool {
 
 impl<'a> Window<'a> {
     fn new(
-        order: RunOrder,
-        placement: Placement,
-        protocol: super::Protocol,
+        reader: Rc<RefCell<Reader>>,
+        side: usize,
         cost: &'a dyn Fn(&Instance) -> CollCost,
+        figures: bool,
         finished: &'a mut dyn FnMut(Finished),
     ) -> Window<'a> {
+        let rd = reader.borrow();
+        let order = &rd.order;
         let metas = &order.metas;
         // As `RunTrace::origin_ns` of the loaded run.
         let origin = metas
@@ -265,11 +492,14 @@ impl<'a> Window<'a> {
                 world_open[w] = left > 0;
             }
         }
-        let online = OnlinePlan::new(metas, placement, protocol);
+        let world_ranks = metas.iter().map(|m| m.rank).collect();
+        drop(rd);
         Window {
-            world_ranks: metas.iter().map(|m| m.rank).collect(),
-            order,
-            online,
+            world_ranks,
+            reader,
+            side,
+            origin,
+            figures,
             cost,
             finished,
             err: None,
@@ -295,8 +525,8 @@ impl<'a> Window<'a> {
             insts: Vec::new(),
             free_insts: Vec::new(),
             checks: Vec::new(),
-            events: Vec::new(),
             final_pass: false,
+            fig_ready: Vec::new(),
             live: (0, 0, 0),
             stats: Stats::default(),
         }
@@ -323,18 +553,20 @@ impl<'a> Window<'a> {
         if self.eof {
             return false;
         }
-        let (ri, c) = match self.order.next_call() {
-            Ok(Some((_, ri, c))) => (ri, c),
-            Ok(None) => {
-                self.end_of_run();
-                return false;
-            }
-            Err(e) => {
-                self.err = Some(e);
-                self.end_of_run();
-                return false;
-            }
+        let reader = self.reader.clone();
+        let at = reader.borrow_mut().next(self.side);
+        let Some(at) = at else {
+            self.end_of_run();
+            return false;
         };
+        let more = self.take(&reader.borrow().held[at]);
+        reader.borrow_mut().took(self.side);
+        more
+    }
+
+    /// Takes call `read`; false if it ends the run (an error).
+    fn take(&mut self, read: &Read) -> bool {
+        let (ri, c) = (read.ri, &read.call);
         let r = &c.record;
         let Some(&(_, stream)) = self.rank_streams[ri].iter().find(|t| t.0 == r.thread) else {
             // The spool changed since the first pass (a run still being written).
@@ -346,12 +578,19 @@ impl<'a> Window<'a> {
             return false;
         };
         self.stats.records += 1;
-        let mut events = std::mem::take(&mut self.events);
-        let planned = self.online.record(ri, &c, |e| events.push(e));
+        let planned = read.planned;
         let id = (ri as u32, c.rec);
         let r = &c.record;
         let g = self.alloc_rec();
         let mut hot = planned.hot;
+        let (m_start, m_end) = {
+            let rd = self.reader.borrow();
+            let meta = &rd.order.metas[ri];
+            (
+                RunTrace::seconds_since(meta, r.t_start, self.origin),
+                RunTrace::seconds_since(meta, r.t_end, self.origin),
+            )
+        };
         if let Some(m) = planned.msg {
             let next = self.conns.len() as u32;
             let conn = *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next);
@@ -378,6 +617,8 @@ impl<'a> Window<'a> {
                 },
                 recv_op: NONE,
                 refs: 3,
+                m_posts: [m_start, f64::NAN],
+                fig_waiter: NONE,
             });
             hot.msg_out = ms;
             self.unmatched.insert(id, ms);
@@ -423,6 +664,15 @@ impl<'a> Window<'a> {
         slot.root = false;
         slot.ended = false;
         slot.live = true;
+        slot.gone = false;
+        slot.m_start = m_start;
+        slot.m_end = m_end;
+        slot.has_done_by = false;
+        slot.done_end = f64::NAN;
+        slot.req_done = f64::NAN;
+        slot.ops.clear();
+        slot.probe_m = NONE;
+        slot.fig_pending = 0;
         // Only the records an event may name are looked up (a blocking send never is:
         // its message is found by `unmatched`).
         slot.named = slot.recv_pending
@@ -442,10 +692,9 @@ impl<'a> Window<'a> {
             }
             self.awaiting_end[ri].push(Reverse((r.t_end, g, id)));
         }
-        for e in events.drain(..) {
+        for e in &read.events {
             self.event(e);
         }
-        self.events = events;
         // A receive from a rank whose calls are all read, a rendezvous message to one,
         // match nothing.
         let r = &self.recs[g as usize];
@@ -535,8 +784,8 @@ impl<'a> Window<'a> {
         }
     }
 
-    fn event(&mut self, e: Event) {
-        match e {
+    fn event(&mut self, e: &Event) {
+        match *e {
             Event::Message { send, recv } => {
                 let (Some(m), Some(&rg)) = (self.unmatched.remove(&send), self.ids.get(&recv))
                 else {
@@ -546,9 +795,11 @@ impl<'a> Window<'a> {
                 r.hot.msg_in = m;
                 r.recv_pending = false;
                 let irecv = r.hot.op == Op::Irecv;
+                let m_post = r.m_start;
                 let ms = &mut self.msgs[m as usize];
                 ms.recv = Match::Yes;
                 ms.msg.recv = rg;
+                ms.m_posts[1] = m_post;
                 if irecv {
                     ms.recv_op = rg;
                 }
@@ -557,7 +808,9 @@ impl<'a> Window<'a> {
                 let (Some(&og), Some(&bg)) = (self.ids.get(&op), self.ids.get(&by)) else {
                     return;
                 };
-                self.recs[og as usize].completer = Completer::Pending;
+                let o = &mut self.recs[og as usize];
+                o.completer = Completer::Pending;
+                o.has_done_by = true;
                 let list = &mut self.recs[bg as usize].completes;
                 let at = list.partition_point(|x| x.0 < op.1);
                 list.insert(at, (op.1, og));
@@ -572,7 +825,7 @@ impl<'a> Window<'a> {
             }
             Event::Instance {
                 kind,
-                members,
+                ref members,
                 root,
                 n,
                 block,
@@ -598,6 +851,12 @@ impl<'a> Window<'a> {
                             root_start: f64::NAN,
                             members: Vec::new(),
                             refs: 0,
+                            starts: Vec::new(),
+                            m_starts: Vec::new(),
+                            ranks: Vec::new(),
+                            entries: None,
+                            m_entries: (usize::MAX, usize::MAX),
+                            contention: 0.0,
                         });
                         self.insts.len() as u32 - 1
                     }
@@ -624,7 +883,22 @@ impl<'a> Window<'a> {
                     max_per_node,
                 };
                 let cost = (self.cost)(&instance);
+                let recs = &self.recs;
+                let world = &self.world_ranks;
                 let slot = &mut self.insts[i as usize];
+                let at = |k: usize| &recs[instance.members[k] as usize];
+                let count = instance.members.len();
+                slot.starts.clear();
+                slot.starts.resize(count, f64::NAN);
+                slot.m_starts.clear();
+                slot.m_starts.extend((0..count).map(|k| at(k).m_start));
+                slot.ranks.clear();
+                slot.ranks
+                    .extend((0..count).map(|k| world[at(k).id.0 as usize]));
+                let m_starts = &slot.m_starts;
+                slot.m_entries = entry_order(count, root, |k| m_starts[k]);
+                slot.entries = None;
+                slot.contention = 0.0;
                 slot.info = InstInfo {
                     kind,
                     members: instance.members.len(),
@@ -673,7 +947,7 @@ impl<'a> Window<'a> {
     fn finish_all(&mut self) {
         self.final_pass = true;
         for (g, r) in self.recs.iter().enumerate() {
-            if r.live && is_op(r.hot.op) {
+            if r.live && !r.gone && is_op(r.hot.op) {
                 self.checks.push(g as u32);
             }
         }
@@ -712,6 +986,15 @@ impl<'a> Window<'a> {
                     root: false,
                     ended: false,
                     live: false,
+                    gone: false,
+                    m_start: f64::NAN,
+                    m_end: f64::NAN,
+                    has_done_by: false,
+                    done_end: f64::NAN,
+                    req_done: f64::NAN,
+                    ops: Vec::new(),
+                    probe_m: NONE,
+                    fig_pending: 0,
                     named: false,
                 });
                 self.recs.len() as u32 - 1
@@ -743,38 +1026,240 @@ impl<'a> Window<'a> {
         }
     }
 
-    /// Record `g` is finished: its times go to the caller and its slot is free.
+    /// Record `g` is finished: its times go to the caller and its slot is free, or, where
+    /// its figures are wanted, once what they read is known.
     fn retire(&mut self, g: u32, req_done: f64) {
         let r = &mut self.recs[g as usize];
+        r.gone = true;
+        r.req_done = req_done;
+        if r.named {
+            let id = r.id;
+            self.ids.remove(&id);
+        }
+        if !self.figures {
+            return self.emit(g);
+        }
+        // What the figures read of records that may go first, kept (and the messages and
+        // operations it names held) until they are made.
+        let (h, reason) = (r.hot, r.reason);
+        if h.op == Op::Complete {
+            let list = std::mem::take(&mut r.completes);
+            let mut ops = std::mem::take(&mut r.ops);
+            for &(_, o) in &list {
+                let x = &self.recs[o as usize];
+                ops.push((x.hot, x.root));
+                self.hold(x.hot, true);
+            }
+            let r = &mut self.recs[g as usize];
+            r.completes = list;
+            r.ops = ops;
+        } else if h.op == Op::Probe {
+            let m = self.probe_msg(g);
+            self.recs[g as usize].probe_m = m;
+            if m != NONE {
+                self.msgs[m as usize].refs += 1;
+            }
+        }
+        // A forced call's partners may come later: its figures at the end, as the batch
+        // path makes them.
+        if reason == Reason::Unresolved {
+            return;
+        }
+        // The contention of a rendezvous message it sent (or completed) needs its
+        // arrival, which may come after its sender returned.
+        let mut pending = 0;
+        let mut wait_for = |msgs: &mut Vec<MsgSlot>, m: u32| {
+            if m != NONE {
+                let s = &mut msgs[m as usize];
+                if s.msg.rendezvous && s.times[MsgTime::Arrive as usize].is_nan() {
+                    // Its sender or the completion call of its send, never both.
+                    debug_assert_eq!(s.fig_waiter, NONE);
+                    s.fig_waiter = g;
+                    pending += 1;
+                }
+            }
+        };
+        match h.op {
+            Op::Send { .. } | Op::SendRecv => wait_for(&mut self.msgs, h.msg_out),
+            Op::Complete => {
+                for &(o, _) in &self.recs[g as usize].ops {
+                    if matches!(o.op, Op::Isend { .. }) {
+                        wait_for(&mut self.msgs, o.msg_out);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if pending == 0 {
+            self.emit(g);
+        } else {
+            self.recs[g as usize].fig_pending = pending;
+        }
+    }
+
+    /// Takes (`take`) or gives back a hold on the messages and collective operation of a
+    /// record with [`Hot`] `h`.
+    fn hold(&mut self, h: Hot, take: bool) {
+        for m in [h.msg_out, h.msg_in] {
+            if m != NONE {
+                if take {
+                    self.msgs[m as usize].refs += 1;
+                } else {
+                    self.unref_msg(m);
+                }
+            }
+        }
+        if h.inst_of != NONE {
+            if take {
+                self.insts[h.inst_of as usize].refs += 1;
+            } else {
+                self.unref_inst(h.inst_of);
+            }
+        }
+    }
+
+    fn unref_inst(&mut self, i: u32) {
+        let s = &mut self.insts[i as usize];
+        s.refs -= 1;
+        if s.refs == 0 {
+            self.free_insts.push(i);
+            self.live.2 -= 1;
+        }
+    }
+
+    /// Record `g`'s times (and figures) go to the caller; its slot is free.
+    fn emit(&mut self, g: u32) {
+        let r = &self.recs[g as usize];
+        let duration = duration_of(
+            r.hot,
+            r.has_done_by.then_some(r.done_end),
+            r.m_end - r.m_start,
+            r.start,
+            r.end,
+            r.req_done,
+        );
+        let prediction = self.figures.then(|| {
+            let pred = View {
+                w: self,
+                measured: false,
+            };
+            let measured = View {
+                w: self,
+                measured: true,
+            };
+            figures_of(&pred, &measured, g, duration, None, r.reason)
+        });
+        let r = &mut self.recs[g as usize];
         r.live = false;
-        let (id, h, named) = (r.id, r.hot, r.named);
+        let (id, h) = (r.id, r.hot);
         (self.finished)(Finished {
             rank: id.0,
             rec: id.1,
             start: r.start,
             end: r.end,
-            req_done,
+            req_done: r.req_done,
             reason: r.reason,
+            measured_end: r.m_end,
+            duration,
+            prediction,
         });
-        if named {
-            self.ids.remove(&id);
+        let ops = std::mem::take(&mut r.ops);
+        let probe_m = std::mem::replace(&mut r.probe_m, NONE);
+        for &(o, _) in &ops {
+            self.hold(o, false);
         }
-        if h.msg_out != NONE {
-            self.unref_msg(h.msg_out);
+        self.recs[g as usize].ops = ops;
+        if probe_m != NONE {
+            self.unref_msg(probe_m);
         }
-        if h.msg_in != NONE {
-            self.unref_msg(h.msg_in);
-        }
-        if h.inst_of != NONE {
-            let i = &mut self.insts[h.inst_of as usize];
-            i.refs -= 1;
-            if i.refs == 0 {
-                self.free_insts.push(h.inst_of);
-                self.live.2 -= 1;
-            }
-        }
+        self.hold(h, false);
         self.free_recs.push(g);
         self.live.0 -= 1;
+    }
+
+    /// The run is replayed: the records whose figures waited go to the caller.
+    fn emit_rest(&mut self) {
+        for g in 0..self.recs.len() as u32 {
+            let r = &self.recs[g as usize];
+            if r.live && r.gone {
+                self.emit(g);
+            }
+        }
+    }
+}
+
+/// A windowed replay's timeline (`measured`: the recorded one) as the figures read it.
+struct View<'w, 'a> {
+    w: &'w Window<'a>,
+    measured: bool,
+}
+
+impl Partners for View<'_, '_> {
+    fn hot(&self, g: u32) -> Hot {
+        self.w.recs[g as usize].hot
+    }
+    fn completed(&self, g: u32, k: usize) -> Option<(Hot, bool)> {
+        self.w.recs[g as usize].ops.get(k).copied()
+    }
+    fn is_root(&self, g: u32) -> bool {
+        self.w.recs[g as usize].root
+    }
+    fn probe_msg(&self, g: u32) -> u32 {
+        self.w.recs[g as usize].probe_m
+    }
+    fn msg(&self, m: u32) -> Msg {
+        self.w.msgs[m as usize].msg
+    }
+    fn post(&self, m: u32, send: bool) -> f64 {
+        let s = &self.w.msgs[m as usize];
+        match (self.measured, send) {
+            (true, _) => s.m_posts[usize::from(!send)],
+            (false, true) => s.times[MsgTime::SendPost as usize],
+            (false, false) => s.times[MsgTime::RecvPost as usize],
+        }
+    }
+    fn start(&self, g: u32) -> f64 {
+        let r = &self.w.recs[g as usize];
+        if self.measured { r.m_start } else { r.start }
+    }
+    fn end(&self, g: u32) -> f64 {
+        let r = &self.w.recs[g as usize];
+        if self.measured { r.m_end } else { r.end }
+    }
+    fn entries(&self, i: u32) -> Entries {
+        let s = &self.w.insts[i as usize];
+        let starts = if self.measured {
+            &s.m_starts
+        } else {
+            &s.starts
+        };
+        let (last, first) = match (self.measured, s.entries) {
+            (true, _) => s.m_entries,
+            (false, Some(e)) => e,
+            // Not every member entered (a forced call's figures at the end).
+            (false, None) => entry_order(starts.len(), s.info.root, |k| starts[k]),
+        };
+        let at = |k: usize| (k < starts.len()).then(|| (starts[k], s.ranks[k]));
+        Entries {
+            kind: s.info.kind,
+            root: s.info.root.and_then(at),
+            last: at(last),
+            first: at(first),
+        }
+    }
+}
+
+impl Contended for View<'_, '_> {
+    fn msg_contention(&self, m: u32) -> f64 {
+        let s = &self.w.msgs[m as usize];
+        if s.flow == NONE || s.msg.src_node == s.msg.dst_node {
+            return 0.0;
+        }
+        let t = |f: MsgTime| s.times[f as usize];
+        transfer_contention(t(MsgTime::Arrive), t(MsgTime::FlowStart), t(MsgTime::Tref))
+    }
+    fn coll_contention(&self, i: u32) -> f64 {
+        self.w.insts[i as usize].contention
     }
 }
 
@@ -834,8 +1319,14 @@ impl Store for Window<'_> {
     fn set_start(&mut self, g: u32, t: f64) {
         let r = &mut self.recs[g as usize];
         r.start = t;
-        if r.root {
-            self.insts[r.hot.inst_of as usize].root_start = t;
+        if r.hot.inst_of != NONE {
+            let i = &mut self.insts[r.hot.inst_of as usize];
+            if r.root {
+                i.root_start = t;
+            }
+            if let Some(x) = i.starts.get_mut(r.member as usize) {
+                *x = t;
+            }
         }
     }
     fn end(&self, g: u32) -> f64 {
@@ -852,7 +1343,9 @@ impl Store for Window<'_> {
         if r.hot.op == Op::Complete {
             let list = std::mem::take(&mut r.completes);
             for &(_, o) in &list {
-                self.recs[o as usize].completer = Completer::Done;
+                let x = &mut self.recs[o as usize];
+                x.completer = Completer::Done;
+                x.done_end = t;
                 self.checks.push(o);
             }
             self.recs[g as usize].completes = list;
@@ -876,6 +1369,14 @@ impl Store for Window<'_> {
         s.times[f as usize] = t;
         if f == MsgTime::Arrive {
             let (a, b, flow) = (s.send_op, s.recv_op, s.flow);
+            let w = std::mem::replace(&mut s.fig_waiter, NONE);
+            if w != NONE {
+                let r = &mut self.recs[w as usize];
+                r.fig_pending -= 1;
+                if r.fig_pending == 0 {
+                    self.fig_ready.push(w);
+                }
+            }
             self.checks
                 .extend([a, b].into_iter().filter(|&x| x != NONE));
             self.flows.remove(&flow);
@@ -912,6 +1413,8 @@ impl Store for Window<'_> {
         slot.state.entered += 1;
         slot.state.last = slot.state.last.max(t);
         if slot.state.entered as usize == slot.members.len() {
+            let starts = &slot.starts;
+            slot.entries = Some(entry_order(starts.len(), slot.info.root, |k| starts[k]));
             // Its nonblocking members' requests are final now.
             let recs = &self.recs;
             self.checks.extend(
@@ -928,13 +1431,23 @@ impl Store for Window<'_> {
     fn root_start(&self, i: u32) -> f64 {
         self.insts[i as usize].root_start
     }
-    fn set_coll_contention(&mut self, _i: u32, _c: f64) {}
+    fn set_coll_contention(&mut self, i: u32, c: f64) {
+        self.insts[i as usize].contention = c;
+    }
     fn next_check(&mut self) -> Option<u32> {
+        // Records whose figures no longer wait go first (not from within the engine's
+        // step, which may still read their messages).
+        while let Some(g) = self.fig_ready.pop() {
+            self.emit(g);
+        }
         self.checks.pop()
+    }
+    fn pause(&self) -> bool {
+        self.reader.borrow().ahead(self.side)
     }
     fn op_ready(&self, g: u32) -> bool {
         let r = &self.recs[g as usize];
-        if !r.live || !r.ended || !is_op(r.hot.op) {
+        if !r.live || r.gone || !r.ended || !is_op(r.hot.op) {
             return false;
         }
         if self.final_pass {
@@ -969,14 +1482,7 @@ mod tests {
     use crate::profile::Profile;
     use crate::replay::{Plan, Protocol, replay};
 
-    fn write_run(dir: &std::path::Path, run: &RunTrace) {
-        std::fs::remove_dir_all(dir).ok();
-        std::fs::create_dir_all(dir).unwrap();
-        for rk in &run.ranks {
-            crate::trace::write_spool(dir, rk.meta.rank, &rk.records).unwrap();
-            crate::trace::write_meta(dir, &rk.meta).unwrap();
-        }
-    }
+    use crate::testing::write_run;
 
     /// Times are the same when their bits are (any NaN is the same as any NaN).
     fn same(a: f64, b: f64) -> bool {
@@ -1099,64 +1605,7 @@ mod tests {
     /// the run.
     #[test]
     fn the_window_holds_what_is_in_flight() {
-        use crate::trace::{NO_RANK, RankMeta, RankTrace, Record, call};
-        let n = 4;
-        let run = RunTrace {
-            world_size: n,
-            missing: vec![],
-            ranks: (0..n)
-                .map(|r| RankTrace {
-                    meta: RankMeta {
-                        rank: r,
-                        world_size: n,
-                        node: format!("n{r}"),
-                        calls: crate::trace::CALL_NAMES
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect(),
-                        ..Default::default()
-                    },
-                    records: (0..5000u64)
-                        .map(|k| {
-                            let send = (k + r as u64).is_multiple_of(2);
-                            // Some sends nonblocking, their requests freed (no completion
-                            // call): let go once the rank has read past their end.
-                            let freed = send && k % 8 < 2;
-                            let t = 1000 + k * 10_000;
-                            Record {
-                                t_start: t,
-                                t_end: t + 2_000,
-                                t_posted: if freed { t + 100 } else { t + 2_000 },
-                                flags: if freed {
-                                    crate::trace::FLAG_NONBLOCKING
-                                } else {
-                                    0
-                                },
-                                // One receive from a rank outside the run: known at
-                                // once to match nothing (not at the run's end).
-                                peer: match (send, r, k) {
-                                    (true, ..) => (r + 1) % n,
-                                    (false, 0, 1) => n + 5,
-                                    _ => (r + n - 1) % n,
-                                },
-                                peer2: NO_RANK,
-                                root: NO_RANK,
-                                bytes_send: if send { 1024 } else { 0 },
-                                bytes_recv: if send { 0 } else { 1024 },
-                                comm_size: n as u32,
-                                call: match (send, freed) {
-                                    (true, true) => call::MPI_Isend,
-                                    (true, false) => call::MPI_Send,
-                                    _ => call::MPI_Recv,
-                                },
-                                ..Default::default()
-                            }
-                        })
-                        .collect(),
-                    ..Default::default()
-                })
-                .collect(),
-        };
+        let run = crate::testing::ring_run(4, 5000);
         let dir = std::env::temp_dir().join(format!("pmpi-window-ring-{}", std::process::id()));
         write_run(&dir, &run);
         let profile = Profile::builtin_default();

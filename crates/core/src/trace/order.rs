@@ -191,6 +191,23 @@ impl RunOrder {
         Ok(o)
     }
 
+    /// The run as its metadata alone gives it (no records): what a placement or a
+    /// protocol is found from before the calls are read.
+    pub fn shell(&self) -> super::RunTrace {
+        super::RunTrace {
+            world_size: self.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
+            ranks: self
+                .metas
+                .iter()
+                .map(|m| super::RankTrace {
+                    meta: m.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            missing: vec![],
+        }
+    }
+
     /// Every rank's threads (by rank index; none for a rank without a spool).
     pub fn threads(&self) -> Vec<&[Thread]> {
         self.readers

@@ -1,0 +1,258 @@
+//! The prediction of a run read in time order, in memory bounded by what is in flight:
+//! the model's replay and the contention-free one side by side over one read of the run
+//! ([`replay_windows`]), each record's [`CallPrediction`] handed over once both have
+//! finished it (docs/engine.md, "Both replays over one read").
+
+use super::{Assumptions, CallPrediction, coll_cost, penalty_model};
+use crate::error::Error;
+use crate::profile::Profile;
+use crate::replay::window::{Finished, Side, Stats, replay_windows};
+use crate::replay::{FxMap, P2p, Protocol};
+use crate::topo::placement::Placement;
+use crate::trace::order::RunOrder;
+use std::cell::RefCell;
+
+/// What a streamed prediction held: per replay (the model's, then the contention-free
+/// one's where there is a model), and the most records one had finished and the other not
+/// yet; and the makespans, as [`super::RunPrediction`]'s.
+#[derive(Debug, Clone, Default)]
+pub struct StreamStats {
+    pub replays: Vec<Stats>,
+    pub most_joined: usize,
+    pub makespan: f64,
+    pub makespan_free: f64,
+    pub makespan_measured: f64,
+}
+
+/// The last of the finite times seen so far (0 before any), as the batch path's makespans.
+fn last(sofar: &mut f64, t: f64) {
+    if t.is_finite() {
+        *sofar = sofar.max(t);
+    }
+}
+
+/// Predicts the run in `dir` as [`super::predict_run_with`] does (the same
+/// [`CallPrediction`] for every record, to the bit), calling `out` with (rank index,
+/// record number, prediction) for each record as soon as both replays have finished it.
+pub fn predict_stream(
+    dir: &std::path::Path,
+    profile: &Profile,
+    model_override: Option<&str>,
+    assume: &Assumptions,
+    out: &mut dyn FnMut(u32, u32, CallPrediction),
+) -> Result<StreamStats, Error> {
+    let model = penalty_model(profile, model_override).map_err(Error::Input)?;
+    let order = RunOrder::open(dir)?;
+    // The placement and protocol of the loaded run, from the metadata alone.
+    let shell = order.shell();
+    let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
+    let protocol = Protocol::for_library_with(library, Some(profile));
+    let placement = Placement::from_run(&shell);
+    let p2p = P2p::from_profile(profile, None);
+    let cost = |i: &crate::replay::Instance| coll_cost(profile, assume, i);
+    let stats = RefCell::new(StreamStats::default());
+    // Records one replay finished and the other not yet: the contention-free durations
+    // (the faster replay's, most of them) apart from the figures, so that the map most
+    // used stays small.
+    type Held<T> = RefCell<FxMap<(u32, u32), T>>;
+    let (free_first, model_first): (Held<f64>, Held<CallPrediction>) = Default::default();
+    let out = RefCell::new(out);
+    let held = |n: usize| {
+        let mut s = stats.borrow_mut();
+        s.most_joined = s.most_joined.max(n);
+    };
+    let (mut makespan, mut makespan_free, mut makespan_measured) = (0.0, 0.0, 0.0);
+    let mut on_model = |f: Finished| {
+        last(&mut makespan, f.end);
+        last(&mut makespan_measured, f.measured_end);
+        let mut c = f.prediction.expect("figures asked for");
+        // Without a model the prediction is the contention-free replay itself.
+        if model.is_some() {
+            let Some(free) = free_first.borrow_mut().remove(&(f.rank, f.rec)) else {
+                let mut m = model_first.borrow_mut();
+                m.insert((f.rank, f.rec), c);
+                held(m.len() + free_first.borrow().len());
+                return;
+            };
+            c.free = Some(free);
+        }
+        (out.borrow_mut())(f.rank, f.rec, c);
+    };
+    let mut on_free = |f: Finished| {
+        last(&mut makespan_free, f.end);
+        let Some(mut c) = model_first.borrow_mut().remove(&(f.rank, f.rec)) else {
+            let mut m = free_first.borrow_mut();
+            m.insert((f.rank, f.rec), f.duration);
+            held(m.len() + model_first.borrow().len());
+            return;
+        };
+        c.free = Some(f.duration);
+        (out.borrow_mut())(f.rank, f.rec, c);
+    };
+    let mut sides = vec![Side {
+        model: model.as_deref(),
+        contention: model.is_some(),
+        figures: true,
+        finished: &mut on_model,
+    }];
+    if model.is_some() {
+        sides.push(Side {
+            model: None,
+            contention: false,
+            figures: false,
+            finished: &mut on_free,
+        });
+    }
+    let replays = replay_windows(order, &placement, protocol, &p2p, &cost, sides)?;
+    let mut stats = stats.into_inner();
+    stats.replays = replays;
+    stats.makespan = makespan;
+    // Without a model the prediction is the contention-free replay.
+    stats.makespan_free = if model.is_some() {
+        makespan_free
+    } else {
+        makespan
+    };
+    stats.makespan_measured = makespan_measured;
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predict::{Wait, predict_run_with};
+    use crate::testing::write_run;
+
+    /// Two figures are the same when their bits are (any NaN is the same as any NaN).
+    fn same(a: f64, b: f64) -> bool {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    }
+
+    fn same_wait(a: Wait, b: Wait) -> bool {
+        a.kind == b.kind && a.on == b.on && same(a.seconds, b.seconds)
+    }
+
+    fn same_prediction(a: &CallPrediction, b: &CallPrediction) -> bool {
+        let opt = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => same(x, y),
+            (x, y) => x.is_none() && y.is_none(),
+        };
+        opt(a.predicted, b.predicted)
+            && opt(a.free, b.free)
+            && same_wait(a.wait, b.wait)
+            && same_wait(a.measured_wait, b.measured_wait)
+            && same(a.contention, b.contention)
+            && a.reason == b.reason
+    }
+
+    /// Random runs (point-to-point calls of every kind, waits, probes, two threads,
+    /// collectives from random roots, nonblocking barriers; some with clock offsets, some
+    /// long, some with a rank's spool lost), written to spools and predicted as they are read back: every record's
+    /// prediction is `predict_run_with`'s of the loaded run, to the bit, under `gige`
+    /// (with the built-in profile and with a calibrated profile's factors) and without a
+    /// model. The replays pause 3 calls ahead of each other here (unit tests' lead), and
+    /// many of these runs' replays deadlock (calls forced, whose figures wait for the end).
+    #[test]
+    fn the_streamed_prediction_is_the_batch_one() {
+        let mut rnd = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
+        let dir = std::env::temp_dir().join(format!("pmpi-stream-{}", std::process::id()));
+        let builtin = Profile::builtin_default();
+        let mut calibrated = builtin.clone();
+        calibrated.penalty.reverse = 2.0;
+        calibrated.penalty.through = 1.2;
+        calibrated.penalty.port_capacity = Some(1.0);
+        calibrated.penalty.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
+        let assume = Assumptions::default();
+        let (mut records, mut waited, mut contended, mut forced) = (0usize, 0usize, 0usize, 0usize);
+        for case in 0..240 {
+            let scale = if case < 220 { 1 } else { 30 };
+            let mut run = crate::testing::random_run_of(&mut rnd, scale);
+            if case % 2 == 1 {
+                for rk in &mut run.ranks {
+                    rk.meta.clock_init = Some(crate::trace::ClockSample {
+                        at_ns: 0,
+                        offset_ns: rnd(4000) as i64 - 2000,
+                        rtt_ns: 1,
+                    });
+                }
+            }
+            write_run(&dir, &run);
+            // Every tenth case with a rank whose spool is lost (its metadata kept).
+            if case % 10 == 3 {
+                std::fs::remove_file(crate::trace::spool_path(&dir, 1)).unwrap();
+            }
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            for (profile, model) in [
+                (&builtin, "gige"),
+                (&calibrated, "gige"),
+                (&builtin, "none"),
+            ] {
+                let batch = predict_run_with(&loaded, profile, Some(model), &assume).unwrap();
+                let mut got: Vec<Vec<Option<CallPrediction>>> =
+                    batch.calls.iter().map(|r| vec![None; r.len()]).collect();
+                let stats =
+                    predict_stream(&dir, profile, Some(model), &assume, &mut |ri, rec, c| {
+                        let slot = &mut got[ri as usize][rec as usize];
+                        assert!(slot.is_none(), "case {case}: ({ri}, {rec}) twice");
+                        *slot = Some(c);
+                    })
+                    .unwrap();
+                for (a, b) in [
+                    (stats.makespan, batch.makespan),
+                    (stats.makespan_free, batch.makespan_free),
+                    (stats.makespan_measured, batch.makespan_measured),
+                ] {
+                    assert!(same(a, b), "case {case}, {model}: makespans {stats:?}");
+                }
+                for (ri, (want, got)) in batch.calls.iter().zip(&got).enumerate() {
+                    for (rec, (w, g)) in want.iter().zip(got).enumerate() {
+                        let at = format!(
+                            "case {case}, {model}, reverse {}, record ({ri}, {rec})",
+                            profile.penalty.reverse
+                        );
+                        let g = g.unwrap_or_else(|| panic!("{at}: never predicted"));
+                        assert!(
+                            same_prediction(w, &g),
+                            "{at}:\n batch  {w:?}\n stream {g:?}"
+                        );
+                        records += 1;
+                        waited +=
+                            usize::from(w.wait.seconds > 0.0 || w.measured_wait.seconds > 0.0);
+                        contended += usize::from(w.contention > 0.0);
+                        forced += usize::from(w.reason == crate::replay::Reason::Unresolved);
+                    }
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            records > 10_000 && waited > 1_000 && contended > 100 && forced > 1_000,
+            "{records} records, {waited} waited, {contended} contended, {forced} forced"
+        );
+    }
+
+    /// A long ring (4 ranks, 20,000 records, requests freed, a receive matching nothing):
+    /// each replay holds what is in flight and the join what one replay has finished and
+    /// the other not, a few records, not the run.
+    #[test]
+    fn the_streamed_prediction_holds_what_is_in_flight() {
+        let dir = std::env::temp_dir().join(format!("pmpi-stream-ring-{}", std::process::id()));
+        write_run(&dir, &crate::testing::ring_run(4, 5000));
+        let profile = Profile::builtin_default();
+        let mut n = 0;
+        let stats = predict_stream(
+            &dir,
+            &profile,
+            Some("gige"),
+            &Assumptions::default(),
+            &mut |_, _, _| n += 1,
+        )
+        .unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(n, 20_000);
+        assert!(
+            stats.replays.iter().all(|s| s.most_records < 40) && stats.most_joined < 40,
+            "{stats:?}"
+        );
+    }
+}
