@@ -412,3 +412,51 @@ fn watch_on_a_spool_with_a_bad_header_exits_2() {
         "{err}"
     );
 }
+
+/// `analyze --stream` writes calls.csv alone, the batch report's byte for byte, and says
+/// the other files need the batch path; an incomplete run is marked as the batch path marks it.
+#[test]
+fn analyze_stream_writes_the_batch_calls_csv() {
+    for (name, finalized) in [
+        ("cli-analyze-stream", true),
+        ("cli-analyze-stream-inc", false),
+    ] {
+        let dir = make_run(name, finalized);
+        let out = analyze_quiet(&dir);
+        assert_eq!(out.status.code(), Some(0));
+        let batch = std::fs::read(dir.join("calls.csv")).unwrap();
+        for f in [
+            "calls.csv",
+            "summary.json",
+            "hotspots.json",
+            "report.html",
+            "trace.json",
+        ] {
+            std::fs::remove_file(dir.join(f)).unwrap();
+        }
+        let out = bin()
+            .arg("analyze")
+            .arg(&dir)
+            .args(["--quiet", "--stream"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.starts_with("2 records from 2 ranks"), "{stdout}");
+        assert_eq!(stdout.contains("INCOMPLETE"), !finalized, "{stdout}");
+        assert!(stdout.contains("wrote calls.csv in"), "{stdout}");
+        assert!(stdout.contains("analyze without --stream"), "{stdout}");
+        assert_eq!(std::fs::read(dir.join("calls.csv")).unwrap(), batch);
+        assert!(!dir.join("summary.json").exists());
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".sort-")), "{names:?}");
+    }
+}

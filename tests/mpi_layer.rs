@@ -231,6 +231,18 @@ fn analyze_rebuilds_the_same_calls_csv() {
         first
     );
     assert!(String::from_utf8_lossy(&a.stdout).contains("73 records from 4 ranks"));
+    // Predicted as it is read (`--stream`), the same calls.csv.
+    std::fs::remove_file(out.join("calls.csv")).unwrap();
+    let s = std::process::Command::new(common::cli_path())
+        .args(["analyze", "--quiet", "--stream"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    assert_eq!(
+        std::fs::read_to_string(out.join("calls.csv")).unwrap(),
+        first
+    );
 
     // The ranks recorded which machine's CPUs they shared: 4 ranks on this machine share
     // its CPUs, so summary.json and analyze say so exactly when they outnumber them.

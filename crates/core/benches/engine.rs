@@ -461,7 +461,7 @@ fn stream(dir: &std::path::Path) {
             );
             continue;
         }
-        let stats = predict_stream(dir, &profile, Some(model), &assume, &mut |ri, rec, c| {
+        let stats = predict_stream(dir, &profile, Some(model), &assume, &mut |ri, rec, _, c| {
             eat(&mut sum, ri, rec, &c);
             n += 1;
         })

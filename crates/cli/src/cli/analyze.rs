@@ -17,6 +17,10 @@ pub struct AnalyzeArgs {
     /// Do not print the hotspot ranking.
     #[arg(long)]
     pub quiet: bool,
+    /// Write calls.csv only, predicting the run as it is read: memory bounded by the
+    /// messages in flight, not the run's length (the other files need the whole run).
+    #[arg(long)]
+    pub stream: bool,
 }
 
 /// Runs `analyze`.
@@ -47,22 +51,38 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
         eprintln!("pmpi-predict: {line}");
     }
     let opts = a.engine.options_for(&a.dir, !a.quiet);
+    if a.stream {
+        let s = crate::report::stream::write_calls_csv_streamed(&a.dir, &opts)?;
+        println!(
+            "{} records from {} ranks{}; wrote calls.csv in {} (--stream: summary.json, hotspots.json, report.html and trace.json need the whole run: analyze without --stream)",
+            s.records,
+            s.ranks,
+            incomplete(s.complete),
+            a.dir.display()
+        );
+        return Ok(());
+    }
     let s = crate::report::write_report_with(&a.dir, &opts)?;
     println!(
         "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json, report.html and trace.json in {}",
         s.records,
         s.ranks,
-        if s.complete {
-            ""
-        } else {
-            " (INCOMPLETE run: not every rank reached MPI_Finalize)"
-        },
+        incomplete(s.complete),
         a.dir.display()
     );
     for c in &s.cpu_sharing {
         eprintln!("pmpi-predict: note: {}", c.text());
     }
     Ok(())
+}
+
+/// What the summary line says of a run not every rank finished.
+fn incomplete(complete: bool) -> &'static str {
+    if complete {
+        ""
+    } else {
+        " (INCOMPLETE run: not every rank reached MPI_Finalize)"
+    }
 }
 
 /// Ranks as a list: `2, 3`.

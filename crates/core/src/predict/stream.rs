@@ -33,13 +33,14 @@ fn last(sofar: &mut f64, t: f64) {
 
 /// Predicts the run in `dir` as [`super::predict_run_with`] does (the same
 /// [`CallPrediction`] for every record, to the bit), calling `out` with (rank index,
-/// record number, prediction) for each record as soon as both replays have finished it.
+/// record number, measured entry on rank 0's clock in ns, prediction) for each record as
+/// soon as both replays have finished it.
 pub fn predict_stream(
     dir: &std::path::Path,
     profile: &Profile,
     model_override: Option<&str>,
     assume: &Assumptions,
-    out: &mut dyn FnMut(u32, u32, CallPrediction),
+    out: &mut dyn FnMut(u32, u32, i64, CallPrediction),
 ) -> Result<StreamStats, Error> {
     let model = penalty_model(profile, model_override).map_err(Error::Input)?;
     let order = RunOrder::open(dir)?;
@@ -76,7 +77,7 @@ pub fn predict_stream(
             };
             c.free = Some(free);
         }
-        (out.borrow_mut())(f.rank, f.rec, c);
+        (out.borrow_mut())(f.rank, f.rec, f.entry_ns, c);
     };
     let mut on_free = |f: Finished| {
         last(&mut makespan_free, f.end);
@@ -87,7 +88,7 @@ pub fn predict_stream(
             return;
         };
         c.free = Some(f.duration);
-        (out.borrow_mut())(f.rank, f.rec, c);
+        (out.borrow_mut())(f.rank, f.rec, f.entry_ns, c);
     };
     let mut sides = vec![Side {
         model: model.as_deref(),
@@ -191,7 +192,7 @@ mod tests {
                 let mut got: Vec<Vec<Option<CallPrediction>>> =
                     batch.calls.iter().map(|r| vec![None; r.len()]).collect();
                 let stats =
-                    predict_stream(&dir, profile, Some(model), &assume, &mut |ri, rec, c| {
+                    predict_stream(&dir, profile, Some(model), &assume, &mut |ri, rec, _, c| {
                         let slot = &mut got[ri as usize][rec as usize];
                         assert!(slot.is_none(), "case {case}: ({ri}, {rec}) twice");
                         *slot = Some(c);
@@ -245,7 +246,7 @@ mod tests {
             &profile,
             Some("gige"),
             &Assumptions::default(),
-            &mut |_, _, _| n += 1,
+            &mut |_, _, _, _| n += 1,
         )
         .unwrap();
         std::fs::remove_dir_all(&dir).ok();

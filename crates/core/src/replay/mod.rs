@@ -950,6 +950,14 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason (a reason's index here is its code in a spooled prediction).
+    pub const ALL: [Reason; 4] = [
+        Reason::None,
+        Reason::NoModel,
+        Reason::Unmatched,
+        Reason::Unresolved,
+    ];
+
     /// The name in `calls.csv`.
     pub fn name(self) -> &'static str {
         match self {

@@ -44,6 +44,9 @@ use std::rc::Rc;
 pub struct Finished {
     pub rank: u32,
     pub rec: u32,
+    /// Its measured entry on rank 0's clock (ns): with (rank, rec), where the run's
+    /// timeline (`report::Timeline`) puts it.
+    pub entry_ns: i64,
     pub start: f64,
     pub end: f64,
     /// When a nonblocking operation's request completed (NaN for other calls).
@@ -333,6 +336,7 @@ struct Rec {
     /// Measured, clock-corrected start and end (seconds from the origin).
     m_start: f64,
     m_end: f64,
+    entry_ns: i64,
     /// A completion call finished it (`done_end`: that call's end), and when its request
     /// completed.
     has_done_by: bool,
@@ -583,12 +587,13 @@ impl<'a> Window<'a> {
         let r = &c.record;
         let g = self.alloc_rec();
         let mut hot = planned.hot;
-        let (m_start, m_end) = {
+        let (m_start, m_end, entry_ns) = {
             let rd = self.reader.borrow();
             let meta = &rd.order.metas[ri];
             (
                 RunTrace::seconds_since(meta, r.t_start, self.origin),
                 RunTrace::seconds_since(meta, r.t_end, self.origin),
+                meta.to_global_ns(r.t_start),
             )
         };
         if let Some(m) = planned.msg {
@@ -667,6 +672,7 @@ impl<'a> Window<'a> {
         slot.gone = false;
         slot.m_start = m_start;
         slot.m_end = m_end;
+        slot.entry_ns = entry_ns;
         slot.has_done_by = false;
         slot.done_end = f64::NAN;
         slot.req_done = f64::NAN;
@@ -989,6 +995,7 @@ impl<'a> Window<'a> {
                     gone: false,
                     m_start: f64::NAN,
                     m_end: f64::NAN,
+                    entry_ns: 0,
                     has_done_by: false,
                     done_end: f64::NAN,
                     req_done: f64::NAN,
@@ -1155,6 +1162,7 @@ impl<'a> Window<'a> {
         (self.finished)(Finished {
             rank: id.0,
             rec: id.1,
+            entry_ns: r.entry_ns,
             start: r.start,
             end: r.end,
             req_done: r.req_done,

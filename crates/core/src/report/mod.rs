@@ -9,6 +9,7 @@ pub mod hotspots;
 pub mod html;
 pub mod live;
 pub mod number;
+pub mod stream;
 pub mod whatif;
 
 use crate::error::Error;
@@ -566,42 +567,74 @@ fn write_calls_csv(
     preds: &[Vec<CallPrediction>],
     path: &Path,
 ) -> Result<(), Error> {
-    use std::io::Write as _;
-    let io = |e: std::io::Error| Error::write(path, e);
-    let mut w =
-        std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(path).map_err(io)?);
-    w.write_all(CSV_COLUMNS.join(",").as_bytes()).map_err(io)?;
-    w.write_all(b"\n").map_err(io)?;
-    let origin = run.origin_ns();
-    // Each row is formatted into one reused buffer: no allocation per row.
-    let mut row: Vec<u8> = Vec::with_capacity(512);
-    let secs = |b: &mut Vec<u8>, x: f64| number::fixed(b, x, 9);
-    let opt = |b: &mut Vec<u8>, v: Option<f64>| {
-        if let Some(x) = v {
-            number::fixed(b, x, 9);
-        }
-    };
-    // A rank field: empty where not applicable.
-    let rank = |b: &mut Vec<u8>, r: i32| match r {
-        NO_RANK => {}
-        PROC_NULL => b.extend_from_slice(b"PROC_NULL"),
-        UNKNOWN_RANK => b.extend_from_slice(b"unknown"),
-        r => number::int(b, r as i64),
-    };
+    let mut w = CallsCsv::create(path, run.origin_ns())?;
     for (start, ri, i) in Timeline::new(run) {
         let rk = &run.ranks[ri];
-        let r = &rk.records[i];
-        let p = preds[ri][i];
-        let name = rk
-            .meta
+        w.row(&rk.meta, &rk.records[i], start, &preds[ri][i])?;
+    }
+    w.finish()
+}
+
+/// A `calls.csv` being written, a row at a time in [`Timeline`] order: the batch report's
+/// and the streamed one's (`stream`) rows, the same bytes from one formatter.
+pub struct CallsCsv {
+    w: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+    /// The run's origin ([`RunTrace::origin_ns`]): `start_s` counts from it.
+    origin: i64,
+    /// Each row is formatted into one reused buffer: no allocation per row.
+    row: Vec<u8>,
+}
+
+impl CallsCsv {
+    /// Creates the file at `path` and writes the header.
+    pub fn create(path: &Path, origin: i64) -> Result<CallsCsv, Error> {
+        use std::io::Write as _;
+        let io = |e: std::io::Error| Error::write(path, e);
+        let mut w =
+            std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(path).map_err(io)?);
+        w.write_all(CSV_COLUMNS.join(",").as_bytes()).map_err(io)?;
+        w.write_all(b"\n").map_err(io)?;
+        Ok(CallsCsv {
+            w,
+            path: path.to_path_buf(),
+            origin,
+            row: Vec::with_capacity(512),
+        })
+    }
+
+    /// Writes the row of record `r` of the rank `meta` describes, entered at `start` (ns
+    /// on rank 0's clock), predicted as `p`.
+    pub fn row(
+        &mut self,
+        meta: &trace::RankMeta,
+        r: &Record,
+        start: i64,
+        p: &CallPrediction,
+    ) -> Result<(), Error> {
+        use std::io::Write as _;
+        let secs = |b: &mut Vec<u8>, x: f64| number::fixed(b, x, 9);
+        let opt = |b: &mut Vec<u8>, v: Option<f64>| {
+            if let Some(x) = v {
+                number::fixed(b, x, 9);
+            }
+        };
+        // A rank field: empty where not applicable.
+        let rank = |b: &mut Vec<u8>, r: i32| match r {
+            NO_RANK => {}
+            PROC_NULL => b.extend_from_slice(b"PROC_NULL"),
+            UNKNOWN_RANK => b.extend_from_slice(b"unknown"),
+            r => number::int(b, r as i64),
+        };
+        let name = meta
             .calls
             .get(r.call as usize)
             .map_or_else(|| trace::call_name(r.call), String::as_str);
-        let b = &mut row;
+        let b = &mut self.row;
         b.clear();
-        number::int(b, rk.meta.rank as i64);
+        number::int(b, meta.rank as i64);
         b.push(b',');
-        csv_text(b, &rk.meta.node);
+        csv_text(b, &meta.node);
         b.push(b',');
         csv_text(b, name);
         b.push(b',');
@@ -613,7 +646,7 @@ fn write_calls_csv(
         b.push(b',');
         number::uint(b, r.comm_size as u64);
         b.push(b',');
-        secs(b, start.saturating_sub(origin) as f64 * 1e-9);
+        secs(b, start.saturating_sub(self.origin) as f64 * 1e-9);
         b.push(b',');
         secs(b, r.duration_s());
         b.push(b',');
@@ -661,9 +694,14 @@ fn write_calls_csv(
         b.push(b',');
         csv_text(b, p.reason.name());
         b.push(b'\n');
-        w.write_all(b).map_err(io)?;
+        self.w.write_all(b).map_err(|e| Error::write(&self.path, e))
     }
-    w.flush().map_err(io)
+
+    /// Flushes the file.
+    pub fn finish(mut self) -> Result<(), Error> {
+        use std::io::Write as _;
+        self.w.flush().map_err(|e| Error::write(&self.path, e))
+    }
 }
 
 #[derive(Default)]

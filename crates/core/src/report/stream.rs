@@ -1,0 +1,395 @@
+//! `calls.csv` written as the run is predicted (`pmpi-predict analyze --stream`), the same
+//! bytes as the batch report's, in memory bounded by what is in flight and a fixed sort
+//! buffer, not by the run's length (docs/engine.md, "calls.csv as the run is predicted").
+//!
+//! The prediction hands records over in the order both replays finish them, and a record
+//! can finish long after the later records of its rank (a call forced at the end of a
+//! deadlocked replay). Each comes with its row's place in the file, (entry on rank 0's
+//! clock, rank index, record number), so the rows are put in order by an external sort:
+//! predictions are gathered [`SORT_RUN`] at a time, sorted, and written as one sorted run
+//! of fixed-size entries to a temporary file next to `calls.csv`; at the end a k-way
+//! merge of the runs (one entry and one read buffer per run) gives the predictions in
+//! file order, zipped with a second read of the run in the same order (`RunOrder`, the
+//! reader the replays use), which gives each row its record.
+
+use super::CallsCsv;
+use crate::error::Error;
+use crate::predict::stream::{StreamStats, predict_stream};
+use crate::predict::{Assumptions, CallPrediction};
+use crate::profile::Profile;
+use crate::replay::Reason;
+use crate::replay::wait::{Wait, WaitKind};
+use crate::trace::order::RunOrder;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Predictions sorted in memory at once (about 100 bytes each: 50 MB). A run of 100 M
+/// records makes 200 sorted runs, whose merge holds 200 read buffers.
+pub const SORT_RUN: usize = 1 << 19;
+
+/// Where a row goes in calls.csv: (entry ns on rank 0's clock, rank index, record
+/// number), as `report::Timeline` orders a loaded run.
+type Key = (i64, u32, u32);
+
+/// Bytes of one spooled prediction: its key, then the prediction.
+const ENTRY: usize = 16 + 1 + 8 + 8 + 2 * (1 + 8 + 4) + 8 + 1;
+
+/// Read buffer of one sorted run during the merge.
+const READ_BUFFER: usize = 1 << 16;
+
+/// What writing calls.csv as the run is predicted did.
+#[derive(Debug, Clone, Default)]
+pub struct StreamedCalls {
+    /// Rows written.
+    pub records: u64,
+    pub ranks: usize,
+    /// Every rank left its files and reached MPI_Finalize.
+    pub complete: bool,
+    /// Sorted runs spilled to disk (0: the predictions fitted in one sort buffer).
+    pub spilled_runs: usize,
+    pub prediction: StreamStats,
+}
+
+/// Writes `dir/calls.csv` as [`super::write_report_with`] would (byte for byte), predicting
+/// the run as it is read.
+pub fn write_calls_csv_streamed(
+    dir: &Path,
+    opts: &super::ReportOptions,
+) -> Result<StreamedCalls, Error> {
+    let (profile, model, _) = opts.resolve()?;
+    let assume = opts.assumptions()?;
+    write_with(dir, &profile, model.as_deref(), &assume, SORT_RUN)
+}
+
+/// [`write_calls_csv_streamed`] with `run_len` predictions per sorted run.
+fn write_with(
+    dir: &Path,
+    profile: &Profile,
+    model: Option<&str>,
+    assume: &Assumptions,
+    run_len: usize,
+) -> Result<StreamedCalls, Error> {
+    let mut spill = Spill {
+        dir: dir.to_path_buf(),
+        files: Vec::new(),
+    };
+    let mut buf: Vec<(Key, CallPrediction)> = Vec::new();
+    let mut failed = None;
+    let prediction = predict_stream(dir, profile, model, assume, &mut |ri, rec, at, c| {
+        if failed.is_some() {
+            return;
+        }
+        buf.push(((at, ri, rec), c));
+        if buf.len() >= run_len
+            && let Err(e) = spill.write_run(&mut buf)
+        {
+            failed = Some(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // The last predictions stay in memory: one more source of the merge.
+    buf.sort_unstable_by_key(|e| e.0);
+    let mut merge = Merge::open(&spill.files, buf)?;
+    let mut order = RunOrder::open(dir)?;
+    let shell = order.shell();
+    let missing = crate::trace::missing_ranks(dir)?;
+    let path = dir.join("calls.csv");
+    let mut w = CallsCsv::create(&path, shell.origin_ns())?;
+    let mut records = 0u64;
+    let lost = |what: String| Error::Internal(format!("streamed calls.csv: {what}"));
+    while let Some((at, ri, call)) = order.next_call()? {
+        let key = (at, ri as u32, call.rec);
+        let Some((k, c)) = merge.next()? else {
+            return Err(lost(format!("no prediction for record {key:?}")));
+        };
+        if k != key {
+            return Err(lost(format!("prediction of {k:?} where {key:?} was due")));
+        }
+        w.row(&order.metas[ri], &call.record, at, &c)?;
+        records += 1;
+    }
+    if let Some((k, _)) = merge.next()? {
+        return Err(lost(format!(
+            "prediction of {k:?}, a record not read again"
+        )));
+    }
+    w.finish()?;
+    Ok(StreamedCalls {
+        records,
+        ranks: order.metas.len(),
+        complete: missing.no_meta.is_empty()
+            && missing.no_spool.is_empty()
+            && order.metas.iter().all(|m| m.finalized),
+        spilled_runs: spill.files.len(),
+        prediction,
+    })
+}
+
+/// The sorted runs written so far; removed when dropped (also on an error).
+struct Spill {
+    dir: PathBuf,
+    files: Vec<PathBuf>,
+}
+
+impl Spill {
+    /// Sorts `buf`, writes it as the next run and empties it.
+    fn write_run(&mut self, buf: &mut Vec<(Key, CallPrediction)>) -> Result<(), Error> {
+        buf.sort_unstable_by_key(|e| e.0);
+        let path = self
+            .dir
+            .join(format!("calls.csv.sort-{:05}", self.files.len()));
+        let io = |e: std::io::Error| Error::write(&path, e);
+        let file = std::fs::File::create(&path).map_err(io)?;
+        self.files.push(path.clone());
+        let mut w = BufWriter::with_capacity(READ_BUFFER, file);
+        let mut e = [0u8; ENTRY];
+        for (k, c) in buf.drain(..) {
+            encode(&mut e, k, &c);
+            w.write_all(&e).map_err(io)?;
+        }
+        w.flush().map_err(io)
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        for f in &self.files {
+            std::fs::remove_file(f).ok();
+        }
+    }
+}
+
+/// Writes `k` and `c` into `e`, every figure to the bit.
+fn encode(e: &mut [u8; ENTRY], k: Key, c: &CallPrediction) {
+    let mut at = 0;
+    let mut put = |b: &[u8]| {
+        e[at..at + b.len()].copy_from_slice(b);
+        at += b.len();
+    };
+    put(&k.0.to_le_bytes());
+    put(&k.1.to_le_bytes());
+    put(&k.2.to_le_bytes());
+    put(&[u8::from(c.predicted.is_some()) | u8::from(c.free.is_some()) << 1]);
+    put(&c.predicted.unwrap_or(0.0).to_bits().to_le_bytes());
+    put(&c.free.unwrap_or(0.0).to_bits().to_le_bytes());
+    for w in [c.wait, c.measured_wait] {
+        let kind = WaitKind::ALL.iter().position(|&x| x == w.kind);
+        put(&[kind.expect("every kind is in ALL") as u8]);
+        put(&w.seconds.to_bits().to_le_bytes());
+        put(&w.on.to_le_bytes());
+    }
+    put(&c.contention.to_bits().to_le_bytes());
+    let reason = Reason::ALL.iter().position(|&x| x == c.reason);
+    put(&[reason.expect("every reason is in ALL") as u8]);
+}
+
+/// The key and prediction [`encode`] wrote into `e`; None if `e` is not such an entry.
+fn decode(e: &[u8; ENTRY]) -> Option<(Key, CallPrediction)> {
+    let mut at = 0;
+    let mut take = |n: usize| {
+        at += n;
+        &e[at - n..at]
+    };
+    let u64_at = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    let u32_at = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+    let key = (u64_at(take(8)) as i64, u32_at(take(4)), u32_at(take(4)));
+    let some = take(1)[0];
+    let predicted = f64::from_bits(u64_at(take(8)));
+    let free = f64::from_bits(u64_at(take(8)));
+    let mut wait = || -> Option<Wait> {
+        let kind = *WaitKind::ALL.get(take(1)[0] as usize)?;
+        let seconds = f64::from_bits(u64_at(take(8)));
+        let on = u32_at(take(4)) as i32;
+        Some(Wait { kind, seconds, on })
+    };
+    let (wait, measured_wait) = (wait()?, wait()?);
+    let contention = f64::from_bits(u64_at(take(8)));
+    let reason = *Reason::ALL.get(take(1)[0] as usize)?;
+    Some((
+        key,
+        CallPrediction {
+            predicted: (some & 1 != 0).then_some(predicted),
+            free: (some & 2 != 0).then_some(free),
+            wait,
+            measured_wait,
+            contention,
+            reason,
+        },
+    ))
+}
+
+/// A source of the merge: a sorted run on disk, or the last one, in memory.
+enum Source {
+    File(PathBuf, BufReader<std::fs::File>),
+    Memory(std::vec::IntoIter<(Key, CallPrediction)>),
+}
+
+impl Source {
+    fn next(&mut self) -> Result<Option<(Key, CallPrediction)>, Error> {
+        match self {
+            Source::Memory(it) => Ok(it.next()),
+            Source::File(path, r) => {
+                let mut e = [0u8; ENTRY];
+                match r.read_exact(&mut e) {
+                    Ok(()) => decode(&e).map(Some).ok_or_else(|| {
+                        Error::Internal(format!("{} holds a bad entry", path.display()))
+                    }),
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+                    Err(e) => Err(Error::read(path, e)),
+                }
+            }
+        }
+    }
+}
+
+/// The k-way merge of the sorted runs: one entry per run held, the least key first.
+struct Merge {
+    sources: Vec<Source>,
+    heads: Vec<Option<CallPrediction>>,
+    heap: BinaryHeap<Reverse<(Key, usize)>>,
+}
+
+impl Merge {
+    fn open(files: &[PathBuf], last: Vec<(Key, CallPrediction)>) -> Result<Merge, Error> {
+        let mut sources = Vec::with_capacity(files.len() + 1);
+        for f in files {
+            let file = std::fs::File::open(f).map_err(|e| Error::read(f, e))?;
+            sources.push(Source::File(
+                f.clone(),
+                BufReader::with_capacity(READ_BUFFER, file),
+            ));
+        }
+        sources.push(Source::Memory(last.into_iter()));
+        let mut m = Merge {
+            heads: vec![None; sources.len()],
+            sources,
+            heap: BinaryHeap::new(),
+        };
+        for s in 0..m.sources.len() {
+            m.advance(s)?;
+        }
+        Ok(m)
+    }
+
+    /// Puts source `s`'s next entry on the heap, if it has one.
+    fn advance(&mut self, s: usize) -> Result<(), Error> {
+        if let Some((k, c)) = self.sources[s].next()? {
+            self.heads[s] = Some(c);
+            self.heap.push(Reverse((k, s)));
+        }
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<Option<(Key, CallPrediction)>, Error> {
+        let Some(Reverse((k, s))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let c = self.heads[s]
+            .take()
+            .expect("a source on the heap has its head");
+        self.advance(s)?;
+        Ok(Some((k, c)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{ReportOptions, write_report_with};
+    use crate::testing::write_run;
+
+    #[test]
+    fn entries_keep_every_bit() {
+        let mut rnd = crate::testing::xorshift(7);
+        for _ in 0..1000 {
+            let f = |r: u64| f64::from_bits(r);
+            let c = CallPrediction {
+                predicted: (rnd(2) == 0).then(|| f(rnd(u64::MAX))),
+                free: (rnd(2) == 0).then(|| f(rnd(u64::MAX))),
+                wait: Wait {
+                    kind: WaitKind::ALL[rnd(7) as usize],
+                    seconds: f(rnd(u64::MAX)),
+                    on: rnd(u32::MAX as u64) as i32,
+                },
+                measured_wait: Wait {
+                    kind: WaitKind::ALL[rnd(7) as usize],
+                    seconds: f(rnd(u64::MAX)),
+                    on: -1,
+                },
+                contention: f(rnd(u64::MAX)),
+                reason: Reason::ALL[rnd(4) as usize],
+            };
+            let k = (rnd(u64::MAX) as i64, rnd(1000) as u32, rnd(1 << 31) as u32);
+            let mut e = [0u8; ENTRY];
+            encode(&mut e, k, &c);
+            let (k2, c2) = decode(&e).unwrap();
+            let mut e2 = [0u8; ENTRY];
+            encode(&mut e2, k2, &c2);
+            assert_eq!((k, e), (k2, e2));
+        }
+    }
+
+    /// Random runs (as the streamed prediction's test makes them: clock offsets, long
+    /// runs, a rank's spool lost), under `gige` and without a model, with sorted runs of 1
+    /// to 3,000 predictions (many spilled runs, one, none): the streamed calls.csv is the
+    /// batch report's, byte for byte, and no temporary file stays.
+    #[test]
+    fn the_streamed_calls_csv_is_the_batch_one() {
+        let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0001);
+        let dir = std::env::temp_dir().join(format!("pmpi-rows-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        let (mut rows, mut spilled) = (0u64, 0usize);
+        for case in 0..60 {
+            let scale = if case < 50 { 1 } else { 20 };
+            let mut run = crate::testing::random_run_of(&mut rnd, scale);
+            if case % 2 == 1 {
+                for rk in &mut run.ranks {
+                    rk.meta.clock_init = Some(crate::trace::ClockSample {
+                        at_ns: 0,
+                        offset_ns: rnd(4000) as i64 - 2000,
+                        rtt_ns: 1,
+                    });
+                }
+            }
+            write_run(&dir, &run);
+            if case % 10 == 3 {
+                std::fs::remove_file(crate::trace::spool_path(&dir, 1)).unwrap();
+            }
+            for model in ["gige", "none"] {
+                let opts = ReportOptions {
+                    model: Some(model.into()),
+                    strict: true,
+                    ..Default::default()
+                };
+                write_report_with(&dir, &opts).unwrap();
+                let batch = std::fs::read(dir.join("calls.csv")).unwrap();
+                std::fs::remove_file(dir.join("calls.csv")).unwrap();
+                let run_len = [1, 7, 3000][case % 3];
+                let s = write_with(&dir, &profile, Some(model), &assume, run_len).unwrap();
+                let streamed = std::fs::read(dir.join("calls.csv")).unwrap();
+                assert!(
+                    batch == streamed,
+                    "case {case}, {model}, runs of {run_len}: calls.csv differs"
+                );
+                rows += s.records;
+                spilled += s.spilled_runs;
+                let left: Vec<_> = std::fs::read_dir(&dir)
+                    .unwrap()
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().contains(".sort-"))
+                    .collect();
+                assert!(left.is_empty(), "case {case}: {left:?} left");
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            rows > 5_000 && spilled > 1_000,
+            "{rows} rows, {spilled} runs"
+        );
+    }
+}
