@@ -1528,13 +1528,7 @@ mod tests {
             let mut run = crate::testing::random_run_of(&mut rnd, scale);
             // Every other case with clock offsets (ranks read in corrected time order).
             if case % 2 == 1 {
-                for rk in &mut run.ranks {
-                    rk.meta.clock_init = Some(crate::trace::ClockSample {
-                        at_ns: 0,
-                        offset_ns: rnd(4000) as i64 - 2000,
-                        rtt_ns: 1,
-                    });
-                }
+                crate::testing::offset_clocks(&mut run, &mut rnd);
             }
             write_run(&dir, &run);
             let loaded = crate::trace::load_run(&dir).unwrap();

@@ -348,13 +348,7 @@ mod tests {
             let scale = if case < 50 { 1 } else { 20 };
             let mut run = crate::testing::random_run_of(&mut rnd, scale);
             if case % 2 == 1 {
-                for rk in &mut run.ranks {
-                    rk.meta.clock_init = Some(crate::trace::ClockSample {
-                        at_ns: 0,
-                        offset_ns: rnd(4000) as i64 - 2000,
-                        rtt_ns: 1,
-                    });
-                }
+                crate::testing::offset_clocks(&mut run, &mut rnd);
             }
             write_run(&dir, &run);
             if case % 10 == 3 {
