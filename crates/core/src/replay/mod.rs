@@ -164,6 +164,66 @@ pub struct Msg {
     pub conn: u32,
 }
 
+impl Msg {
+    /// Message `m`, sent by record `send` on connection `conn`, before any receive matched.
+    pub fn of(m: online::Message, send: u32, conn: u32) -> Msg {
+        Msg {
+            send,
+            recv: NONE,
+            bytes: m.bytes,
+            src_rank: m.src_rank,
+            dst_rank: m.dst_rank,
+            src_node: m.src_node,
+            dst_node: m.dst_node,
+            rendezvous: m.rendezvous,
+            conn,
+        }
+    }
+
+    /// What its send fixed of it.
+    pub fn message(&self) -> online::Message {
+        online::Message {
+            bytes: self.bytes,
+            src_rank: self.src_rank,
+            dst_rank: self.dst_rank,
+            src_node: self.src_node,
+            dst_node: self.dst_node,
+            rendezvous: self.rendezvous,
+        }
+    }
+}
+
+/// The message record `r` of WORLD rank `me` sends as `op`, if it sends one between
+/// placed ranks: by rendezvous when synchronous, or, unless buffered, from the eager
+/// limit of its path (within a node or between nodes).
+pub(crate) fn sent_message(
+    op: Op,
+    me: i32,
+    r: &Record,
+    placement: &Placement,
+    protocol: Protocol,
+) -> Option<online::Message> {
+    let (sync, buffered) = match op {
+        Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
+        Op::SendRecv => (false, false),
+        _ => return None,
+    };
+    let (sn, dn) = (placement.node(me)?, placement.node(r.peer)?);
+    let eager = if sn == dn {
+        protocol.eager_intra
+    } else {
+        protocol.eager_inter
+    };
+    Some(online::Message {
+        bytes: r.bytes_send,
+        src_rank: me,
+        dst_rank: r.peer,
+        src_node: sn,
+        dst_node: dn,
+        rendezvous: sync || (!buffered && r.bytes_send >= eager),
+    })
+}
+
 /// One collective operation across its members.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Instance {
@@ -514,34 +574,14 @@ impl Messages {
         placement: &Placement,
         protocol: Protocol,
     ) {
-        let (sync, buffered) = match hot[g as usize].op {
-            Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
-            Op::SendRecv => (false, false),
-            _ => return,
-        };
-        let (Some(sn), Some(dn)) = (placement.node(me), placement.node(r.peer)) else {
+        let Some(msg) = sent_message(hot[g as usize].op, me, r, placement, protocol) else {
             return;
-        };
-        let eager = if sn == dn {
-            protocol.eager_intra
-        } else {
-            protocol.eager_inter
         };
         let m = self.msgs.len() as u32;
         hot[g as usize].msg_out = m;
         let next_conn = self.conns.len() as u32;
         let conn = *self.conns.entry((me, r.peer)).or_insert(next_conn);
-        self.msgs.push(Msg {
-            conn,
-            send: g,
-            recv: NONE,
-            bytes: r.bytes_send,
-            src_rank: me,
-            dst_rank: r.peer,
-            src_node: sn,
-            dst_node: dn,
-            rendezvous: sync || (!buffered && r.bytes_send >= eager),
-        });
+        self.msgs.push(Msg::of(msg, g, conn));
         if let Some(rg) = self.fifo.a((me, r.peer, r.tag), m) {
             self.link(m, rg, hot);
         }

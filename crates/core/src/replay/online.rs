@@ -15,6 +15,7 @@
 use super::matching::{Completions, Fifo, Groups, Probes};
 use super::{
     FxMap, Hot, NONE, Op, Protocol, block_of_call, op_of, own_end, receive_source, record_op,
+    sent_message,
 };
 use crate::graph::{self, CallClass};
 use crate::topo::placement::Placement;
@@ -207,29 +208,9 @@ impl OnlinePlan {
             });
         }
         // Messages: between placed ranks, eager below the limit of their path.
-        let (sync, buffered) = match op {
-            Op::Send { sync, buffered } | Op::Isend { sync, buffered } => (sync, buffered),
-            _ => (false, false),
-        };
-        let sends = matches!(op, Op::Send { .. } | Op::Isend { .. } | Op::SendRecv);
-        let mut msg = None;
-        if sends
-            && let (Some(sn), Some(dn)) = (self.placement.node(me), self.placement.node(r.peer))
-        {
+        let msg = sent_message(op, me, r, &self.placement, self.protocol);
+        if msg.is_some() {
             hot.msg_out = 0;
-            let eager = if sn == dn {
-                self.protocol.eager_intra
-            } else {
-                self.protocol.eager_inter
-            };
-            msg = Some(Message {
-                bytes: r.bytes_send,
-                src_rank: me,
-                dst_rank: r.peer,
-                src_node: sn,
-                dst_node: dn,
-                rendezvous: sync || (!buffered && r.bytes_send >= eager),
-            });
             if let Some(recv) = self.messages.a((me, r.peer, r.tag), id) {
                 event(Event::Message { send: id, recv });
             }
@@ -400,17 +381,7 @@ mod tests {
                 let at = format!("case {case}, record {id:?}");
                 assert_eq!((o.gap, o.op_dur, o.op), (p.gap, p.op_dur, p.op), "{at}");
                 assert_eq!(o.msg_out != NONE, p.msg_out != NONE, "{at}");
-                let plan_msg = (p.msg_out != NONE).then(|| {
-                    let m = plan.msgs[p.msg_out as usize];
-                    Message {
-                        bytes: m.bytes,
-                        src_rank: m.src_rank,
-                        dst_rank: m.dst_rank,
-                        src_node: m.src_node,
-                        dst_node: m.dst_node,
-                        rendezvous: m.rendezvous,
-                    }
-                });
+                let plan_msg = (p.msg_out != NONE).then(|| plan.msgs[p.msg_out as usize].message());
                 assert_eq!(msg, plan_msg, "{at}");
                 assert_eq!(recv_of.get(&id).copied(), send_of(p.msg_in), "{at}");
                 let done = plan.done_by[g];

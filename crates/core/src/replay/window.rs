@@ -600,17 +600,7 @@ impl<'a> Window<'a> {
             let next = self.conns.len() as u32;
             let conn = *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next);
             let ms = self.alloc_msg(MsgSlot {
-                msg: Msg {
-                    send: g,
-                    recv: NONE,
-                    bytes: m.bytes,
-                    src_rank: m.src_rank,
-                    dst_rank: m.dst_rank,
-                    src_node: m.src_node,
-                    dst_node: m.dst_node,
-                    rendezvous: m.rendezvous,
-                    conn,
-                },
+                msg: Msg::of(m, g, conn),
                 recv: Match::Pending,
                 times: [f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0],
                 waiters: [NONE; 2],
