@@ -290,6 +290,15 @@ fn read_run(dir: &std::path::Path) {
     );
 }
 
+/// `--profile=FILE`: a calibrated profile (its reverse, through, port and dispersion
+/// factors) instead of the built-in one.
+fn profile_arg() -> Profile {
+    match std::env::args().find_map(|a| a.strip_prefix("--profile=").map(String::from)) {
+        Some(f) => Profile::load(&f).expect("profile readable"),
+        None => Profile::builtin_default(),
+    }
+}
+
 /// A written run replayed in a window as it is read (`replay::window`), under gige and
 /// without a model: CPU time, peak resident memory, the most records, messages and
 /// collective operations live at once, and a digest of every record's replayed start, end,
@@ -298,13 +307,7 @@ fn read_run(dir: &std::path::Path) {
 fn window(dir: &std::path::Path) {
     use pmpi_core::replay::window::{Finished, replay_window};
     use pmpi_core::trace::order::RunOrder;
-    // `--profile=FILE`: a calibrated profile (its reverse, through, port and dispersion
-    // factors) instead of the built-in one.
-    let profile =
-        match std::env::args().find_map(|a| a.strip_prefix("--profile=").map(String::from)) {
-            Some(f) => Profile::load(&f).expect("profile readable"),
-            None => Profile::builtin_default(),
-        };
+    let profile = profile_arg();
     let p2p = P2p::from_profile(&profile, None);
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");
@@ -408,11 +411,7 @@ fn window(dir: &std::path::Path) {
 /// without a model, or under `--model=NAME` alone.
 fn stream(dir: &std::path::Path) {
     use pmpi_core::predict::{CallPrediction, predict_run_with, stream::predict_stream};
-    let profile =
-        match std::env::args().find_map(|a| a.strip_prefix("--profile=").map(String::from)) {
-            Some(f) => Profile::load(&f).expect("profile readable"),
-            None => Profile::builtin_default(),
-        };
+    let profile = profile_arg();
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");
     let models: Vec<String> =

@@ -48,6 +48,27 @@ pub(crate) fn spooled_rank(me: i32, n: i32, nodes: i32, mut records: Vec<Record>
     }
 }
 
+/// Case `case` of a random-run test, written to `dir` as a run's files: from case
+/// `long_from` on `scale` times as long, every other case with clock offsets, and every
+/// tenth (the fourth, fourteenth, ...) with rank 1's spool lost (its metadata kept).
+pub(crate) fn write_random_case(
+    rnd: &mut impl FnMut(u64) -> u64,
+    dir: &std::path::Path,
+    case: usize,
+    long_from: usize,
+    scale: u64,
+) -> RunTrace {
+    let mut run = random_run_of(rnd, if case < long_from { 1 } else { scale });
+    if case % 2 == 1 {
+        offset_clocks(&mut run, rnd);
+    }
+    write_run(dir, &run);
+    if case % 10 == 3 {
+        std::fs::remove_file(crate::trace::spool_path(dir, 1)).unwrap();
+    }
+    run
+}
+
 /// Gives every rank of `run` a clock offset within ±2 µs, so that its ranks are read in
 /// corrected time order, not as recorded.
 pub(crate) fn offset_clocks(run: &mut RunTrace, rnd: &mut impl FnMut(u64) -> u64) {

@@ -166,16 +166,7 @@ mod tests {
         let assume = Assumptions::default();
         let (mut records, mut waited, mut contended, mut forced) = (0usize, 0usize, 0usize, 0usize);
         for case in 0..240 {
-            let scale = if case < 220 { 1 } else { 30 };
-            let mut run = crate::testing::random_run_of(&mut rnd, scale);
-            if case % 2 == 1 {
-                crate::testing::offset_clocks(&mut run, &mut rnd);
-            }
-            write_run(&dir, &run);
-            // Every tenth case with a rank whose spool is lost (its metadata kept).
-            if case % 10 == 3 {
-                std::fs::remove_file(crate::trace::spool_path(&dir, 1)).unwrap();
-            }
+            crate::testing::write_random_case(&mut rnd, &dir, case, 220, 30);
             let loaded = crate::trace::load_run(&dir).unwrap();
             for (profile, model) in [
                 (&builtin, "gige"),

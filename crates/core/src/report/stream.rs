@@ -300,7 +300,6 @@ impl Merge {
 mod tests {
     use super::*;
     use crate::report::{ReportOptions, write_report_with};
-    use crate::testing::write_run;
 
     #[test]
     fn entries_keep_every_bit() {
@@ -345,15 +344,7 @@ mod tests {
         let assume = Assumptions::default();
         let (mut rows, mut spilled) = (0u64, 0usize);
         for case in 0..60 {
-            let scale = if case < 50 { 1 } else { 20 };
-            let mut run = crate::testing::random_run_of(&mut rnd, scale);
-            if case % 2 == 1 {
-                crate::testing::offset_clocks(&mut run, &mut rnd);
-            }
-            write_run(&dir, &run);
-            if case % 10 == 3 {
-                std::fs::remove_file(crate::trace::spool_path(&dir, 1)).unwrap();
-            }
+            crate::testing::write_random_case(&mut rnd, &dir, case, 50, 20);
             for model in ["gige", "none"] {
                 let opts = ReportOptions {
                     model: Some(model.into()),
