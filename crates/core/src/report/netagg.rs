@@ -736,7 +736,7 @@ mod tests {
     /// accumulators are the batch reports'.
     #[test]
     fn the_streamed_network_figures_are_the_batch_ones() {
-        let mut rnd = crate::testing::xorshift(0x5eed_0f_4e7a_66);
+        let mut rnd = crate::testing::xorshift(0x5eed_0f4e_7a66);
         let dir = std::env::temp_dir().join(format!("pmpi-netagg-{}", std::process::id()));
         let builtin = Profile::builtin_default();
         let mut calibrated = builtin.clone();
