@@ -15,7 +15,9 @@
 //! `--stream=DIR`, a written run predicted as it is read (`predict::stream`: both replays
 //! side by side, every record's figures), under gige and without a model (`--model=NAME`:
 //! that one only), with a digest of every record's prediction; with `--stream=DIR
-//! --batch`, `predict_run_with` on the run loaded whole, with the same digest;
+//! --batch`, `predict_run_with` on the run loaded whole, with the same digest (with
+//! `--net`, also the network's figures the reports derive, `report::netagg`, fed as the
+//! run is predicted, the collective operations left out, and a digest of them);
 //! `--profile=FILE` takes a calibrated profile instead of the built-in one).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
@@ -410,10 +412,34 @@ fn window(dir: &std::path::Path) {
 /// of every record's prediction (the same whatever order they come in), under gige and
 /// without a model, or under `--model=NAME` alone.
 fn stream(dir: &std::path::Path) {
-    use pmpi_core::predict::{CallPrediction, predict_run_with, stream::predict_stream};
+    use pmpi_core::predict::{CallPrediction, predict_run_with, stream::predict_stream_with};
+    use pmpi_core::report::netagg::{self, NetAggregates, NetArc, NetEvents, StreamedNet};
+    use std::hash::{Hash, Hasher};
     let profile = profile_arg();
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");
+    let with_net = std::env::args().any(|a| a == "--net");
+    // The batch prediction's network events but the collective operations (not streamed).
+    struct NetOnly<'a>(&'a mut NetAggregates);
+    impl NetEvents for NetOnly<'_> {
+        fn flow(&mut self, src: u32, dst: u32, bytes: u64) {
+            self.0.flow(src, dst, bytes);
+        }
+        fn interval(&mut self, start: f64, end: f64, arcs: &[NetArc]) {
+            self.0.interval(start, end, arcs);
+        }
+    }
+    // The figures printed to the bit (Debug: each f64's shortest round trip), hashed.
+    let net_digest = |r: &netagg::NetReport| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{r:?}").hash(&mut h);
+        format!(
+            "network figures digest {:016x} ({} ranked intervals, {} graphs)",
+            h.finish(),
+            r.intervals.len(),
+            r.graphs["intervals"]
+        )
+    };
     let models: Vec<String> =
         match std::env::args().find_map(|a| a.strip_prefix("--model=").map(String::from)) {
             Some(m) => vec![m],
@@ -458,12 +484,35 @@ fn stream(dir: &std::path::Path) {
                 n as f64 / cpu / 1e6,
                 peak_rss() >> 20
             );
+            if with_net {
+                let mut agg = NetAggregates::new(p.placement.nodes(), 10);
+                netagg::feed(&p, &mut NetOnly(&mut agg));
+                for (ri, (rk, cs)) in run.ranks.iter().zip(&p.calls).enumerate() {
+                    for (i, (r, c)) in rk.records.iter().zip(cs).enumerate() {
+                        agg.call((ri as u32, i as u32), pmpi_core::report::call_e_rel(r, c));
+                    }
+                }
+                println!("  {}", net_digest(&agg.finish(&p.placement.names)));
+            }
             continue;
         }
-        let stats = predict_stream(dir, &profile, Some(model), &assume, &mut |ri, rec, _, c| {
-            eat(&mut sum, ri, rec, &c);
-            n += 1;
-        })
+        // The run's nodes, as the streamed prediction places them.
+        let order = trace::order::RunOrder::open(dir).expect("run readable");
+        let placement = Placement::from_run(&order.shell());
+        drop(order);
+        let mut net = with_net.then(|| StreamedNet::new(placement.nodes(), 10));
+        let stats = predict_stream_with(
+            dir,
+            &profile,
+            Some(model),
+            &assume,
+            &mut |ri, rec, _, c| {
+                eat(&mut sum, ri, rec, &c);
+                n += 1;
+            },
+            net.as_mut()
+                .map(|s| s as &mut dyn pmpi_core::predict::stream::StreamNet),
+        )
         .expect("run predicted");
         let cpu = (cpu_ns() - c0) as f64 * 1e-9;
         let most =
@@ -477,6 +526,13 @@ fn stream(dir: &std::path::Path) {
             stats.most_joined,
             peak_rss() >> 20
         );
+        if let Some(net) = net {
+            let held = net.agg.graphs.most_held;
+            println!(
+                "  {}, at most {held} intervals held for their owners' predictions",
+                net_digest(&net.agg.finish(&placement.names))
+            );
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 use super::{Assumptions, CallPrediction, coll_cost, penalty_model};
 use crate::error::Error;
 use crate::profile::Profile;
+use crate::replay::net::{InFlight, NetSink};
 use crate::replay::window::{Finished, Side, Stats, replay_windows};
 use crate::replay::{FxMap, P2p, Protocol};
 use crate::topo::placement::Placement;
@@ -31,6 +32,28 @@ fn last(sofar: &mut f64, t: f64) {
     }
 }
 
+/// Told of the model replay's network as a streamed prediction runs ([`NetSink`]: flows
+/// added, intervals closed, each inter-node flow's owner as `rank index << 32 | record`)
+/// and of each record's prediction by that replay. A record that sends an inter-node
+/// message is told after every interval that names it.
+pub trait StreamNet: NetSink {
+    /// Record `rec` of rank index `rank`, of measured duration `measured_s`
+    /// (`Record::duration_s`), predicted `c` (`c.free` not yet known).
+    fn call(&mut self, rank: u32, rec: u32, measured_s: f64, c: &CallPrediction);
+}
+
+/// Forwards the network's events to the shared [`StreamNet`].
+struct NetOf<'s, 'n>(&'s RefCell<&'n mut dyn StreamNet>);
+
+impl NetSink for NetOf<'_, '_> {
+    fn added(&mut self, src: u32, dst: u32, bytes: u64) {
+        self.0.borrow_mut().added(src, dst, bytes);
+    }
+    fn closed(&mut self, start: f64, end: f64, flows: &[InFlight]) {
+        self.0.borrow_mut().closed(start, end, flows);
+    }
+}
+
 /// Predicts the run in `dir` as [`super::predict_run_with`] does (the same
 /// [`CallPrediction`] for every record, to the bit), calling `out` with (rank index,
 /// record number, measured entry on rank 0's clock in ns, prediction) for each record as
@@ -41,6 +64,19 @@ pub fn predict_stream(
     model_override: Option<&str>,
     assume: &Assumptions,
     out: &mut dyn FnMut(u32, u32, i64, CallPrediction),
+) -> Result<StreamStats, Error> {
+    predict_stream_with(dir, profile, model_override, assume, out, None)
+}
+
+/// [`predict_stream`], telling `net` (where given) of the model replay's network and
+/// predictions as they are made.
+pub fn predict_stream_with(
+    dir: &std::path::Path,
+    profile: &Profile,
+    model_override: Option<&str>,
+    assume: &Assumptions,
+    out: &mut dyn FnMut(u32, u32, i64, CallPrediction),
+    net: Option<&mut dyn StreamNet>,
 ) -> Result<StreamStats, Error> {
     let model = penalty_model(profile, model_override).map_err(Error::Input)?;
     let order = RunOrder::open(dir)?;
@@ -63,10 +99,14 @@ pub fn predict_stream(
         s.most_joined = s.most_joined.max(n);
     };
     let (mut makespan, mut makespan_free, mut makespan_measured) = (0.0, 0.0, 0.0);
+    let net = net.map(RefCell::new);
     let mut on_model = |f: Finished| {
         last(&mut makespan, f.end);
         last(&mut makespan_measured, f.measured_end);
         let mut c = f.prediction.expect("figures asked for");
+        if let Some(n) = &net {
+            n.borrow_mut().call(f.rank, f.rec, f.measured_s, &c);
+        }
         // Without a model the prediction is the contention-free replay itself.
         if model.is_some() {
             let Some(free) = free_first.borrow_mut().remove(&(f.rank, f.rec)) else {
@@ -95,6 +135,7 @@ pub fn predict_stream(
         contention: model.is_some(),
         figures: true,
         finished: &mut on_model,
+        net: net.as_ref().map(|n| Box::new(NetOf(n)) as Box<dyn NetSink>),
     }];
     if model.is_some() {
         sides.push(Side {
@@ -102,6 +143,7 @@ pub fn predict_stream(
             contention: false,
             figures: false,
             finished: &mut on_free,
+            net: None,
         });
     }
     let replays = replay_windows(order, &placement, protocol, &p2p, &cost, sides)?;

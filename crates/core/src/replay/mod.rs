@@ -1241,6 +1241,10 @@ trait Store {
     fn msg_waiters(&mut self, m: u32) -> &mut [u32; 2];
     /// Message `m` is network flow `f`.
     fn set_flow(&mut self, m: u32, f: u32);
+    /// What the network's sink is told owns message `m`'s flow ([`Net::add_owned`]).
+    fn flow_owner(&self, _m: u32) -> u64 {
+        u64::MAX
+    }
     fn flow_msg(&self, f: u32) -> u32;
     fn inst(&self, i: u32) -> InstInfo;
     /// Index of member record `g` among instance `i`'s members (in rank order).
@@ -1724,7 +1728,10 @@ impl<'a, S: Store> Engine<'a, S> {
             .time_bytes(msg.bytes as f64);
         self.s.set_msg_time(m, MsgTime::Tref, tref);
         self.s.set_msg_time(m, MsgTime::FlowStart, self.net.now());
-        let f = self.net.add(msg.src_node, msg.dst_node, msg.bytes, tref);
+        let owner = self.s.flow_owner(m);
+        let f = self
+            .net
+            .add_owned(msg.src_node, msg.dst_node, msg.bytes, tref, owner);
         self.s.set_flow(m, f);
     }
 

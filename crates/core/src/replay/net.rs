@@ -36,6 +36,28 @@ impl Sim {
     }
 }
 
+/// An inter-node flow in flight during an interval, as a [`NetSink`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InFlight {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u64,
+    pub tref: f64,
+    pub pen: f64,
+    /// What [`Net::add_owned`] was given (`u64::MAX`: none).
+    pub owner: u64,
+}
+
+/// Told of the network's flows and intervals as they happen ([`Net::with_sink`]): the
+/// interval log's content without the log, for a replay that keeps none.
+pub trait NetSink {
+    /// A flow was added (within a node too).
+    fn added(&mut self, src: u32, dst: u32, bytes: u64);
+    /// An interval with inter-node flows in flight closed: the same flows, in the same
+    /// order, as the interval log would hold.
+    fn closed(&mut self, start: f64, end: f64, flows: &[InFlight]);
+}
+
 /// How messages crossing a wide-area backbone at once slow each other: measured
 /// (`calibrate --clusters`: k messages at once, their last arrival over a lone one's) or,
 /// without measurements, shared equally by a backbone that carries `lanes` messages at
@@ -92,6 +114,8 @@ struct NetFlow {
     intra: bool,
     /// Position among the inter-node flows (the index the interval log uses).
     inter_pos: u32,
+    /// For the sink: see [`Net::add_owned`].
+    owner: u64,
 }
 
 /// The fluid network.
@@ -143,6 +167,9 @@ pub struct Net<'m> {
     pub inter: Vec<u32>,
     /// Intervals of inter-node flows and their penalties.
     pub log: Sim,
+    /// Told of flows and intervals as they happen, and its scratch.
+    sink: Option<Box<dyn NetSink + 'm>>,
+    in_flight: Vec<InFlight>,
 }
 
 /// Whether `q` can serve as a dispersion's quantiles: at least 2, positive, finite and
@@ -197,6 +224,8 @@ impl<'m> Net<'m> {
             pairs: Vec::new(),
             inter: Vec::new(),
             log: Sim::default(),
+            sink: None,
+            in_flight: Vec::new(),
         }
     }
 
@@ -294,6 +323,12 @@ impl<'m> Net<'m> {
         self
     }
 
+    /// Tells `sink` of every flow added and every interval closed.
+    pub fn with_sink(mut self, sink: Box<dyn NetSink + 'm>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
     /// Current time of the network.
     pub fn now(&self) -> f64 {
         self.now
@@ -301,6 +336,14 @@ impl<'m> Net<'m> {
 
     /// Adds a flow at the current time; returns its id (ids count up from 0).
     pub fn add(&mut self, src: u32, dst: u32, bytes: u64, tref: f64) -> u32 {
+        self.add_owned(src, dst, bytes, tref, u64::MAX)
+    }
+
+    /// [`Net::add`], the sink told `owner` with the flow's intervals.
+    pub fn add_owned(&mut self, src: u32, dst: u32, bytes: u64, tref: f64, owner: u64) -> u32 {
+        if let Some(s) = &mut self.sink {
+            s.added(src, dst, bytes);
+        }
         let id = self.next_id;
         self.next_id += 1;
         let intra = src == dst;
@@ -320,6 +363,7 @@ impl<'m> Net<'m> {
             pen: 1.0,
             intra,
             inter_pos,
+            owner,
         };
         let slot = match self.free_slots.pop() {
             Some(k) => {
@@ -524,6 +568,28 @@ impl<'m> Net<'m> {
                     first,
                     len,
                 });
+            }
+        }
+        if dt > 0.0
+            && let Some(sink) = &mut self.sink
+        {
+            self.in_flight.clear();
+            self.in_flight.extend(
+                self.active
+                    .iter()
+                    .map(|&i| &self.flows[i as usize])
+                    .filter(|f| !f.intra)
+                    .map(|f| InFlight {
+                        src: f.src,
+                        dst: f.dst,
+                        bytes: f.bytes,
+                        tref: f.tref,
+                        pen: f.pen,
+                        owner: f.owner,
+                    }),
+            );
+            if !self.in_flight.is_empty() {
+                sink.closed(self.now, t, &self.in_flight);
             }
         }
         let mut k = 0;

@@ -22,6 +22,7 @@
 //! completed) in the slots of messages and operations, and hands a record over once those
 //! are known too (docs/engine.md, "Both replays over one read").
 
+use super::net::NetSink;
 use super::online::{Event, Id, OnlinePlan, Planned};
 use super::{
     CollCost, Engine, Entries, FxMap, Hot, InstInfo, InstState, Instance, Msg, MsgTime, NONE, Op,
@@ -54,6 +55,8 @@ pub struct Finished {
     pub reason: Reason,
     /// Its measured, clock-corrected end (seconds from the origin).
     pub measured_end: f64,
+    /// Its measured duration as the reports take it (`Record::duration_s`).
+    pub measured_s: f64,
     /// Its replayed duration (a nonblocking operation's: from its post to the end of the
     /// completion call that finished it), as `predict` gives it.
     pub duration: f64,
@@ -92,6 +95,7 @@ pub fn replay_window(
         contention,
         figures: false,
         finished,
+        net: None,
     };
     Ok(replay_windows(order, placement, protocol, p2p, cost, vec![side])?[0])
 }
@@ -108,6 +112,11 @@ pub struct Side<'a> {
     /// at the end.
     pub figures: bool,
     pub finished: &'a mut dyn FnMut(Finished),
+    /// Told of the replay's network as it runs (flows added, intervals closed, each
+    /// inter-node flow's owner as `rank index << 32 | record`); with [`Side::figures`], a
+    /// record that sends an inter-node message is then handed over once the message
+    /// arrived, after every interval that names it.
+    pub net: Option<Box<dyn NetSink + 'a>>,
 }
 
 /// Calls one replay may read ahead of the slowest other before it pauses for it: the
@@ -137,15 +146,13 @@ pub fn replay_windows(
         .into_iter()
         .enumerate()
         .map(|(k, side)| {
-            let store = Window::new(reader.clone(), k, cost, side.figures, side.finished);
-            Engine::new(
-                store,
-                p2p,
-                network(p2p, side.model, protocol, false),
-                placement,
-                protocol,
-                side.contention,
-            )
+            let mut store = Window::new(reader.clone(), k, cost, side.figures, side.finished);
+            let mut net = network(p2p, side.model, protocol, false);
+            if let Some(sink) = side.net {
+                store.hold_senders = true;
+                net = net.with_sink(sink);
+            }
+            Engine::new(store, p2p, net, placement, protocol, side.contention)
         })
         .collect();
     let mut done = vec![false; n];
@@ -336,6 +343,7 @@ struct Rec {
     /// Measured, clock-corrected start and end (seconds from the origin).
     m_start: f64,
     m_end: f64,
+    m_dur: f64,
     entry_ns: i64,
     /// A completion call finished it (`done_end`: that call's end), and when its request
     /// completed.
@@ -372,6 +380,10 @@ struct MsgSlot {
     m_posts: [f64; 2],
     /// The record whose figures wait for its arrival.
     fig_waiter: u32,
+    /// Its sending record, for the network's sink; and that record while its hand-over
+    /// waits for the arrival (`Window::hold_senders`).
+    owner: Id,
+    owner_waiter: u32,
 }
 
 /// A collective operation's slot.
@@ -446,6 +458,9 @@ struct Window<'a> {
     final_pass: bool,
     /// Records whose figures no longer wait.
     fig_ready: Vec<u32>,
+    /// A record that sends an inter-node message is handed over once it arrived (for a
+    /// network sink, whose intervals then all come before the record).
+    hold_senders: bool,
     live: (usize, usize, usize),
     stats: Stats,
 }
@@ -531,6 +546,7 @@ impl<'a> Window<'a> {
             checks: Vec::new(),
             final_pass: false,
             fig_ready: Vec::new(),
+            hold_senders: false,
             live: (0, 0, 0),
             stats: Stats::default(),
         }
@@ -614,6 +630,8 @@ impl<'a> Window<'a> {
                 refs: 3,
                 m_posts: [m_start, f64::NAN],
                 fig_waiter: NONE,
+                owner: id,
+                owner_waiter: NONE,
             });
             hot.msg_out = ms;
             self.unmatched.insert(id, ms);
@@ -662,6 +680,7 @@ impl<'a> Window<'a> {
         slot.gone = false;
         slot.m_start = m_start;
         slot.m_end = m_end;
+        slot.m_dur = r.duration_s();
         slot.entry_ns = entry_ns;
         slot.has_done_by = false;
         slot.done_end = f64::NAN;
@@ -985,6 +1004,7 @@ impl<'a> Window<'a> {
                     gone: false,
                     m_start: f64::NAN,
                     m_end: f64::NAN,
+                    m_dur: f64::NAN,
                     entry_ns: 0,
                     has_done_by: false,
                     done_end: f64::NAN,
@@ -1087,6 +1107,16 @@ impl<'a> Window<'a> {
             }
             _ => {}
         }
+        if self.hold_senders && matches!(h.op, Op::Send { .. } | Op::SendRecv | Op::Isend { .. }) {
+            let m = h.msg_out;
+            if m != NONE {
+                let s = &mut self.msgs[m as usize];
+                if s.msg.src_node != s.msg.dst_node && s.times[MsgTime::Arrive as usize].is_nan() {
+                    s.owner_waiter = g;
+                    pending += 1;
+                }
+            }
+        }
         if pending == 0 {
             self.emit(g);
         } else {
@@ -1158,6 +1188,7 @@ impl<'a> Window<'a> {
             req_done: r.req_done,
             reason: r.reason,
             measured_end: r.m_end,
+            measured_s: r.m_dur,
             duration,
             prediction,
         });
@@ -1368,11 +1399,14 @@ impl Store for Window<'_> {
         if f == MsgTime::Arrive {
             let (a, b, flow) = (s.send_op, s.recv_op, s.flow);
             let w = std::mem::replace(&mut s.fig_waiter, NONE);
-            if w != NONE {
-                let r = &mut self.recs[w as usize];
-                r.fig_pending -= 1;
-                if r.fig_pending == 0 {
-                    self.fig_ready.push(w);
+            let o = std::mem::replace(&mut s.owner_waiter, NONE);
+            for w in [w, o] {
+                if w != NONE {
+                    let r = &mut self.recs[w as usize];
+                    r.fig_pending -= 1;
+                    if r.fig_pending == 0 {
+                        self.fig_ready.push(w);
+                    }
                 }
             }
             self.checks
@@ -1390,6 +1424,10 @@ impl Store for Window<'_> {
     }
     fn flow_msg(&self, f: u32) -> u32 {
         self.flows[&f]
+    }
+    fn flow_owner(&self, m: u32) -> u64 {
+        let (ri, rec) = self.msgs[m as usize].owner;
+        (ri as u64) << 32 | rec as u64
     }
     fn inst(&self, i: u32) -> InstInfo {
         self.insts[i as usize].info

@@ -3,6 +3,7 @@
 //! in an interval, weighted by its penalty, measure the load. The *excess*
 //! (penalty − 1) × bytes is what sharing added; hotspots are ranked by it.
 
+use super::netagg::{HotspotAgg, node_name};
 use crate::predict::RunPrediction;
 use crate::trace::RunTrace;
 use serde::Serialize;
@@ -62,9 +63,9 @@ impl Cause {
 }
 
 #[derive(Default, Clone, Copy)]
-struct Acc {
-    weighted: f64,
-    excess: f64,
+pub(crate) struct Acc {
+    pub(crate) weighted: f64,
+    pub(crate) excess: f64,
     out_excess: f64,
     in_excess: f64,
     opposite_excess: f64,
@@ -72,7 +73,7 @@ struct Acc {
 }
 
 impl Acc {
-    fn add(&mut self, weighted: f64, excess: f64, cause: Cause) {
+    pub(crate) fn add(&mut self, weighted: f64, excess: f64, cause: Cause) {
         self.weighted += weighted;
         self.excess += excess;
         match cause {
@@ -88,7 +89,7 @@ impl Acc {
         }
     }
 
-    fn cause(&self) -> Cause {
+    pub(crate) fn cause(&self) -> Cause {
         let (o, i) = (self.out_excess, self.in_excess);
         let (r, t) = (self.opposite_excess, self.through_excess);
         if o + i < r + t {
@@ -180,7 +181,7 @@ pub struct Hotspots {
 
 /// Whether the arc `s → d` runs beside its reverse `d → s`, and whether `d` sends on to a
 /// node other than `s`, among the sorted node pairs `pairs` in flight with it.
-fn arc_context(pairs: &[(u32, u32)], s: u32, d: u32) -> (bool, bool) {
+pub(crate) fn arc_context(pairs: &[(u32, u32)], s: u32, d: u32) -> (bool, bool) {
     let reverse = pairs.binary_search(&(d, s)).is_ok();
     let lo = pairs.partition_point(|p| p.0 < d);
     let onward = pairs[lo..]
@@ -193,135 +194,11 @@ fn arc_context(pairs: &[(u32, u32)], s: u32, d: u32) -> (bool, bool) {
 /// Computes the top `top` hotspots of each kind.
 pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
     let names = &pred.placement.names;
-    let mut intervals = Vec::new();
-    let mut pairs: HashMap<(u32, u32), Acc> = HashMap::new();
-    let mut nodes: HashMap<u32, Acc> = HashMap::new();
-    let mut out_deg: HashMap<u32, u32> = HashMap::new();
-    let mut in_deg: HashMap<u32, u32> = HashMap::new();
-    let mut node_pairs_in: Vec<(u32, u32)> = Vec::new();
-    for iv in &pred.sim.intervals {
-        let arcs = pred.sim.arcs_of(iv);
-        out_deg.clear();
-        in_deg.clear();
-        for &(k, _) in arcs {
-            let f = &pred.flows.flows[pred.inter[k as usize]];
-            *out_deg.entry(f.src_node).or_default() += 1;
-            *in_deg.entry(f.dst_node).or_default() += 1;
-        }
-        node_pairs_in.clear();
-        node_pairs_in.extend(arcs.iter().map(|&(k, _)| {
-            let f = &pred.flows.flows[pred.inter[k as usize]];
-            (f.src_node, f.dst_node)
-        }));
-        node_pairs_in.sort_unstable();
-        let dt = iv.end - iv.start;
-        let mut acc = Acc::default();
-        let mut max_p: f64 = 1.0;
-        for &(k, p) in arcs {
-            let fi = pred.inter[k as usize];
-            let f = &pred.flows.flows[fi];
-            let tref = pred.tref[fi].max(f64::MIN_POSITIVE);
-            let moved = f.bytes as f64 * (dt / (p * tref)).min(1.0);
-            let (reverse, onward) = arc_context(&node_pairs_in, f.src_node, f.dst_node);
-            let cause = Cause::of_arc(out_deg[&f.src_node], in_deg[&f.dst_node], reverse, onward);
-            let (w, x) = (p * moved, (p - 1.0).max(0.0) * moved);
-            acc.add(w, x, cause);
-            pairs
-                .entry((f.src_node, f.dst_node))
-                .or_default()
-                .add(w, x, cause);
-            nodes.entry(f.src_node).or_default().add(w, x, cause);
-            nodes.entry(f.dst_node).or_default().add(w, x, cause);
-            max_p = max_p.max(p);
-        }
-        intervals.push(IntervalHotspot {
-            operation: None,
-            start_s: iv.start,
-            end_s: iv.end,
-            arcs: iv.len,
-            max_penalty: max_p,
-            penalty_weighted_bytes: acc.weighted,
-            excess_bytes: acc.excess,
-            cause: acc.cause(),
-        });
-    }
-    // Collective operations, timed with their own models: their assumed messages at the
-    // operation's penalty, the cause from their pairs' degrees.
-    for (i, op) in pred.collectives.iter().enumerate() {
-        let arcs: Vec<&(u32, u32, u64)> = pred
-            .coll_traffic
-            .of(i)
-            .iter()
-            .filter(|p| p.0 != p.1)
-            .collect();
-        if arcs.is_empty() {
-            continue;
-        }
-        out_deg.clear();
-        in_deg.clear();
-        for p in &arcs {
-            *out_deg.entry(p.0).or_default() += 1;
-            *in_deg.entry(p.1).or_default() += 1;
-        }
-        node_pairs_in.clear();
-        node_pairs_in.extend(arcs.iter().map(|p| (p.0, p.1)));
-        let mut acc = Acc::default();
-        for &&(s, d, b) in &arcs {
-            let (reverse, onward) = arc_context(&node_pairs_in, s, d);
-            let cause = Cause::of_arc(out_deg[&s], in_deg[&d], reverse, onward);
-            let (w, x) = (op.penalty * b as f64, (op.penalty - 1.0) * b as f64);
-            acc.add(w, x, cause);
-            pairs.entry((s, d)).or_default().add(w, x, cause);
-            nodes.entry(s).or_default().add(w, x, cause);
-            nodes.entry(d).or_default().add(w, x, cause);
-        }
-        intervals.push(IntervalHotspot {
-            operation: Some(op.call),
-            start_s: op.start,
-            end_s: op.end,
-            arcs: arcs.len() as u32,
-            max_penalty: op.penalty,
-            penalty_weighted_bytes: acc.weighted,
-            excess_bytes: acc.excess,
-            cause: acc.cause(),
-        });
-    }
+    let mut net = HotspotAgg::new(top);
+    super::netagg::feed(pred, &mut net);
+    let (intervals, node_pairs, node_list) = net.finish(|n| node_name(names, n));
     let by_excess = |a: f64, b: f64| b.total_cmp(&a);
-    intervals.sort_by(|a, b| {
-        by_excess(a.excess_bytes, b.excess_bytes).then(a.start_s.total_cmp(&b.start_s))
-    });
-    intervals.truncate(top);
-    let name = |n: u32| {
-        names
-            .get(n as usize)
-            .cloned()
-            .unwrap_or_else(|| format!("node{n}"))
-    };
-    let mut node_pairs: Vec<PairHotspot> = pairs
-        .into_iter()
-        .map(|((s, d), a)| PairHotspot {
-            src: name(s),
-            dst: name(d),
-            penalty_weighted_bytes: a.weighted,
-            excess_bytes: a.excess,
-            cause: a.cause(),
-        })
-        .collect();
-    node_pairs.sort_by(|a, b| {
-        by_excess(a.excess_bytes, b.excess_bytes).then((&a.src, &a.dst).cmp(&(&b.src, &b.dst)))
-    });
-    node_pairs.truncate(top);
-    let mut node_list: Vec<NodeHotspot> = nodes
-        .into_iter()
-        .map(|(n, a)| NodeHotspot {
-            node: name(n),
-            penalty_weighted_bytes: a.weighted,
-            excess_bytes: a.excess,
-            cause: a.cause(),
-        })
-        .collect();
-    node_list.sort_by(|a, b| by_excess(a.excess_bytes, b.excess_bytes).then(a.node.cmp(&b.node)));
-    node_list.truncate(top);
+    let name = |n: u32| node_name(names, n);
     let mut ranks: Vec<RankLoss> = run
         .ranks
         .iter()

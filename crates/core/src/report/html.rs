@@ -35,66 +35,9 @@ pub struct Matrix {
 
 /// The node-to-node matrices of a prediction.
 pub fn matrix(pred: &RunPrediction) -> Matrix {
-    let n = pred.placement.nodes();
-    let mut m = Matrix {
-        bytes: vec![vec![0.0; n]; n],
-        contention_s: vec![vec![0.0; n]; n],
-        excess_bytes: vec![vec![0.0; n]; n],
-    };
-    let ok = |s: u32, d: u32| (s as usize) < n && (d as usize) < n;
-    for f in &pred.flows.flows {
-        if ok(f.src_node, f.dst_node) {
-            m.bytes[f.src_node as usize][f.dst_node as usize] += f.bytes as f64;
-        }
-    }
-    for iv in &pred.sim.intervals {
-        let dt = (iv.end - iv.start).max(0.0);
-        for &(k, p) in pred.sim.arcs_of(iv) {
-            let Some(f) = pred
-                .inter
-                .get(k as usize)
-                .and_then(|&fi| pred.flows.flows.get(fi).map(|f| (fi, f)))
-            else {
-                continue;
-            };
-            let (fi, f) = f;
-            if !ok(f.src_node, f.dst_node) || p.is_nan() || p <= 1.0 {
-                continue;
-            }
-            let (s, d) = (f.src_node as usize, f.dst_node as usize);
-            m.contention_s[s][d] += dt * (1.0 - 1.0 / p);
-            let tref = pred
-                .tref
-                .get(fi)
-                .copied()
-                .unwrap_or(0.0)
-                .max(f64::MIN_POSITIVE);
-            let moved = f.bytes as f64 * (dt / (p * tref)).min(1.0);
-            m.excess_bytes[s][d] += (p - 1.0) * moved;
-        }
-    }
-    // Collectives, which the replay times with their own models: their assumed messages'
-    // bytes, and their members' contention shared among their inter-node pairs by bytes.
-    for (i, op) in pred.collectives.iter().enumerate() {
-        let pairs = pred.coll_traffic.of(i);
-        let inter: f64 = pairs
-            .iter()
-            .filter(|p| p.0 != p.1)
-            .map(|p| p.2 as f64)
-            .sum();
-        for &(s, d, b) in pairs {
-            if !ok(s, d) {
-                continue;
-            }
-            let (su, du, b) = (s as usize, d as usize, b as f64);
-            m.bytes[su][du] += b;
-            if s != d && inter > 0.0 {
-                m.contention_s[su][du] += op.contention_s * b / inter;
-                m.excess_bytes[su][du] += (op.penalty - 1.0) * b;
-            }
-        }
-    }
-    m
+    let mut m = super::netagg::MatrixAgg::new(pred.placement.nodes());
+    super::netagg::feed(pred, &mut m);
+    m.finish()
 }
 
 /// Where a rank's time went (seconds), measured and predicted. Measured: its span from

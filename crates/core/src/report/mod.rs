@@ -8,6 +8,7 @@ pub mod chrome_trace;
 pub mod hotspots;
 pub mod html;
 pub mod live;
+pub mod netagg;
 pub mod number;
 pub mod stream;
 pub mod whatif;
@@ -330,8 +331,13 @@ pub fn task_sums(rk: &trace::RankTrace, calls: &[CallPrediction]) -> (f64, f64, 
 }
 
 /// E_rel of a call's prediction, if predicted.
-fn call_e_rel(r: &Record, c: &CallPrediction) -> Option<f64> {
-    c.predicted.and_then(|p| e_rel(p, r.duration_s()))
+pub fn call_e_rel(r: &Record, c: &CallPrediction) -> Option<f64> {
+    prediction_e_rel(c, r.duration_s())
+}
+
+/// E_rel of a call's prediction, if predicted, from its measured duration.
+pub fn prediction_e_rel(c: &CallPrediction, measured_s: f64) -> Option<f64> {
+    c.predicted.and_then(|p| e_rel(p, measured_s))
 }
 
 /// The value of `key` in `map`, inserted as the default if missing: the key is copied only
@@ -341,6 +347,24 @@ fn entry<'m, V: Default>(map: &'m mut BTreeMap<String, V>, key: &str) -> &'m mut
         map.insert(key.to_string(), V::default());
     }
     map.get_mut(key).expect("inserted above")
+}
+
+/// summary.json's `prediction.e_abs_graphs_percent` of a batch prediction: per interval
+/// of the network, the mean |E_rel| of the calls owning its arcs ([`netagg::GraphAgg`]).
+pub(crate) fn graph_errors(run: &RunTrace, pred: &RunPrediction) -> Value {
+    let mut g = netagg::GraphAgg::default();
+    for iv in &pred.sim.intervals {
+        g.known(
+            iv.start,
+            iv.end,
+            pred.sim.arcs_of(iv).iter().map(|&(k, _)| {
+                let o = pred.flows.flows[pred.inter[k as usize]].owner;
+                let (ri, i) = (o.rank as usize, o.rec as usize);
+                call_e_rel(&run.ranks[ri].records[i], &pred.calls[ri][i])
+            }),
+        );
+    }
+    g.finish()
 }
 
 /// The `prediction` section of summary.json.
@@ -410,38 +434,13 @@ fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Val
             )
         })
         .collect();
-    let mut graphs = Vec::new();
-    let mut all = Vec::new();
-    for iv in &pred.sim.intervals {
-        let errs: Vec<f64> = pred
-            .sim
-            .arcs_of(iv)
-            .iter()
-            .filter_map(|&(k, _)| {
-                let o = pred.flows.flows[pred.inter[k as usize]].owner;
-                let (ri, i) = (o.rank as usize, o.rec as usize);
-                call_e_rel(&run.ranks[ri].records[i], &pred.calls[ri][i])
-            })
-            .collect();
-        if !errs.is_empty() {
-            let e = errs.iter().map(|x| x.abs()).sum::<f64>() / errs.len() as f64;
-            all.push(e);
-            graphs.push((iv.start, iv.end, iv.len, e));
-        }
-    }
-    // The largest graphs first; the list is capped so that summary.json stays readable.
-    graphs.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.total_cmp(&b.0)));
-    graphs.truncate(100);
+    let graphs = graph_errors(run, pred);
     json!({
         "model": pred.model,
         "profile": source,
         "e_rel_percent": e_rel,
         "e_abs_tasks_percent": tasks,
-        "e_abs_graphs_percent": {
-            "intervals": all.len(),
-            "mean": if all.is_empty() { None } else { Some(all.iter().sum::<f64>() / all.len() as f64) },
-            "largest": graphs.iter().map(|g| json!({"start_s": g.0, "end_s": g.1, "arcs": g.2, "e_abs": g.3})).collect::<Vec<_>>(),
-        },
+        "e_abs_graphs_percent": graphs,
         "contention_loss_s": {"by_rank": lost_rank, "by_node": lost_node, "by_call": lost_call},
         "wait_s": {"measured_by_kind": wait_measured, "predicted_by_kind": wait_predicted, "measured_caused_by_rank": caused},
         "makespan_s": {"measured": pred.makespan_measured, "predicted": pred.makespan, "free": pred.makespan_free},
