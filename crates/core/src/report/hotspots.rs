@@ -3,7 +3,9 @@
 //! in an interval, weighted by its penalty, measure the load. The *excess*
 //! (penalty − 1) × bytes is what sharing added; hotspots are ranked by it.
 
+use super::callagg::{CallAggregates, CallFigures, RankCalls};
 use crate::predict::RunPrediction;
+use crate::topo::placement::Placement;
 use crate::trace::RunTrace;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -192,6 +194,16 @@ fn arc_context(pairs: &[(u32, u32)], s: u32, d: u32) -> (bool, bool) {
 
 /// Computes the top `top` hotspots of each kind.
 pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
+    compute_with(run, pred, &CallAggregates::of_run(run, &pred.calls), top)
+}
+
+/// [`compute`] with the run's per-call figures already found.
+pub fn compute_with(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    figs: &CallFigures,
+    top: usize,
+) -> Hotspots {
     let names = &pred.placement.names;
     let mut intervals = Vec::new();
     let mut pairs: HashMap<(u32, u32), Acc> = HashMap::new();
@@ -322,41 +334,62 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
         .collect();
     node_list.sort_by(|a, b| by_excess(a.excess_bytes, b.excess_bytes).then(a.node.cmp(&b.node)));
     node_list.truncate(top);
+    let ranks = rank_losses(run, &pred.placement, figs, top);
+    let waited_for = waited_for(figs, top);
+    Hotspots {
+        model: pred.model.clone(),
+        intervals,
+        node_pairs,
+        nodes: node_list,
+        ranks,
+        waited_for,
+    }
+}
+
+/// The `top` ranks that lost most to contention (none that lost nothing), on the node
+/// the replay put them (`placement`: another one in a what-if replay); `run`'s ranks
+/// (a shell will do) with their figures in `figs`.
+pub fn rank_losses(
+    run: &RunTrace,
+    placement: &Placement,
+    figs: &CallFigures,
+    top: usize,
+) -> Vec<RankLoss> {
+    let none = RankCalls::default();
     let mut ranks: Vec<RankLoss> = run
         .ranks
         .iter()
-        .zip(&pred.calls)
-        .map(|(rk, cs)| RankLoss {
+        .enumerate()
+        .map(|(ri, rk)| RankLoss {
             rank: rk.meta.rank,
-            // The replay's node: another placement in a what-if replay.
-            node: pred
-                .placement
-                .node(rk.meta.rank)
-                .map_or_else(|| rk.meta.node.clone(), name),
-            lost_s: rk.records.iter().zip(cs).map(|(_, c)| c.contention).sum(),
+            node: placement.node(rk.meta.rank).map_or_else(
+                || rk.meta.node.clone(),
+                |n| {
+                    placement
+                        .names
+                        .get(n as usize)
+                        .cloned()
+                        .unwrap_or_else(|| format!("node{n}"))
+                },
+            ),
+            lost_s: figs.ranks.get(ri).unwrap_or(&none).contention_s,
         })
         .collect();
-    ranks.sort_by(|a, b| by_excess(a.lost_s, b.lost_s).then(a.rank.cmp(&b.rank)));
+    ranks.sort_by(|a, b| b.lost_s.total_cmp(&a.lost_s).then(a.rank.cmp(&b.rank)));
     ranks.retain(|r| r.lost_s > 0.0);
     ranks.truncate(top);
+    ranks
+}
+
+/// The `top` ranks others waited for most (measured), with the kind of most of those
+/// seconds.
+pub fn waited_for(figs: &CallFigures, top: usize) -> Vec<Waited> {
     // By kind name, so that the seconds of a rank's kinds are summed in one order (a hash
     // map's order changed the last digit of `caused_s` from run to run).
-    let mut caused: HashMap<i32, std::collections::BTreeMap<&'static str, f64>> = HashMap::new();
-    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        for (_, c) in rk.records.iter().zip(cs) {
-            let w = c.measured_wait;
-            if w.seconds > 0.0 && w.on >= 0 {
-                *caused
-                    .entry(w.on)
-                    .or_default()
-                    .entry(w.kind.name())
-                    .or_default() += w.seconds;
-            }
-        }
-    }
-    let mut waited_for: Vec<Waited> = caused
-        .into_iter()
-        .map(|(rank, kinds)| {
+    let mut waited_for: Vec<Waited> = figs
+        .waited_on
+        .iter()
+        .map(|(&rank, kinds)| {
             let kind = kinds
                 .iter()
                 .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
@@ -369,16 +402,9 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
             }
         })
         .collect();
-    waited_for.sort_by(|a, b| by_excess(a.caused_s, b.caused_s).then(a.rank.cmp(&b.rank)));
+    waited_for.sort_by(|a, b| b.caused_s.total_cmp(&a.caused_s).then(a.rank.cmp(&b.rank)));
     waited_for.truncate(top);
-    Hotspots {
-        model: pred.model.clone(),
-        intervals,
-        node_pairs,
-        nodes: node_list,
-        ranks,
-        waited_for,
-    }
+    waited_for
 }
 
 fn mb(b: f64) -> String {
