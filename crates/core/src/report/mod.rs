@@ -266,7 +266,7 @@ pub fn summary_with_prediction(run: &RunTrace, pred: &RunPrediction, source: &st
 }
 
 /// [`summary_with_prediction`] with the run's per-call figures already found.
-fn summary_with_figures(
+pub fn summary_with_figures(
     run: &RunTrace,
     pred: &RunPrediction,
     figs: &callagg::CallFigures,
