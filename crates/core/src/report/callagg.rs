@@ -23,9 +23,9 @@ use std::collections::BTreeMap;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// E_rel values held in memory before they are spilled (8 bytes each: 32 MB), and the
-/// most candidates a selection sorts in memory.
-pub const IN_MEMORY: usize = 1 << 22;
+/// E_rel values held in memory before they are spilled (8 bytes each: 8 MB, up to twice
+/// that as the groups' vectors grow), and the most candidates a selection holds.
+pub const IN_MEMORY: usize = 1 << 20;
 
 /// Time of MPI a record accounts for on its rank: a nonblocking operation counts only
 /// its post (its wait is a record of its own).
@@ -125,12 +125,16 @@ pub struct CallFigures {
     pub e_rel_spilled: usize,
 }
 
+/// A call family's predicted calls: their count and Σ measured, predicted and
+/// contention-free seconds.
+type FamilySums = (u64, f64, f64, f64);
+
 /// The per-call figures of a run being read, a row at a time.
 pub struct CallAggregates {
     ranks: Vec<RankCalls>,
     calls: BTreeMap<String, CallAgg>,
     e_rel: ErrValues,
-    families: BTreeMap<String, BTreeMap<&'static str, (u64, f64, f64, f64)>>,
+    families: BTreeMap<String, BTreeMap<&'static str, FamilySums>>,
     f: CallFigures,
 }
 
@@ -486,20 +490,22 @@ const DIGIT: u32 = 16;
 
 /// Selects every target among the `n` values in the file at `path`: each pass counts the
 /// candidates of each target by the next 16 bits of their key and narrows it to the
-/// bucket that holds its rank, until its candidates fit in `bound` values (then sorted
-/// in memory) or its key is found whole.
+/// bucket that holds its rank, until its candidates fit in its share of `bound` values
+/// (then selected in memory) or its key is found whole.
 fn select_in_file(path: &Path, n: u64, targets: &mut [Target], bound: usize) -> Result<(), Error> {
     for t in targets.iter_mut() {
         t.count = Some(n);
     }
     while targets.iter().any(|t| t.answer.is_none()) {
         // Per target: Some(candidates) when they fit, else a histogram of the next digit.
+        // The targets share the bound; each gathers exactly its candidates.
+        let share = (bound / targets.len()).max(1) as u64;
         let mut held: Vec<Option<Vec<f64>>> = Vec::new();
         let mut hist: Vec<Option<Vec<u64>>> = Vec::new();
         for t in targets.iter() {
-            let fits = t.answer.is_none() && t.count.is_some_and(|c| c <= bound as u64);
+            let fits = t.answer.is_none() && t.count.is_some_and(|c| c <= share);
             let counts = t.answer.is_none() && !fits;
-            held.push(fits.then(Vec::new));
+            held.push(fits.then(|| Vec::with_capacity(t.count.unwrap_or(0) as usize)));
             hist.push(counts.then(|| vec![0u64; 1 << DIGIT]));
         }
         let file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;

@@ -390,6 +390,8 @@ pub fn write_html(
 /// Writes `report.html` and `trace.json` (unless `trace_max_mb` is 0) into `dir`. Runs
 /// inside MPI_Finalize: a failure, even a panic, is one stderr line per file and never
 /// stops the rest of the report or the program.
+// The views read everything the report found; a struct of them would only rename these.
+#[allow(clippy::too_many_arguments)]
 pub fn write_views(
     dir: &Path,
     run: &RunTrace,
