@@ -387,7 +387,7 @@ mod tests {
 
     /// Random runs (as the streamed prediction's test makes them: clock offsets, long
     /// runs, a rank's spool lost), under `gige` and without a model, with sorted runs of 1
-    /// to 3,000 predictions (many spilled runs, one, none) and E_rel values held 3 to 1 M
+    /// to 3,000 predictions (many spilled runs, one, none) and E_rel values held 3, 50 or 1 M
     /// at a time (spilled and selected from files, or not): the streamed calls.csv is the
     /// batch report's, byte for byte; its summary.json is the batch one but
     /// `e_abs_graphs_percent`, every figure to the bit; hotspots.json's `ranks` and
