@@ -413,8 +413,9 @@ fn watch_on_a_spool_with_a_bad_header_exits_2() {
     );
 }
 
-/// `analyze --stream` writes calls.csv alone, the batch report's byte for byte, and says
-/// the other files need the batch path; an incomplete run is marked as the batch path marks it.
+/// `analyze --stream` writes calls.csv, the batch report's byte for byte, and summary.json,
+/// the batch one but `prediction.e_abs_graphs_percent`, and says the other files need the
+/// batch path; an incomplete run is marked as the batch path marks it.
 #[test]
 fn analyze_stream_writes_the_batch_calls_csv() {
     for (name, finalized) in [
@@ -425,6 +426,17 @@ fn analyze_stream_writes_the_batch_calls_csv() {
         let out = analyze_quiet(&dir);
         assert_eq!(out.status.code(), Some(0));
         let batch = std::fs::read(dir.join("calls.csv")).unwrap();
+        let summary = |dir: &std::path::Path| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+        };
+        let mut batch_summary = summary(&dir);
+        assert!(
+            batch_summary["prediction"]
+                .as_object_mut()
+                .unwrap()
+                .remove("e_abs_graphs_percent")
+                .is_some()
+        );
         for f in [
             "calls.csv",
             "summary.json",
@@ -449,14 +461,23 @@ fn analyze_stream_writes_the_batch_calls_csv() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.starts_with("2 records from 2 ranks"), "{stdout}");
         assert_eq!(stdout.contains("INCOMPLETE"), !finalized, "{stdout}");
-        assert!(stdout.contains("wrote calls.csv in"), "{stdout}");
+        assert!(
+            stdout.contains("wrote calls.csv and summary.json in"),
+            "{stdout}"
+        );
         assert!(stdout.contains("analyze without --stream"), "{stdout}");
         assert_eq!(std::fs::read(dir.join("calls.csv")).unwrap(), batch);
-        assert!(!dir.join("summary.json").exists());
+        assert_eq!(summary(&dir), batch_summary);
+        assert!(!dir.join("hotspots.json").exists());
         let names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(names.iter().all(|n| !n.contains(".sort-")), "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| !n.contains(".sort-") && !n.contains(".erel-")),
+            "{names:?}"
+        );
     }
 }

@@ -17,8 +17,9 @@ pub struct AnalyzeArgs {
     /// Do not print the hotspot ranking.
     #[arg(long)]
     pub quiet: bool,
-    /// Write calls.csv only, predicting the run as it is read: memory bounded by the
-    /// messages in flight, not the run's length (the other files need the whole run).
+    /// Write calls.csv and summary.json only, predicting the run as it is read: memory
+    /// bounded by the messages in flight, not the run's length (summary.json without
+    /// `prediction.e_abs_graphs_percent`; the other files need the whole run).
     #[arg(long)]
     pub stream: bool,
 }
@@ -54,7 +55,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     if a.stream {
         let s = crate::report::stream::write_calls_csv_streamed(&a.dir, &opts)?;
         println!(
-            "{} records from {} ranks{}; wrote calls.csv in {} (--stream: summary.json, hotspots.json, report.html and trace.json need the whole run: analyze without --stream)",
+            "{} records from {} ranks{}; wrote calls.csv and summary.json in {} (--stream: summary.json without prediction.e_abs_graphs_percent; hotspots.json, report.html and trace.json need the whole run: analyze without --stream)",
             s.records,
             s.ranks,
             incomplete(s.complete),

@@ -138,8 +138,9 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::io(format!("cannot write {}: {e}", path.display())))?;
     // The views of the replayed run (its placement, its predictions); no trace.json: the
     // recorded run's own is beside its calls.csv.
-    let summary = crate::report::summary_with_prediction(&run, &what, &source);
-    crate::report::html::write_views(&out, &run, &what, &summary, &w.hotspots, &source, 0);
+    let figs = crate::report::callagg::CallAggregates::of_run(&run, &what.calls);
+    let summary = crate::report::summary_with_figures(&run, &what, &figs, &source);
+    crate::report::html::write_views(&out, &run, &what, &figs, &summary, &w.hotspots, &source, 0);
     let mut label = format!("placement {pl_text}, model {}", what.model);
     if let Some(c) = &cond.clusters {
         label += &format!(

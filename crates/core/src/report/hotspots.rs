@@ -3,11 +3,12 @@
 //! in an interval, weighted by its penalty, measure the load. The *excess*
 //! (penalty − 1) × bytes is what sharing added; hotspots are ranked by it.
 
+use super::callagg::{CallAggregates, CallFigures, RankCalls};
 use super::netagg::{HotspotAgg, node_name};
 use crate::predict::RunPrediction;
+use crate::topo::placement::Placement;
 use crate::trace::RunTrace;
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// Why an arc is slowed in an interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Hash)]
@@ -193,47 +194,67 @@ pub(crate) fn arc_context(pairs: &[(u32, u32)], s: u32, d: u32) -> (bool, bool) 
 
 /// Computes the top `top` hotspots of each kind.
 pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
+    compute_with(run, pred, &CallAggregates::of_run(run, &pred.calls), top)
+}
+
+/// [`compute`] with the run's per-call figures already found.
+pub fn compute_with(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    figs: &CallFigures,
+    top: usize,
+) -> Hotspots {
     let names = &pred.placement.names;
     let mut net = HotspotAgg::new(top);
     super::netagg::feed(pred, &mut net);
     let (intervals, node_pairs, node_list) = net.finish(|n| node_name(names, n));
-    let by_excess = |a: f64, b: f64| b.total_cmp(&a);
-    let name = |n: u32| node_name(names, n);
+    Hotspots {
+        model: pred.model.clone(),
+        intervals,
+        node_pairs,
+        nodes: node_list,
+        ranks: rank_losses(run, &pred.placement, figs, top),
+        waited_for: waited_for(figs, top),
+    }
+}
+
+/// The `top` ranks that lost most to contention (none that lost nothing), on the node
+/// the replay put them (`placement`: another one in a what-if replay); `run`'s ranks
+/// (a shell will do) with their figures in `figs`.
+pub fn rank_losses(
+    run: &RunTrace,
+    placement: &Placement,
+    figs: &CallFigures,
+    top: usize,
+) -> Vec<RankLoss> {
+    let none = RankCalls::default();
     let mut ranks: Vec<RankLoss> = run
         .ranks
         .iter()
-        .zip(&pred.calls)
-        .map(|(rk, cs)| RankLoss {
+        .enumerate()
+        .map(|(ri, rk)| RankLoss {
             rank: rk.meta.rank,
-            // The replay's node: another placement in a what-if replay.
-            node: pred
-                .placement
+            node: placement
                 .node(rk.meta.rank)
-                .map_or_else(|| rk.meta.node.clone(), name),
-            lost_s: rk.records.iter().zip(cs).map(|(_, c)| c.contention).sum(),
+                .map_or_else(|| rk.meta.node.clone(), |n| node_name(&placement.names, n)),
+            lost_s: figs.ranks.get(ri).unwrap_or(&none).contention_s,
         })
         .collect();
-    ranks.sort_by(|a, b| by_excess(a.lost_s, b.lost_s).then(a.rank.cmp(&b.rank)));
+    ranks.sort_by(|a, b| b.lost_s.total_cmp(&a.lost_s).then(a.rank.cmp(&b.rank)));
     ranks.retain(|r| r.lost_s > 0.0);
     ranks.truncate(top);
+    ranks
+}
+
+/// The `top` ranks others waited for most (measured), with the kind of most of those
+/// seconds.
+pub fn waited_for(figs: &CallFigures, top: usize) -> Vec<Waited> {
     // By kind name, so that the seconds of a rank's kinds are summed in one order (a hash
     // map's order changed the last digit of `caused_s` from run to run).
-    let mut caused: HashMap<i32, std::collections::BTreeMap<&'static str, f64>> = HashMap::new();
-    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        for (_, c) in rk.records.iter().zip(cs) {
-            let w = c.measured_wait;
-            if w.seconds > 0.0 && w.on >= 0 {
-                *caused
-                    .entry(w.on)
-                    .or_default()
-                    .entry(w.kind.name())
-                    .or_default() += w.seconds;
-            }
-        }
-    }
-    let mut waited_for: Vec<Waited> = caused
-        .into_iter()
-        .map(|(rank, kinds)| {
+    let mut waited_for: Vec<Waited> = figs
+        .waited_on
+        .iter()
+        .map(|(&rank, kinds)| {
             let kind = kinds
                 .iter()
                 .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
@@ -246,16 +267,9 @@ pub fn compute(run: &RunTrace, pred: &RunPrediction, top: usize) -> Hotspots {
             }
         })
         .collect();
-    waited_for.sort_by(|a, b| by_excess(a.caused_s, b.caused_s).then(a.rank.cmp(&b.rank)));
+    waited_for.sort_by(|a, b| b.caused_s.total_cmp(&a.caused_s).then(a.rank.cmp(&b.rank)));
     waited_for.truncate(top);
-    Hotspots {
-        model: pred.model.clone(),
-        intervals,
-        node_pairs,
-        nodes: node_list,
-        ranks,
-        waited_for,
-    }
+    waited_for
 }
 
 fn mb(b: f64) -> String {

@@ -6,11 +6,12 @@
 //! classes, never by the number of records; the page's script (`report.js`) draws it as
 //! SVG and tables.
 
+use super::callagg::{CallAggregates, CallFigures, RankCalls};
 use super::hotspots::Hotspots;
-use super::{size_class, task_sums};
 use crate::error::Error;
 use crate::predict::RunPrediction;
-use crate::trace::{self, FLAG_NONBLOCKING, RunTrace};
+use crate::topo::placement::Placement;
+use crate::trace::{self, RunTrace};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -65,36 +66,29 @@ pub fn rank_time(
     calls: &[crate::predict::CallPrediction],
     mpi_s: f64,
 ) -> RankTime {
-    let last = rk
-        .records
-        .iter()
-        .map(|r| r.t_end)
-        .max()
-        .unwrap_or(rk.meta.init_ns);
-    let first = rk.records.iter().map(|r| r.t_start).min().unwrap_or(last);
-    let begin = if rk.meta.init_ns > 0 && rk.meta.init_ns <= first {
-        rk.meta.init_ns
+    let mut c = RankCalls::default();
+    for (r, p) in rk.records.iter().zip(calls) {
+        c.add(r, p);
+    }
+    rank_time_of(&c, rk.meta.init_ns, mpi_s)
+}
+
+/// [`rank_time`] from a rank's sums over its calls and its start of recording
+/// (`init_ns`, the rank's clock).
+pub fn rank_time_of(c: &RankCalls, init_ns: u64, mpi_s: f64) -> RankTime {
+    let last = c.last_end.unwrap_or(init_ns);
+    let first = c.first_start.unwrap_or(last);
+    let begin = if init_ns > 0 && init_ns <= first {
+        init_ns
     } else {
         first
     };
     let span = last.saturating_sub(begin) as f64 * 1e-9;
     let mpi = mpi_s.max(0.0);
-    let (mut wait, mut pred_wait, mut contention, mut delta) = (0.0, 0.0, 0.0, 0.0);
-    for (r, c) in rk.records.iter().zip(calls) {
-        // A nonblocking row carries no wait and counts only its post, which the replay
-        // keeps as measured; its completion call carries the rest.
-        wait += c.measured_wait.seconds;
-        pred_wait += c.wait.seconds;
-        contention += c.contention;
-        if r.flags & FLAG_NONBLOCKING == 0
-            && let Some(p) = c.predicted
-        {
-            delta += p - r.duration_s();
-        }
-    }
-    let wait = wait.min(mpi);
+    let delta = c.predicted_s - c.measured_s;
+    let wait = c.wait_s.min(mpi);
     let pred_mpi = (mpi + delta).max(0.0);
-    let pred_wait = pred_wait.min(pred_mpi);
+    let pred_wait = c.pred_wait_s.min(pred_mpi);
     let pred_transfer = (pred_mpi - pred_wait).max(0.0);
     RankTime {
         span_s: span.max(mpi),
@@ -105,7 +99,7 @@ pub fn rank_time(
         pred_mpi_s: pred_mpi,
         pred_wait_s: pred_wait,
         pred_transfer_s: pred_transfer,
-        contention_s: contention.min(pred_transfer),
+        contention_s: c.contention_s.min(pred_transfer),
     }
 }
 
@@ -123,44 +117,16 @@ pub struct FamilyPoint {
 /// Mean measured, predicted and contention-free seconds per (call, size class), over the
 /// predicted calls.
 pub fn family_points(run: &RunTrace, pred: &RunPrediction) -> Vec<FamilyPoint> {
-    let mut g: BTreeMap<(String, &'static str), (u64, f64, f64, f64)> = BTreeMap::new();
-    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        for (r, c) in rk.records.iter().zip(cs) {
-            let Some(p) = c.predicted else { continue };
-            let name = rk
-                .meta
-                .calls
-                .get(r.call as usize)
-                .cloned()
-                .unwrap_or_else(|| trace::call_name(r.call).into());
-            let e = g
-                .entry((name, size_class(r.bytes_send + r.bytes_recv)))
-                .or_default();
-            e.0 += 1;
-            e.1 += r.duration_s();
-            e.2 += p;
-            e.3 += c.free.unwrap_or(p);
-        }
-    }
-    g.into_iter()
-        .map(|((call, size_class), (n, m, p, f))| FamilyPoint {
-            call,
-            size_class,
-            count: n,
-            measured_s: m / n as f64,
-            predicted_s: p / n as f64,
-            free_s: f / n as f64,
-        })
-        .collect()
+    CallAggregates::of_run(run, &pred.calls).families
 }
 
 /// The node a rank is on in the prediction: the replay's placement (another one in a
 /// what-if replay), else the recorded node.
-fn node_of<'a>(pred: &'a RunPrediction, rk: &'a crate::trace::RankTrace) -> &'a str {
-    pred.placement
-        .node(rk.meta.rank)
-        .and_then(|n| pred.placement.names.get(n as usize))
-        .map_or(rk.meta.node.as_str(), String::as_str)
+fn node_of<'a>(placement: &'a Placement, meta: &'a trace::RankMeta) -> &'a str {
+    placement
+        .node(meta.rank)
+        .and_then(|n| placement.names.get(n as usize))
+        .map_or(meta.node.as_str(), String::as_str)
 }
 
 /// Ranks as compact ranges: `0-3, 8, 10-11`.
@@ -182,14 +148,15 @@ pub fn ranges(r: &[i32]) -> String {
     out.join(", ")
 }
 
-/// The page's data block.
-pub fn report_data(
+/// The page's rows of ranks: where each rank's time went, measured and predicted, and
+/// its per-task sums; `run`'s ranks (a shell will do) on the nodes of `placement`, their
+/// figures in `figs`, their MPI time from `summary`.
+pub fn page_ranks(
     run: &RunTrace,
-    pred: &RunPrediction,
+    placement: &Placement,
+    figs: &CallFigures,
     summary: &Value,
-    hotspots: &Hotspots,
-    source: &str,
-) -> Value {
+) -> Vec<Value> {
     let mpi_of: BTreeMap<i64, f64> = summary["ranks"]
         .as_array()
         .map(|a| {
@@ -198,38 +165,21 @@ pub fn report_data(
                 .collect()
         })
         .unwrap_or_default();
+    let none = RankCalls::default();
     let mut ranks = Vec::new();
-    let (mut dropped, mut lost, mut dropped_req) = (0u64, 0u64, 0u64);
-    let mut ended: Vec<Value> = Vec::new();
-    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
+    for (ri, rk) in run.ranks.iter().enumerate() {
         let m = &rk.meta;
-        let mpi = mpi_of.get(&(m.rank as i64)).copied().unwrap_or_else(|| {
-            // summary.json's definition: a nonblocking operation counts only its post.
-            let ns: u64 = rk
-                .records
-                .iter()
-                .map(|r| {
-                    if r.flags & FLAG_NONBLOCKING != 0 {
-                        r.t_posted.saturating_sub(r.t_start)
-                    } else {
-                        r.t_end.saturating_sub(r.t_start)
-                    }
-                })
-                .sum();
-            ns as f64 * 1e-9
-        });
-        let t = rank_time(rk, cs, mpi);
-        let (sm, sp, sf) = task_sums(rk, cs);
-        dropped += m.dropped;
-        lost += m.lost;
-        dropped_req += m.dropped_requests;
-        if !m.finalized {
-            ended.push(json!({"rank": m.rank, "ended_by": m.ended_by}));
-        }
+        let c = figs.ranks.get(ri).unwrap_or(&none);
+        // summary.json's definition: a nonblocking operation counts only its post.
+        let mpi = mpi_of
+            .get(&(m.rank as i64))
+            .copied()
+            .unwrap_or(c.mpi_ns as f64 * 1e-9);
+        let t = rank_time_of(c, m.init_ns, mpi);
         ranks.push(json!({
             "rank": m.rank,
-            "node": node_of(pred, rk),
-            "records": rk.records.len(),
+            "node": node_of(placement, m),
+            "records": c.records,
             "dropped": m.dropped + m.lost,
             "span_s": t.span_s,
             "mpi_s": t.mpi_s,
@@ -240,15 +190,52 @@ pub fn report_data(
             "pred_wait_s": t.pred_wait_s,
             "pred_transfer_s": t.pred_transfer_s,
             "contention_s": t.contention_s,
-            "task_measured_s": sm,
-            "task_predicted_s": sp,
-            "task_free_s": sf,
+            "task_measured_s": c.measured_s,
+            "task_predicted_s": c.predicted_s,
+            "task_free_s": c.free_s,
         }));
+    }
+    ranks
+}
+
+/// The page's points of call families (see [`CallFigures::families`]).
+pub fn page_families(figs: &CallFigures) -> Vec<Value> {
+    figs.families
+        .iter()
+        .map(|f| {
+            json!({
+                "call": f.call, "size_class": f.size_class, "count": f.count,
+                "measured_s": f.measured_s, "predicted_s": f.predicted_s, "free_s": f.free_s,
+            })
+        })
+        .collect()
+}
+
+/// The page's data block.
+pub fn report_data(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    figs: &CallFigures,
+    summary: &Value,
+    hotspots: &Hotspots,
+    source: &str,
+) -> Value {
+    let ranks = page_ranks(run, &pred.placement, figs, summary);
+    let (mut dropped, mut lost, mut dropped_req) = (0u64, 0u64, 0u64);
+    let mut ended: Vec<Value> = Vec::new();
+    for rk in &run.ranks {
+        let m = &rk.meta;
+        dropped += m.dropped;
+        lost += m.lost;
+        dropped_req += m.dropped_requests;
+        if !m.finalized {
+            ended.push(json!({"rank": m.rank, "ended_by": m.ended_by}));
+        }
     }
     let mut by_node: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for rk in &run.ranks {
         by_node
-            .entry(node_of(pred, rk))
+            .entry(node_of(&pred.placement, &rk.meta))
             .or_default()
             .push(rk.meta.rank);
     }
@@ -262,15 +249,7 @@ pub fn report_data(
         })
         .collect();
     let mx = matrix(pred);
-    let families: Vec<Value> = family_points(run, pred)
-        .into_iter()
-        .map(|f| {
-            json!({
-                "call": f.call, "size_class": f.size_class, "count": f.count,
-                "measured_s": f.measured_s, "predicted_s": f.predicted_s, "free_s": f.free_s,
-            })
-        })
-        .collect();
+    let families = page_families(figs);
     let p = &summary["prediction"];
     json!({
         "run": {
@@ -284,7 +263,7 @@ pub fn report_data(
             "mpi_library": summary["mpi_library"],
             "complete": run.complete(),
             "ended": ended,
-            "records": run.ranks.iter().map(|r| r.records.len()).sum::<usize>(),
+            "records": figs.ranks.iter().map(|r| r.records).sum::<u64>(),
             "dropped": dropped,
             "lost": lost,
             "dropped_requests": dropped_req,
@@ -342,21 +321,25 @@ pub fn write_html(
     path: &Path,
     run: &RunTrace,
     pred: &RunPrediction,
+    figs: &CallFigures,
     summary: &Value,
     hotspots: &Hotspots,
     source: &str,
 ) -> Result<(), Error> {
-    let page = render(&report_data(run, pred, summary, hotspots, source));
+    let page = render(&report_data(run, pred, figs, summary, hotspots, source));
     std::fs::write(path, page).map_err(|e| Error::write(path, e))
 }
 
 /// Writes `report.html` and `trace.json` (unless `trace_max_mb` is 0) into `dir`. Runs
 /// inside MPI_Finalize: a failure, even a panic, is one stderr line per file and never
 /// stops the rest of the report or the program.
+// The views read everything the report found; a struct of them would only rename these.
+#[allow(clippy::too_many_arguments)]
 pub fn write_views(
     dir: &Path,
     run: &RunTrace,
     pred: &RunPrediction,
+    figs: &CallFigures,
     summary: &Value,
     hotspots: &Hotspots,
     source: &str,
@@ -374,7 +357,7 @@ pub fn write_views(
     };
     let page = dir.join("report.html");
     guarded(&page, &|| {
-        write_html(&page, run, pred, summary, hotspots, source)
+        write_html(&page, run, pred, figs, summary, hotspots, source)
     });
     if trace_max_mb > 0 {
         let tj = dir.join("trace.json");

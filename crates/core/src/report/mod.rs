@@ -4,6 +4,7 @@
 //! same code runs at MPI_Finalize on rank 0 and in `pmpi-predict analyze`.
 
 pub mod accuracy;
+pub mod callagg;
 pub mod chrome_trace;
 pub mod hotspots;
 pub mod html;
@@ -17,7 +18,6 @@ use crate::error::Error;
 use crate::predict::{self, CallPrediction, RunPrediction};
 use crate::profile::Profile;
 use crate::trace::{self, FLAG_NONBLOCKING, NO_RANK, PROC_NULL, Record, RunTrace, UNKNOWN_RANK};
-use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -212,16 +212,6 @@ pub struct ReportStats {
     pub cpu_sharing: Vec<trace::CpuSharing>,
 }
 
-/// Time of MPI a record accounts for on its rank: a nonblocking operation counts only
-/// its post (its wait is a record of its own).
-fn mpi_time_ns(r: &Record) -> u64 {
-    if r.flags & FLAG_NONBLOCKING != 0 {
-        r.t_posted.saturating_sub(r.t_start)
-    } else {
-        r.t_end.saturating_sub(r.t_start)
-    }
-}
-
 /// Loads the run in `dir` and writes the report there, configured from the environment
 /// (the layer's entry point at MPI_Finalize).
 pub fn write_report(dir: &Path) -> Result<ReportStats, Error> {
@@ -240,9 +230,10 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
     let pred = predict::predict_run_releasing(&mut run, &profile, model.as_deref(), &assume)?;
     trace::reload_records(dir, &mut run, &counts)?;
     write_calls_csv(&run, &pred.calls, &dir.join("calls.csv"))?;
-    let summary = summary_with_prediction(&run, &pred, &source);
+    let figs = callagg::CallAggregates::of_run(&run, &pred.calls);
+    let summary = summary_with_figures(&run, &pred, &figs, &source);
     write_json(&dir.join("summary.json"), &summary)?;
-    let hs = hotspots::compute(&run, &pred, 10);
+    let hs = hotspots::compute_with(&run, &pred, &figs, 10);
     write_json(
         &dir.join("hotspots.json"),
         &serde_json::to_value(&hs).map_err(|e| Error::Internal(e.to_string()))?,
@@ -256,7 +247,7 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
     }
     // report.html and trace.json: a failure there is one stderr line, never the report's.
     let max_mb = crate::config::Config::from_env().0.trace_max_mb;
-    html::write_views(dir, &run, &pred, &summary, &hs, &source, max_mb);
+    html::write_views(dir, &run, &pred, &figs, &summary, &hs, &source, max_mb);
     Ok(ReportStats {
         records: run.ranks.iter().map(|r| r.records.len()).sum(),
         ranks: run.ranks.len(),
@@ -271,8 +262,26 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
 /// The summary document with its `prediction` section (`source`: where the profile came
 /// from).
 pub fn summary_with_prediction(run: &RunTrace, pred: &RunPrediction, source: &str) -> Value {
-    let mut s = summary(run);
-    s["prediction"] = prediction_summary(run, pred, source);
+    let figs = callagg::CallAggregates::of_run(run, &pred.calls);
+    summary_with_figures(run, pred, &figs, source)
+}
+
+/// [`summary_with_prediction`] with the run's per-call figures already found.
+pub fn summary_with_figures(
+    run: &RunTrace,
+    pred: &RunPrediction,
+    figs: &callagg::CallFigures,
+    source: &str,
+) -> Value {
+    let mut s = summary(run, figs);
+    s["prediction"] = prediction_summary(
+        run,
+        figs,
+        &pred.model,
+        source,
+        [pred.makespan_measured, pred.makespan, pred.makespan_free],
+    );
+    s["prediction"]["e_abs_graphs_percent"] = graph_errors(run, pred);
     s
 }
 
@@ -296,38 +305,16 @@ pub fn size_class(bytes: u64) -> &'static str {
     }
 }
 
-fn stats(v: &mut [f64]) -> Value {
-    if v.is_empty() {
-        return json!({"count": 0});
-    }
-    v.sort_by(f64::total_cmp);
-    let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
-    let mean_abs = v.iter().map(|x| x.abs()).sum::<f64>() / v.len() as f64;
-    let mut abs: Vec<f64> = v.iter().map(|x| x.abs()).collect();
-    abs.sort_by(f64::total_cmp);
-    json!({
-        "count": v.len(),
-        "median": q(0.5),
-        "mean_abs": mean_abs,
-        "median_abs": abs[(abs.len() - 1) / 2],
-        "p90_abs": abs[((abs.len() - 1) as f64 * 0.9).round() as usize],
-    })
-}
-
 /// A rank's per-task sums (the seeds' S_m and S_p) over its predicted blocking and
 /// completion calls: measured, predicted and contention-free seconds. A nonblocking
 /// operation's span runs until the application's completion call and holds whatever the
 /// application did meanwhile, so the sums leave it out.
 pub fn task_sums(rk: &trace::RankTrace, calls: &[CallPrediction]) -> (f64, f64, f64) {
-    let (mut sm, mut sp, mut sf) = (0.0, 0.0, 0.0);
+    let mut s = callagg::RankCalls::default();
     for (r, c) in rk.records.iter().zip(calls) {
-        if let Some(p) = c.predicted.filter(|_| r.flags & FLAG_NONBLOCKING == 0) {
-            sm += r.duration_s();
-            sp += p;
-            sf += c.free.unwrap_or(p);
-        }
+        s.add(r, c);
     }
-    (sm, sp, sf)
+    (s.measured_s, s.predicted_s, s.free_s)
 }
 
 /// E_rel of a call's prediction, if predicted.
@@ -367,84 +354,46 @@ pub(crate) fn graph_errors(run: &RunTrace, pred: &RunPrediction) -> Value {
     g.finish()
 }
 
-/// The `prediction` section of summary.json.
-fn prediction_summary(run: &RunTrace, pred: &RunPrediction, source: &str) -> Value {
-    let mut by_call: BTreeMap<String, BTreeMap<&'static str, Vec<f64>>> = BTreeMap::new();
-    let mut tasks = Vec::new();
-    let mut lost_rank: BTreeMap<i32, f64> = BTreeMap::new();
-    let mut lost_node: BTreeMap<String, f64> = BTreeMap::new();
-    let mut lost_call: BTreeMap<String, f64> = BTreeMap::new();
-    let mut wait_measured: BTreeMap<&'static str, f64> = BTreeMap::new();
-    let mut wait_predicted: BTreeMap<&'static str, f64> = BTreeMap::new();
-    let mut caused: BTreeMap<i32, f64> = BTreeMap::new();
-    let mut reasons: BTreeMap<&'static str, u64> = BTreeMap::new();
-    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        for (r, c) in rk.records.iter().zip(cs) {
-            let name = rk
-                .meta
-                .calls
-                .get(r.call as usize)
-                .map_or_else(|| trace::call_name(r.call), String::as_str);
-            let e = call_e_rel(r, c);
-            if c.reason != predict::Reason::None {
-                *reasons.entry(c.reason.name()).or_default() += 1;
-            }
-            if c.measured_wait.seconds > 0.0 {
-                *wait_measured
-                    .entry(c.measured_wait.kind.name())
-                    .or_default() += c.measured_wait.seconds;
-                *caused.entry(c.measured_wait.on).or_default() += c.measured_wait.seconds;
-            }
-            if c.wait.seconds > 0.0 {
-                *wait_predicted.entry(c.wait.kind.name()).or_default() += c.wait.seconds;
-            }
-            if let Some(e) = e {
-                entry(&mut by_call, name)
-                    .entry(size_class(r.bytes_send + r.bytes_recv))
-                    .or_default()
-                    .push(e);
-            }
-            if c.contention > 0.0 {
-                *lost_rank.entry(rk.meta.rank).or_default() += c.contention;
-                *entry(&mut lost_node, &rk.meta.node) += c.contention;
-                *entry(&mut lost_call, name) += c.contention;
-            }
-        }
-        let (sm, sp, sf) = task_sums(rk, cs);
-        tasks.push(json!({
-            "rank": rk.meta.rank,
-            "measured_s": sm,
-            "predicted_s": sp,
-            "free_s": sf,
-            "e_abs": e_rel(sp, sm).map(f64::abs),
-            "e_abs_free": e_rel(sf, sm).map(f64::abs),
-        }));
-    }
-    let e_rel: BTreeMap<String, Value> = by_call
-        .into_iter()
-        .map(|(k, classes)| {
-            (
-                k,
-                Value::Object(
-                    classes
-                        .into_iter()
-                        .map(|(c, mut v)| (c.to_string(), stats(&mut v)))
-                        .collect(),
-                ),
-            )
+/// The `prediction` section of summary.json but `e_abs_graphs_percent`, from the run's
+/// ranks (`run`: a shell will do, as for [`summary`]), its per-call figures, the penalty
+/// model's name, where the profile came from and the makespans (measured, predicted,
+/// contention-free).
+pub fn prediction_summary(
+    run: &RunTrace,
+    figs: &callagg::CallFigures,
+    model: &str,
+    source: &str,
+    makespans: [f64; 3],
+) -> Value {
+    let none = callagg::RankCalls::default();
+    let tasks: Vec<Value> = run
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(ri, rk)| {
+            let t = figs.ranks.get(ri).unwrap_or(&none);
+            let rank = rk.meta.rank;
+            let (sm, sp, sf) = (t.measured_s, t.predicted_s, t.free_s);
+            json!({
+                "rank": rank,
+                "measured_s": sm,
+                "predicted_s": sp,
+                "free_s": sf,
+                "e_abs": e_rel(sp, sm).map(f64::abs),
+                "e_abs_free": e_rel(sf, sm).map(f64::abs),
+            })
         })
         .collect();
-    let graphs = graph_errors(run, pred);
+    let [measured, predicted, free] = makespans;
     json!({
-        "model": pred.model,
+        "model": model,
         "profile": source,
-        "e_rel_percent": e_rel,
+        "e_rel_percent": figs.e_rel,
         "e_abs_tasks_percent": tasks,
-        "e_abs_graphs_percent": graphs,
-        "contention_loss_s": {"by_rank": lost_rank, "by_node": lost_node, "by_call": lost_call},
-        "wait_s": {"measured_by_kind": wait_measured, "predicted_by_kind": wait_predicted, "measured_caused_by_rank": caused},
-        "makespan_s": {"measured": pred.makespan_measured, "predicted": pred.makespan, "free": pred.makespan_free},
-        "not_predicted": reasons,
+        "contention_loss_s": {"by_rank": figs.lost_rank, "by_node": figs.lost_node, "by_call": figs.lost_call},
+        "wait_s": {"measured_by_kind": figs.wait_measured, "predicted_by_kind": figs.wait_predicted, "measured_caused_by_rank": figs.caused},
+        "makespan_s": {"measured": measured, "predicted": predicted, "free": free},
+        "not_predicted": figs.reasons,
     })
 }
 
@@ -703,44 +652,22 @@ impl CallsCsv {
     }
 }
 
-#[derive(Default)]
-struct CallAgg {
-    count: u64,
-    bytes: u64,
-    time_ns: u64,
-    hist: Option<Histogram<u64>>,
-}
-
-/// The summary document.
-pub fn summary(run: &RunTrace) -> Value {
-    let mut calls: BTreeMap<String, CallAgg> = BTreeMap::new();
+/// The summary document but its `prediction` section: the run's metadata from `run`
+/// (its records are not read: a run's shell will do, see [`RunTrace`] and
+/// `trace::order::RunOrder::shell`), what its calls give from `figs`.
+pub fn summary(run: &RunTrace, figs: &callagg::CallFigures) -> Value {
     let mut ranks = Vec::new();
     let mut nodes: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-    for rk in &run.ranks {
+    let none = callagg::RankCalls::default();
+    for (ri, rk) in run.ranks.iter().enumerate() {
         let m = &rk.meta;
         nodes.entry(m.node.clone()).or_default().push(m.rank);
-        let mut mpi_ns: u64 = m.polls.iter().map(|p| p.time_ns).sum();
-        for r in &rk.records {
-            let name = m
-                .calls
-                .get(r.call as usize)
-                .map_or_else(|| trace::call_name(r.call), String::as_str);
-            let a = entry(&mut calls, name);
-            let d = r.t_end.saturating_sub(r.t_start);
-            a.count += 1;
-            a.bytes += r.bytes_send + r.bytes_recv;
-            a.time_ns += d;
-            // 1 ns to 3 hours at 3 significant digits; longer calls saturate.
-            let h = a.hist.get_or_insert_with(|| {
-                Histogram::new_with_bounds(1, 3 * 3600 * 1_000_000_000, 3).expect("valid bounds")
-            });
-            h.saturating_record(d.max(1));
-            mpi_ns += mpi_time_ns(r);
-        }
+        let c = figs.ranks.get(ri).unwrap_or(&none);
+        let mpi_ns = m.polls.iter().map(|p| p.time_ns).sum::<u64>() + c.mpi_ns;
         ranks.push(json!({
             "rank": m.rank,
             "node": m.node,
-            "records": rk.records.len(),
+            "records": c.records,
             "mpi_time_s": mpi_ns as f64 * 1e-9,
             "dropped": m.dropped,
             "lost": m.lost,
@@ -754,25 +681,7 @@ pub fn summary(run: &RunTrace) -> Value {
             "tsc_drift_ns": m.tsc_drift_ns,
         }));
     }
-    let calls: BTreeMap<String, Value> = calls
-        .into_iter()
-        .map(|(k, a)| {
-            let q = |p: f64| a.hist.as_ref().map_or(0.0, |h| h.value_at_quantile(p) as f64 * 1e-9);
-            (
-                k,
-                json!({
-                    "count": a.count,
-                    "bytes": a.bytes,
-                    "time_s": a.time_ns as f64 * 1e-9,
-                    "mean_s": if a.count > 0 { a.time_ns as f64 * 1e-9 / a.count as f64 } else { 0.0 },
-                    "p50_s": q(0.5),
-                    "p90_s": q(0.9),
-                    "p99_s": q(0.99),
-                    "max_s": a.hist.as_ref().map_or(0.0, |h| h.max() as f64 * 1e-9),
-                }),
-            )
-        })
-        .collect();
+    let calls = &figs.calls;
     let mut polls: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for rk in &run.ranks {
         for p in &rk.meta.polls {
@@ -791,7 +700,7 @@ pub fn summary(run: &RunTrace) -> Value {
         "world_size": run.world_size,
         "ranks_found": run.ranks.len(),
         "missing_ranks": run.missing,
-        "records": run.ranks.iter().map(|r| r.records.len()).sum::<usize>(),
+        "records": figs.ranks.iter().map(|r| r.records).sum::<u64>(),
         "dropped": run.ranks.iter().map(|r| r.meta.dropped + r.meta.lost).sum::<u64>(),
         "dropped_requests": run.ranks.iter().map(|r| r.meta.dropped_requests).sum::<u64>(),
         "mpi_library": run.ranks.first().map(|r| r.meta.mpi_library.clone()).unwrap_or_default(),

@@ -13,6 +13,7 @@
 //! reader the replays use), which gives each row its record.
 
 use super::CallsCsv;
+use super::callagg::{self, CallAggregates, CallFigures};
 use crate::error::Error;
 use crate::predict::stream::{StreamStats, predict_stream};
 use crate::predict::{Assumptions, CallPrediction};
@@ -50,27 +51,45 @@ pub struct StreamedCalls {
     /// Sorted runs spilled to disk (0: the predictions fitted in one sort buffer).
     pub spilled_runs: usize,
     pub prediction: StreamStats,
+    /// What the rows gave the other reports (summary.json is written from them).
+    pub figures: CallFigures,
 }
 
 /// Writes `dir/calls.csv` as [`super::write_report_with`] would (byte for byte), predicting
-/// the run as it is read.
+/// the run as it is read, and `dir/summary.json` from its rows: the batch report's but
+/// `prediction.e_abs_graphs_percent`, which needs the replay's network and is left out.
 pub fn write_calls_csv_streamed(
     dir: &Path,
     opts: &super::ReportOptions,
 ) -> Result<StreamedCalls, Error> {
-    let (profile, model, _) = opts.resolve()?;
+    let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
-    write_with(dir, &profile, model.as_deref(), &assume, SORT_RUN)
+    let sizes = Sizes {
+        run_len: SORT_RUN,
+        e_rel_held: callagg::IN_MEMORY,
+    };
+    write_with(dir, &profile, model.as_deref(), &source, &assume, sizes)
 }
 
-/// [`write_calls_csv_streamed`] with `run_len` predictions per sorted run.
+/// What the streamed path holds in memory before it spills to disk.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    /// Predictions per sorted run.
+    run_len: usize,
+    /// E_rel values held ([`CallAggregates::new`]).
+    e_rel_held: usize,
+}
+
+/// [`write_calls_csv_streamed`] with the profile resolved (`source`: where it came from).
 fn write_with(
     dir: &Path,
     profile: &Profile,
     model: Option<&str>,
+    source: &str,
     assume: &Assumptions,
-    run_len: usize,
+    sizes: Sizes,
 ) -> Result<StreamedCalls, Error> {
+    let run_len = sizes.run_len;
     let mut spill = Spill {
         dir: dir.to_path_buf(),
         files: Vec::new(),
@@ -95,8 +114,11 @@ fn write_with(
     buf.sort_unstable_by_key(|e| e.0);
     let mut merge = Merge::open(&spill.files, buf)?;
     let mut order = RunOrder::open(dir)?;
-    let shell = order.shell();
-    let missing = crate::trace::missing_ranks(dir)?;
+    let shell = order.loaded_shell(dir);
+    let mut agg = CallAggregates::new(
+        shell.ranks.len(),
+        Some((dir.to_path_buf(), sizes.e_rel_held)),
+    );
     let path = dir.join("calls.csv");
     let mut w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut records = 0u64;
@@ -110,6 +132,7 @@ fn write_with(
             return Err(lost(format!("prediction of {k:?} where {key:?} was due")));
         }
         w.row(&order.metas[ri], &call.record, at, &c)?;
+        agg.add(ri, &order.metas[ri], &call.record, &c)?;
         records += 1;
     }
     if let Some((k, _)) = merge.next()? {
@@ -118,14 +141,30 @@ fn write_with(
         )));
     }
     w.finish()?;
+    let figures = agg.finish()?;
+    let model_name = crate::predict::penalty_model(profile, model)
+        .map_err(Error::Input)?
+        .map_or_else(|| "none".to_string(), |m| m.name().to_string());
+    let mut summary = super::summary(&shell, &figures);
+    summary["prediction"] = super::prediction_summary(
+        &shell,
+        &figures,
+        &model_name,
+        source,
+        [
+            prediction.makespan_measured,
+            prediction.makespan,
+            prediction.makespan_free,
+        ],
+    );
+    super::write_json(&dir.join("summary.json"), &summary)?;
     Ok(StreamedCalls {
         records,
         ranks: order.metas.len(),
-        complete: missing.no_meta.is_empty()
-            && missing.no_spool.is_empty()
-            && order.metas.iter().all(|m| m.finalized),
+        complete: shell.complete(),
         spilled_runs: spill.files.len(),
         prediction,
+        figures,
     })
 }
 
@@ -332,17 +371,37 @@ mod tests {
         }
     }
 
+    /// The page's data block of a written report.html.
+    fn page_data(dir: &Path) -> serde_json::Value {
+        let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        let from = page.find("id=\"report-data\">").unwrap() + "id=\"report-data\">".len();
+        let to = from + page[from..].find("</script>").unwrap();
+        serde_json::from_str(&page[from..to]).unwrap()
+    }
+
+    /// `v` as the files give it: written and parsed again (serde_json's parser may give a
+    /// number one unit in the last place off; the text itself is compared this way).
+    fn as_written(v: impl serde::Serialize) -> serde_json::Value {
+        serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap()
+    }
+
     /// Random runs (as the streamed prediction's test makes them: clock offsets, long
     /// runs, a rank's spool lost), under `gige` and without a model, with sorted runs of 1
-    /// to 3,000 predictions (many spilled runs, one, none): the streamed calls.csv is the
-    /// batch report's, byte for byte, and no temporary file stays.
+    /// to 3,000 predictions (many spilled runs, one, none) and E_rel values held 3, 50 or 1 M
+    /// at a time (spilled and selected from files, or not): the streamed calls.csv is the
+    /// batch report's, byte for byte; its summary.json is the batch one but
+    /// `e_abs_graphs_percent`, every figure to the bit; hotspots.json's `ranks` and
+    /// `waited_for` and the page's ranks and call families from its figures are the batch
+    /// report's; and no temporary file stays.
     #[test]
     fn the_streamed_calls_csv_is_the_batch_one() {
+        use crate::report::{hotspots, html};
         let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0001);
         let dir = std::env::temp_dir().join(format!("pmpi-rows-{}", std::process::id()));
         let profile = Profile::builtin_default();
         let assume = Assumptions::default();
-        let (mut rows, mut spilled) = (0u64, 0usize);
+        let (mut rows, mut spilled, mut e_rel_spilled) = (0u64, 0usize, 0usize);
+        let (mut lost, mut waited) = (0usize, 0usize);
         for case in 0..60 {
             crate::testing::write_random_case(&mut rnd, &dir, case, 50, 20);
             for model in ["gige", "none"] {
@@ -352,29 +411,90 @@ mod tests {
                     ..Default::default()
                 };
                 write_report_with(&dir, &opts).unwrap();
-                let batch = std::fs::read(dir.join("calls.csv")).unwrap();
-                std::fs::remove_file(dir.join("calls.csv")).unwrap();
-                let run_len = [1, 7, 3000][case % 3];
-                let s = write_with(&dir, &profile, Some(model), &assume, run_len).unwrap();
-                let streamed = std::fs::read(dir.join("calls.csv")).unwrap();
+                let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+                let json =
+                    |f: &str| -> serde_json::Value { serde_json::from_slice(&read(f)).unwrap() };
+                let batch = read("calls.csv");
+                let mut batch_summary = json("summary.json");
+                let batch_hotspots = json("hotspots.json");
+                let batch_page = page_data(&dir);
+                for f in ["calls.csv", "summary.json"] {
+                    std::fs::remove_file(dir.join(f)).unwrap();
+                }
+                let sizes = Sizes {
+                    run_len: [1, 7, 3000][case % 3],
+                    e_rel_held: [3, 50, callagg::IN_MEMORY][case / 3 % 3],
+                };
+                let s = write_with(
+                    &dir,
+                    &profile,
+                    Some(model),
+                    "builtin-default",
+                    &assume,
+                    sizes,
+                )
+                .unwrap();
+                let streamed = read("calls.csv");
                 assert!(
                     batch == streamed,
-                    "case {case}, {model}, runs of {run_len}: calls.csv differs"
+                    "case {case}, {model}, {sizes:?}: calls.csv differs"
+                );
+                let summary = json("summary.json");
+                let graphs = batch_summary["prediction"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("e_abs_graphs_percent");
+                assert!(graphs.is_some());
+                assert_eq!(summary, batch_summary, "case {case}, {model}, {sizes:?}");
+                let order = RunOrder::open(&dir).unwrap();
+                let shell = order.loaded_shell(&dir);
+                let placement = crate::topo::placement::Placement::from_run(&shell);
+                let figs = &s.figures;
+                // The page reads the summary in memory (the file's numbers, parsed, may
+                // be a unit in the last place off).
+                let in_memory = crate::report::summary(&shell, figs);
+                let ranks = hotspots::rank_losses(&shell, &placement, figs, 10);
+                let waited_for = hotspots::waited_for(figs, 10);
+                assert_eq!(
+                    as_written(&ranks),
+                    batch_hotspots["ranks"],
+                    "case {case}, {model}"
+                );
+                assert_eq!(
+                    as_written(&waited_for),
+                    batch_hotspots["waited_for"],
+                    "case {case}, {model}"
+                );
+                assert_eq!(
+                    as_written(html::page_ranks(&shell, &placement, figs, &in_memory)),
+                    batch_page["ranks"],
+                    "case {case}, {model}"
+                );
+                assert_eq!(
+                    as_written(html::page_families(figs)),
+                    batch_page["families"],
+                    "case {case}, {model}"
                 );
                 rows += s.records;
                 spilled += s.spilled_runs;
+                lost += ranks.len();
+                waited += waited_for.len();
+                e_rel_spilled += figs.e_rel_spilled;
                 let left: Vec<_> = std::fs::read_dir(&dir)
                     .unwrap()
                     .filter_map(|e| e.ok())
-                    .filter(|e| e.file_name().to_string_lossy().contains(".sort-"))
+                    .filter(|e| {
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        n.contains(".sort-") || n.contains(".erel-")
+                    })
                     .collect();
                 assert!(left.is_empty(), "case {case}: {left:?} left");
             }
         }
         std::fs::remove_dir_all(&dir).ok();
         assert!(
-            rows > 5_000 && spilled > 1_000,
-            "{rows} rows, {spilled} runs"
+            rows > 5_000 && spilled > 1_000 && lost > 20 && waited > 100 && e_rel_spilled > 200,
+            "{rows} rows, {spilled} runs, {lost} ranks losing, {waited} waited for, {e_rel_spilled} groups spilled"
         );
     }
 }

@@ -177,12 +177,7 @@ pub fn read_spool<R: Read>(r: R, path: &Path) -> Result<SpoolRead, Error> {
 /// arrive, a few hundred KiB at a time, into a vector of the right size, so that the file's
 /// bytes and its records are never in memory together.
 fn read_spool_sized<R: Read>(mut r: R, len: u64, path: &Path) -> Result<SpoolRead, Error> {
-    let mut head = Vec::with_capacity(SPOOL_HEADER);
-    (&mut r)
-        .take(SPOOL_HEADER as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| Error::read(path, e))?;
-    let mut out = parse_spool(&head).map_err(|e| e.in_file(path))?;
+    let mut out = read_spool_header(&mut r, path)?;
     out.records
         .reserve((len.saturating_sub(SPOOL_HEADER as u64) / RECORD_SIZE as u64) as usize);
     let mut buf = vec![0u8; 4096 * RECORD_SIZE];
@@ -205,6 +200,38 @@ fn read_spool_sized<R: Read>(mut r: R, len: u64, path: &Path) -> Result<SpoolRea
     }
     out.trailing_bytes = have;
     Ok(out)
+}
+
+/// Reads and checks a spool's header (a spool without records is what it gives).
+fn read_spool_header<R: Read>(r: &mut R, path: &Path) -> Result<SpoolRead, Error> {
+    let mut head = Vec::with_capacity(SPOOL_HEADER);
+    r.take(SPOOL_HEADER as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::read(path, e))?;
+    parse_spool(&head).map_err(|e| e.in_file(path))
+}
+
+/// What [`load_run`] says of a spool it cannot open.
+fn cannot_open(path: &Path, e: io::Error) -> String {
+    format!("cannot open {}: {e}", path.display())
+}
+
+/// What [`load_run`] reports of the spool at `path` without reading its records: the
+/// bytes of a final record cut short, and the problem opening it or reading its header
+/// (the rank then has no records), for a reader of the run in time order.
+pub fn spool_state(path: &Path) -> (usize, Option<String>) {
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return (0, Some(cannot_open(path, e))),
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    match read_spool_header(&mut f, path) {
+        Ok(_) => (
+            (len.saturating_sub(SPOOL_HEADER as u64) % RECORD_SIZE as u64) as usize,
+            None,
+        ),
+        Err(e) => (0, Some(e.to_string())),
+    }
 }
 
 /// Parses spool bytes; a header that is not a spool's is bad input.
@@ -948,14 +975,19 @@ pub(crate) fn run_metas(dir: &Path) -> Result<Vec<RankMeta>, Error> {
     Ok(metas)
 }
 
+/// The ranks of a world of `world_size` without metadata among `metas` (sorted by rank).
+pub(crate) fn missing_of(metas: &[RankMeta], world_size: i32) -> Vec<i32> {
+    (0..world_size)
+        .filter(|r| metas.binary_search_by_key(r, |m| m.rank).is_err())
+        .collect()
+}
+
 /// Loads every rank's metadata and spool from a run's output directory.
 pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
     let mut metas = read_metas(dir)?;
     metas.sort_by_key(|m| m.rank);
     let world_size = metas.iter().map(|m| m.world_size).max().unwrap_or(0);
-    let missing = (0..world_size)
-        .filter(|r| metas.binary_search_by_key(r, |m| m.rank).is_err())
-        .collect();
+    let missing = missing_of(&metas, world_size);
     let mut ranks = Vec::with_capacity(metas.len());
     for meta in metas {
         let path = spool_path(dir, meta.rank);
@@ -964,11 +996,7 @@ pub fn load_run(dir: &Path) -> Result<RunTrace, Error> {
                 Ok(s) => (s.records, s.trailing_bytes, None),
                 Err(e) => (Vec::new(), 0, Some(e.to_string())),
             },
-            Err(e) => (
-                Vec::new(),
-                0,
-                Some(format!("cannot open {}: {e}", path.display())),
-            ),
+            Err(e) => (Vec::new(), 0, Some(cannot_open(&path, e))),
         };
         // Continuation records carry per-peer bytes of the call before them: not calls.
         let (records, arcs) = arcs::split(raw);

@@ -208,6 +208,19 @@ impl RunOrder {
         }
     }
 
+    /// The run as [`super::load_run`] gives it, without its records: [`RunOrder::shell`]
+    /// with the ranks that left no metadata and what each spool in `dir` (the run's
+    /// directory) says before its records are read ([`super::spool_state`]).
+    pub fn loaded_shell(&self, dir: &Path) -> super::RunTrace {
+        let mut run = self.shell();
+        run.missing = super::missing_of(&self.metas, run.world_size);
+        for rk in &mut run.ranks {
+            (rk.trailing_bytes, rk.spool_error) =
+                super::spool_state(&super::spool_path(dir, rk.meta.rank));
+        }
+        run
+    }
+
     /// Every rank's threads (by rank index; none for a rank without a spool).
     pub fn threads(&self) -> Vec<&[Thread]> {
         self.readers
