@@ -13,10 +13,10 @@ use crate::predict::{CallPrediction, RunPrediction};
 use crate::replay::own_end;
 use crate::report::number;
 use crate::topo::placement::Placement;
-use crate::trace::{FLAG_NONBLOCKING, RunTrace};
+use crate::trace::{FLAG_NONBLOCKING, RankMeta, Record, RunTrace};
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Default size cap of trace.json (`PMPI_PREDICT_TRACE_MAX_MB`).
 pub const DEFAULT_MAX_MB: u64 = 64;
@@ -135,170 +135,418 @@ fn put_jstr(out: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// Where each call's slice goes, computed from its record when asked (nothing is kept per
-/// record). Calls are numbered by global id: the records of the ranks before (in
-/// `RunTrace::ranks` order), then the record's index, as the engine numbers them.
-struct Slices<'a> {
-    run: &'a RunTrace,
-    /// Global id of each rank's first record.
-    base: Vec<usize>,
+/// The slice of record `r` of the rank `meta` describes, ns from `origin`: its own call
+/// at its measured, clock-corrected time, both ends rounded from one clock so that
+/// consecutive slices of a thread never overlap.
+fn span(meta: &RankMeta, r: &Record, origin: i64) -> (i64, i64) {
+    let m_start = RunTrace::seconds_since(meta, r.t_start, origin);
+    let op_dur = own_end(r).saturating_sub(r.t_start) as f64 * 1e-9;
+    let s = (m_start * 1e9).round() as i64;
+    let e = ((m_start + op_dur) * 1e9).round() as i64;
+    (s, e.max(s))
+}
+
+/// What trace.json's time axes need of the whole run before its first slice is placed:
+/// the windows are fractions of the latest slice end, the counters' bins of the latest
+/// record end. The batch writer finds it from the loaded run, the streamed one from a
+/// first read of the spools ([`TraceExtent::read`]), one record at a time either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TraceExtent {
+    /// Call records.
+    pub calls: u64,
+    /// The latest slice end, ns from the origin (0 before any).
+    pub span_end_ns: i64,
+    /// The latest record end, seconds from the origin (0 before any).
+    pub end_s: f64,
+}
+
+impl TraceExtent {
+    /// Counts record `r` of the rank `meta` describes (`origin`: the run's).
+    pub fn add(&mut self, meta: &RankMeta, r: &Record, origin: i64) {
+        self.calls += 1;
+        self.span_end_ns = self.span_end_ns.max(span(meta, r, origin).1);
+        self.end_s = self
+            .end_s
+            .max(RunTrace::seconds_since(meta, r.t_end, origin));
+    }
+
+    /// The extent of a loaded run.
+    pub fn of_run(run: &RunTrace) -> TraceExtent {
+        let origin = run.origin_ns();
+        let mut x = TraceExtent::default();
+        for rk in &run.ranks {
+            for r in &rk.records {
+                x.add(&rk.meta, r, origin);
+            }
+        }
+        x
+    }
+
+    /// The extent of the run in `dir` whose metadata `shell` holds
+    /// ([`crate::trace::order::RunOrder::loaded_shell`]), its spools read once in spool
+    /// order (the maxima need no other). A spool that cannot be read to its end adds
+    /// nothing: the time-ordered reader gives such a rank no calls either.
+    pub fn read(dir: &Path, shell: &RunTrace) -> Result<TraceExtent, Error> {
+        let origin = shell.origin_ns();
+        let mut x = TraceExtent::default();
+        for rk in &shell.ranks {
+            let mut one = TraceExtent::default();
+            let path = crate::trace::spool_path(dir, rk.meta.rank);
+            if crate::trace::order::each_call(&path, &mut |r| one.add(&rk.meta, r, origin)).is_ok()
+            {
+                x.calls += one.calls;
+                x.span_end_ns = x.span_end_ns.max(one.span_end_ns);
+                x.end_s = x.end_s.max(one.end_s);
+            }
+        }
+        Ok(x)
+    }
+}
+
+/// Where a run's slices go, fixed before the first: tracks, origin, windows.
+struct Frame {
     origin: i64,
     /// Thread `t` of rank `r` is track `r + t · world`.
     world: u64,
-    /// Node of each rank index.
+    /// Node (pid) of each rank index.
     pid: Vec<u32>,
+    /// The latest slice end (ns, at least 1): window `w` starts at `w / WINDOWS` of it.
+    t_end: f64,
 }
 
-impl Slices<'_> {
-    /// (rank index, record index) of global id `g`.
-    fn locate(&self, g: usize) -> (usize, usize) {
-        let ri = self.base.partition_point(|&b| b <= g) - 1;
-        (ri, g - self.base[ri])
+impl Frame {
+    fn new(run: &RunTrace, placement: &Placement, extent: &TraceExtent) -> Frame {
+        Frame {
+            origin: run.origin_ns(),
+            world: run
+                .world_size
+                .max(run.ranks.iter().map(|r| r.meta.rank + 1).max().unwrap_or(0))
+                .max(1) as u64,
+            pid: run
+                .ranks
+                .iter()
+                .map(|rk| placement.node(rk.meta.rank).unwrap_or(0))
+                .collect(),
+            t_end: extent.span_end_ns.max(1) as f64,
+        }
     }
 
-    /// Start and end of the slice of record `i` of rank index `ri`, ns from the origin:
-    /// its own call at its measured, clock-corrected time, both rounded from one clock so
-    /// that consecutive slices of a thread never overlap.
-    fn span(&self, ri: usize, i: usize) -> (i64, i64) {
-        let rk = &self.run.ranks[ri];
-        let r = &rk.records[i];
-        let m_start = RunTrace::seconds_since(&rk.meta, r.t_start, self.origin);
-        let op_dur = own_end(r).saturating_sub(r.t_start) as f64 * 1e-9;
-        let s = (m_start * 1e9).round() as i64;
-        let e = ((m_start + op_dur) * 1e9).round() as i64;
-        (s, e.max(s))
+    /// The window of a slice starting at `start_ns`.
+    fn window_at(&self, start_ns: i64) -> usize {
+        ((start_ns.max(0) as f64 / self.t_end * WINDOWS as f64) as usize).min(WINDOWS - 1)
     }
 
-    fn span_of(&self, g: usize) -> (i64, i64) {
-        let (ri, i) = self.locate(g);
-        self.span(ri, i)
-    }
-
-    /// Track (pid, tid) of record `i` of rank index `ri`.
-    fn track(&self, ri: usize, i: usize) -> (u32, u64) {
-        let rk = &self.run.ranks[ri];
+    /// Track (pid, tid) of record `r` of rank index `ri`, whose metadata is `meta`.
+    fn track(&self, ri: usize, meta: &RankMeta, thread: u16) -> (u32, u64) {
         (
-            self.pid[ri],
-            rk.meta.rank.max(0) as u64 + rk.records[i].thread as u64 * self.world,
+            self.pid.get(ri).copied().unwrap_or(0),
+            meta.rank.max(0) as u64 + thread as u64 * self.world,
         )
     }
 
-    /// Every global id in order, with its rank index and record index.
-    fn all(&self) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
-        self.run.ranks.iter().enumerate().flat_map(move |(ri, rk)| {
-            (0..rk.records.len()).map(move |i| (self.base[ri] + i, ri, i))
-        })
+    /// Appends the slice of record `r` of rank index `ri` (metadata `meta`), predicted as
+    /// `p`, to `out`; returns its window. The one formatter of both writers.
+    fn slice(
+        &self,
+        ri: usize,
+        meta: &RankMeta,
+        r: &Record,
+        p: &CallPrediction,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let (start_ns, end_ns) = span(meta, r, self.origin);
+        let (pid, tid) = self.track(ri, meta, r.thread);
+        let name = meta
+            .calls
+            .get(r.call as usize)
+            .map(String::as_str)
+            .unwrap_or_else(|| crate::trace::call_name(r.call));
+        let nb = r.flags & FLAG_NONBLOCKING != 0;
+        out.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
+        put_jstr(out, name);
+        put_place(out, pid as u64, tid, start_ns);
+        out.extend_from_slice(b",\"dur\":");
+        put_us(out, end_ns - start_ns);
+        out.extend_from_slice(b",\"args\":{\"measured_s\":");
+        put_num(out, r.duration_s());
+        out.extend_from_slice(b",\"predicted_s\":");
+        put_opt(out, p.predicted);
+        out.extend_from_slice(b",\"free_s\":");
+        put_opt(out, p.free);
+        out.extend_from_slice(b",\"wait_kind\":");
+        put_jstr(out, p.measured_wait.kind.name());
+        out.extend_from_slice(b",\"wait_s\":");
+        put_num(out, p.measured_wait.seconds);
+        out.extend_from_slice(b",\"pred_wait_s\":");
+        put_num(out, p.wait.seconds);
+        out.extend_from_slice(b",\"contention_s\":");
+        put_num(out, p.contention);
+        out.extend_from_slice(b",\"bytes\":");
+        number::uint(out, r.bytes_send + r.bytes_recv);
+        // The peer as a WORLD rank, or null where the call has none.
+        out.extend_from_slice(b",\"peer\":");
+        if r.peer >= 0 {
+            number::int(out, r.peer as i64);
+        } else {
+            out.extend_from_slice(b"null");
+        }
+        out.extend_from_slice(b",\"tag\":");
+        number::int(out, r.tag as i64);
+        out.extend_from_slice(if nb {
+            b",\"nonblocking\":true,\"reason\":"
+        } else {
+            b",\"nonblocking\":false,\"reason\":"
+        });
+        put_jstr(out, p.reason.name());
+        out.extend_from_slice(b"}},\n");
+        self.window_at(start_ns)
     }
 }
 
-/// Writes trace.json to `path`, at most about `max_bytes` long.
-pub fn write_trace(
+/// Per node, the MPI bytes its ranks sent and received, in bins over the run: bounded by
+/// nodes × bins.
+struct Counters {
+    width: f64,
+    /// Per node, per bin; none when the run has no call or no length.
+    sent: Vec<Vec<f64>>,
+    recv: Vec<Vec<f64>>,
+}
+
+impl Counters {
+    fn new(extent: &TraceExtent, nodes: usize) -> Counters {
+        let t_end = extent.end_s;
+        if extent.calls == 0 || t_end <= 0.0 {
+            return Counters {
+                width: 0.0,
+                sent: Vec::new(),
+                recv: Vec::new(),
+            };
+        }
+        let width = BIN_S.max(t_end / MAX_BINS as f64);
+        let nbins = ((t_end / width).ceil() as usize).clamp(1, MAX_BINS);
+        let nodes = nodes.max(1);
+        Counters {
+            width,
+            sent: vec![vec![0.0; nbins]; nodes],
+            recv: vec![vec![0.0; nbins]; nodes],
+        }
+    }
+
+    /// Spreads the bytes of record `r` (of the rank `meta` describes, on node `node`)
+    /// evenly over its measured span (a nonblocking one: post to completion).
+    fn add(&mut self, node: u32, meta: &RankMeta, r: &Record, origin: i64) {
+        let node = node as usize;
+        if node >= self.sent.len() {
+            return;
+        }
+        let t0 = RunTrace::seconds_since(meta, r.t_start, origin);
+        let t1 = RunTrace::seconds_since(meta, r.t_end, origin);
+        spread(
+            &mut self.sent[node],
+            self.width,
+            t0,
+            t1,
+            r.bytes_send as f64,
+        );
+        spread(
+            &mut self.recv[node],
+            self.width,
+            t0,
+            t1,
+            r.bytes_recv as f64,
+        );
+    }
+
+    /// The counter events, per node in bin order (a bin equal to the one before left
+    /// out), each node's closed by a zero.
+    fn events(&self, out: &mut String) {
+        let width = self.width;
+        for (node, (sent, recv)) in self.sent.iter().zip(&self.recv).enumerate() {
+            let mut last = (-1.0, -1.0);
+            for b in 0..sent.len() {
+                let v = (sent[b] / width, recv[b] / width);
+                if v == last {
+                    continue;
+                }
+                last = v;
+                let ts = (b as f64 * width * 1e9).round() as i64;
+                let _ = writeln!(
+                    out,
+                    "{{\"ph\":\"C\",\"name\":\"MPI bandwidth (B/s)\",\"pid\":{node},\"tid\":0,\"ts\":{},\"args\":{{\"sent\":{:.0},\"received\":{:.0}}}}},",
+                    us(ts),
+                    v.0,
+                    v.1
+                );
+            }
+            let ts = (sent.len() as f64 * width * 1e9).round() as i64;
+            let _ = writeln!(
+                out,
+                "{{\"ph\":\"C\",\"name\":\"MPI bandwidth (B/s)\",\"pid\":{node},\"tid\":0,\"ts\":{},\"args\":{{\"sent\":0,\"received\":0}}}},",
+                us(ts)
+            );
+        }
+    }
+}
+
+/// What both writers gather from the slices as they come in [`super::Timeline`] order:
+/// the tracks, the counters, the windows' sizes. Bounded by ranks × threads, nodes ×
+/// bins and the windows.
+struct Tally {
+    /// Per rank index, the threads its calls came from (sorted).
+    threads: Vec<Vec<u16>>,
+    counters: Counters,
+    /// Per window: the bytes of its slices and their number.
+    window_len: Vec<u64>,
+    window_calls: Vec<u64>,
+    /// Per window: what the flows whose sender is in it take (the batch writer's).
+    flow_bytes: Vec<u64>,
+    calls: usize,
+}
+
+impl Tally {
+    fn new(run: &RunTrace, placement: &Placement, extent: &TraceExtent) -> Tally {
+        Tally {
+            threads: vec![Vec::new(); run.ranks.len()],
+            counters: Counters::new(extent, placement.nodes()),
+            window_len: vec![0; WINDOWS],
+            window_calls: vec![0; WINDOWS],
+            flow_bytes: vec![0; WINDOWS],
+            calls: 0,
+        }
+    }
+
+    /// Counts the slice of record `r` of rank index `ri`, `len` bytes in window `w`.
+    fn add(&mut self, frame: &Frame, ri: usize, meta: &RankMeta, r: &Record, w: usize, len: usize) {
+        if let Some(t) = self.threads.get_mut(ri)
+            && let Err(k) = t.binary_search(&r.thread)
+        {
+            t.insert(k, r.thread);
+        }
+        let node = frame.pid.get(ri).copied().unwrap_or(0);
+        self.counters.add(node, meta, r, frame.origin);
+        self.window_len[w] += len as u64;
+        self.window_calls[w] += 1;
+        self.calls += 1;
+    }
+
+    /// The metadata and counter events: what comes before the slices, kept whole.
+    fn fixed(&self, run: &RunTrace, placement: &Placement, frame: &Frame) -> String {
+        let mut out = String::new();
+        for (id, name) in placement.names.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{id},\"tid\":0,\"args\":{{\"name\":{}}}}},",
+                jstr(&format!("node {name}"))
+            );
+            let _ = writeln!(
+                out,
+                "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{id},\"tid\":0,\"args\":{{\"sort_index\":{id}}}}},"
+            );
+        }
+        // One track per (rank, thread) that has calls, and thread 0 of every rank.
+        let mut seen = std::collections::BTreeSet::new();
+        for (ri, rk) in run.ranks.iter().enumerate() {
+            let mut threads = self.threads.get(ri).cloned().unwrap_or_default();
+            if let Err(k) = threads.binary_search(&0) {
+                threads.insert(k, 0);
+            }
+            for t in threads {
+                let (pid, tid) = frame.track(ri, &rk.meta, t);
+                if !seen.insert((pid, tid)) {
+                    continue;
+                }
+                let name = if t == 0 {
+                    format!("rank {}", rk.meta.rank)
+                } else {
+                    format!("rank {} thread {t}", rk.meta.rank)
+                };
+                let _ = writeln!(
+                    out,
+                    "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}},",
+                    jstr(&name)
+                );
+                let _ = writeln!(
+                    out,
+                    "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}},"
+                );
+            }
+        }
+        self.counters.events(&mut out);
+        out
+    }
+
+    /// Which windows fit `max_bytes` beside the fixed part (`fixed` bytes).
+    fn sampling(&self, fixed: usize, max_bytes: u64) -> Sampling {
+        // A slice or flow counts its bytes and one more, as a budget.
+        let window_bytes: Vec<u64> = (0..WINDOWS)
+            .map(|w| self.window_len[w] + self.window_calls[w] + self.flow_bytes[w])
+            .collect();
+        let total: u64 = window_bytes.iter().sum();
+        let budget = max_bytes.saturating_sub(fixed as u64 + HEADER_RESERVE);
+        let stride = if total <= budget {
+            Some(1)
+        } else {
+            choose_stride(&window_bytes, budget)
+        };
+        let kept_calls = (0..WINDOWS)
+            .filter(|&w| stride.is_some_and(|k| w.is_multiple_of(k)))
+            .map(|w| self.window_calls[w])
+            .sum::<u64>() as usize;
+        Sampling {
+            stride,
+            kept_calls,
+            total_calls: self.calls,
+            would_be: total + fixed as u64,
+        }
+    }
+}
+
+/// Which windows a trace.json keeps.
+struct Sampling {
+    /// Every `stride`-th window (None: not even the first fits).
+    stride: Option<usize>,
+    kept_calls: usize,
+    total_calls: usize,
+    /// Bytes the whole file would take (about).
+    would_be: u64,
+}
+
+impl Sampling {
+    fn keep(&self, w: usize) -> bool {
+        self.stride.is_some_and(|k| w.is_multiple_of(k))
+    }
+
+    fn sampled(&self) -> bool {
+        self.kept_calls < self.total_calls
+    }
+}
+
+/// Writes trace.json to `path`: the header (with `note` in `otherData` where given), the
+/// fixed events, what `body` writes (the kept slices and flows; it returns the flows
+/// written), the closing event; says on stderr when it sampled.
+fn write_file(
     path: &Path,
-    run: &RunTrace,
-    pred: &RunPrediction,
+    model: &str,
     max_bytes: u64,
+    note: Option<(&str, &str)>,
+    fixed: &str,
+    s: &Sampling,
+    body: &mut dyn FnMut(&mut BufWriter<std::fs::File>) -> Result<usize, Error>,
 ) -> Result<TraceStats, Error> {
-    let placement = Placement::from_run(run);
-    let mut base = Vec::with_capacity(run.ranks.len());
-    let mut n = 0;
-    for rk in &run.ranks {
-        base.push(n);
-        n += rk.records.len();
-    }
-    let world = run
-        .world_size
-        .max(run.ranks.iter().map(|r| r.meta.rank + 1).max().unwrap_or(0))
-        .max(1) as u64;
-    let sl = Slices {
-        run,
-        base,
-        origin: run.origin_ns(),
-        world,
-        pid: run
-            .ranks
-            .iter()
-            .map(|rk| placement.node(rk.meta.rank).unwrap_or(0))
-            .collect(),
-    };
-    let t_end = sl
-        .all()
-        .map(|(_, ri, i)| sl.span(ri, i).1)
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let window_at = |start_ns: i64| {
-        ((start_ns.max(0) as f64 / t_end * WINDOWS as f64) as usize).min(WINDOWS - 1)
-    };
-    let window_of = |g: usize| window_at(sl.span_of(g).0);
-
-    // The flow arrows: sending slice → receiving slice (an Irecv's completion call), as
-    // the engine matched them.
-    let arrows = &pred.arrows;
-
-    // The fixed part (metadata, counters) is bounded by nodes × bins and ranks.
-    let mut fixed = String::new();
-    metadata_events(run, &placement, &sl, &mut fixed);
-    counter_events(run, &placement, &mut fixed);
-
-    // Sizes of what sampling can leave out, per window of the call (a flow counts in its
-    // sender's window).
-    let mut window_bytes = vec![0u64; WINDOWS];
-    let mut buf: Vec<u8> = Vec::new();
-    for (_, ri, i) in sl.all() {
-        buf.clear();
-        let span = sl.span(ri, i);
-        slice_event(run, pred, &sl, ri, i, span, &mut buf);
-        window_bytes[window_at(span.0)] += buf.len() as u64 + 1;
-    }
-    for (i, &(a, b)) in arrows.iter().enumerate() {
-        buf.clear();
-        flow_events(&sl, i, a, b, &mut buf);
-        window_bytes[window_of(a as usize)] += buf.len() as u64 + 1;
-    }
-    let total: u64 = window_bytes.iter().sum();
-    let budget = max_bytes.saturating_sub(fixed.len() as u64 + HEADER_RESERVE);
-    let stride = if total <= budget {
-        Some(1)
-    } else {
-        choose_stride(&window_bytes, budget)
-    };
-    let keep_window = |w: usize| stride.is_some_and(|k| w.is_multiple_of(k));
-    let keep = |g: usize| keep_window(window_of(g));
-    let kept_calls = sl
-        .all()
-        .filter(|&(_, ri, i)| keep_window(window_at(sl.span(ri, i).0)))
-        .count();
-    let sampled = kept_calls < n;
-
+    let (n, kept_calls, sampled) = (s.total_calls, s.kept_calls, s.sampled());
     let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
     let mut w = BufWriter::new(file);
     let io = |e: std::io::Error| Error::write(path, e);
+    let note = note.map_or(String::new(), |(k, v)| format!(",{}:{}", jstr(k), jstr(v)));
     writeln!(
         w,
-        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{sampled},\"kept_calls\":{kept_calls},\"total_calls\":{n},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}}},\"traceEvents\":[",
-        jstr(&pred.model),
-        stride.unwrap_or(0),
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{sampled},\"kept_calls\":{kept_calls},\"total_calls\":{n},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}{note}}},\"traceEvents\":[",
+        jstr(model),
+        s.stride.unwrap_or(0),
     )
     .map_err(io)?;
     w.write_all(fixed.as_bytes()).map_err(io)?;
-    for (_, ri, i) in sl.all() {
-        let span = sl.span(ri, i);
-        if !keep_window(window_at(span.0)) {
-            continue;
-        }
-        buf.clear();
-        slice_event(run, pred, &sl, ri, i, span, &mut buf);
-        w.write_all(&buf).map_err(io)?;
-    }
-    let mut flows = 0;
-    for (i, &(a, b)) in arrows.iter().enumerate() {
-        if keep(a as usize) && keep(b as usize) {
-            buf.clear();
-            flow_events(&sl, i, a, b, &mut buf);
-            w.write_all(&buf).map_err(io)?;
-            flows += 1;
-        }
-    }
+    let flows = body(&mut w)?;
     // Every event above ends with ",\n"; this one closes the array without a trailing comma.
     writeln!(
         w,
@@ -310,9 +558,10 @@ pub fn write_trace(
     if sampled {
         eprintln!(
             "pmpi-predict: trace.json would be {:.1} MB, above the cap of {:.1} MB (PMPI_PREDICT_TRACE_MAX_MB): kept {kept_calls} of {n} calls ({} of {WINDOWS} time windows; see otherData)",
-            (total + fixed.len() as u64) as f64 / 1e6,
+            s.would_be as f64 / 1e6,
             max_bytes as f64 / 1e6,
-            stride.map_or("none".to_string(), |k| format!("one in {k}")),
+            s.stride
+                .map_or("none".to_string(), |k| format!("one in {k}")),
         );
     }
     Ok(TraceStats {
@@ -320,207 +569,301 @@ pub fn write_trace(
         total_calls: n,
         kept_calls,
         flows,
-        stride: stride.unwrap_or(0),
+        stride: s.stride.unwrap_or(0),
         sampled,
     })
 }
 
-fn metadata_events(run: &RunTrace, placement: &Placement, sl: &Slices, out: &mut String) {
-    for (id, name) in placement.names.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{id},\"tid\":0,\"args\":{{\"name\":{}}}}},",
-            jstr(&format!("node {name}"))
-        );
-        let _ = writeln!(
-            out,
-            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{id},\"tid\":0,\"args\":{{\"sort_index\":{id}}}}},"
-        );
-    }
-    // One track per (rank, thread) that has calls; thread 0 of rank r is tid r.
-    let mut seen = std::collections::BTreeSet::new();
-    for (ri, rk) in run.ranks.iter().enumerate() {
-        let pid = sl.pid[ri];
-        let mut threads: Vec<u16> = rk.records.iter().map(|r| r.thread).collect();
-        threads.push(0);
-        threads.sort_unstable();
-        threads.dedup();
-        for t in threads {
-            let tid = match rk.records.iter().position(|r| r.thread == t) {
-                Some(i) => sl.track(ri, i).1,
-                None => rk.meta.rank.max(0) as u64,
-            };
-            if !seen.insert((pid, tid)) {
-                continue;
-            }
-            let name = if t == 0 {
-                format!("rank {}", rk.meta.rank)
-            } else {
-                format!("rank {} thread {t}", rk.meta.rank)
-            };
-            let _ = writeln!(
-                out,
-                "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":{}}}}},",
-                jstr(&name)
-            );
-            let _ = writeln!(
-                out,
-                "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}},"
-            );
-        }
-    }
-}
-
-/// Per node, the MPI bytes its ranks sent and received per second: each call's bytes
-/// spread evenly over its measured span (a nonblocking one: post to completion).
-fn counter_events(run: &RunTrace, placement: &Placement, out: &mut String) {
-    let origin = run.origin_ns();
-    let n: usize = run.ranks.iter().map(|rk| rk.records.len()).sum();
-    let t_end = run
-        .ranks
-        .iter()
-        .flat_map(|rk| {
-            rk.records
-                .iter()
-                .map(|r| RunTrace::seconds_since(&rk.meta, r.t_end, origin))
-        })
-        .fold(0.0, f64::max);
-    if n == 0 || t_end <= 0.0 {
-        return;
-    }
-    let width = BIN_S.max(t_end / MAX_BINS as f64);
-    let nbins = ((t_end / width).ceil() as usize).clamp(1, MAX_BINS);
-    let nodes = placement.nodes().max(1);
-    let mut sent = vec![vec![0.0; nbins]; nodes];
-    let mut recv = vec![vec![0.0; nbins]; nodes];
-    for rk in &run.ranks {
-        let node = placement.node(rk.meta.rank).unwrap_or(0) as usize;
-        if node >= nodes {
-            continue;
-        }
-        for r in &rk.records {
-            let t0 = RunTrace::seconds_since(&rk.meta, r.t_start, origin);
-            let t1 = RunTrace::seconds_since(&rk.meta, r.t_end, origin);
-            spread(&mut sent[node], width, t0, t1, r.bytes_send as f64);
-            spread(&mut recv[node], width, t0, t1, r.bytes_recv as f64);
-        }
-    }
-    for node in 0..nodes {
-        let mut last = (-1.0, -1.0);
-        for b in 0..nbins {
-            let v = (sent[node][b] / width, recv[node][b] / width);
-            if v == last {
-                continue;
-            }
-            last = v;
-            let ts = (b as f64 * width * 1e9).round() as i64;
-            let _ = writeln!(
-                out,
-                "{{\"ph\":\"C\",\"name\":\"MPI bandwidth (B/s)\",\"pid\":{node},\"tid\":0,\"ts\":{},\"args\":{{\"sent\":{:.0},\"received\":{:.0}}}}},",
-                us(ts),
-                v.0,
-                v.1
-            );
-        }
-        let ts = (nbins as f64 * width * 1e9).round() as i64;
-        let _ = writeln!(
-            out,
-            "{{\"ph\":\"C\",\"name\":\"MPI bandwidth (B/s)\",\"pid\":{node},\"tid\":0,\"ts\":{},\"args\":{{\"sent\":0,\"received\":0}}}},",
-            us(ts)
-        );
-    }
-}
-
-fn slice_event(
+/// Writes trace.json to `path`, at most about `max_bytes` long. Slices come in
+/// [`super::Timeline`] order (the streamed writer's, [`StreamedTrace`]), then the flows.
+pub fn write_trace(
+    path: &Path,
     run: &RunTrace,
     pred: &RunPrediction,
-    sl: &Slices,
-    ri: usize,
-    i: usize,
-    (start_ns, end_ns): (i64, i64),
-    out: &mut Vec<u8>,
-) {
-    let rk = &run.ranks[ri];
-    let r = &rk.records[i];
-    let (pid, tid) = sl.track(ri, i);
-    let p: CallPrediction = pred
-        .calls
-        .get(ri)
-        .and_then(|c| c.get(i))
-        .copied()
-        .unwrap_or_default();
-    let name = rk
-        .meta
-        .calls
-        .get(r.call as usize)
-        .map(String::as_str)
-        .unwrap_or_else(|| crate::trace::call_name(r.call));
-    let nb = r.flags & FLAG_NONBLOCKING != 0;
-    out.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
-    put_jstr(out, name);
-    put_place(out, pid as u64, tid, start_ns);
-    out.extend_from_slice(b",\"dur\":");
-    put_us(out, end_ns - start_ns);
-    out.extend_from_slice(b",\"args\":{\"measured_s\":");
-    put_num(out, r.duration_s());
-    out.extend_from_slice(b",\"predicted_s\":");
-    put_opt(out, p.predicted);
-    out.extend_from_slice(b",\"free_s\":");
-    put_opt(out, p.free);
-    out.extend_from_slice(b",\"wait_kind\":");
-    put_jstr(out, p.measured_wait.kind.name());
-    out.extend_from_slice(b",\"wait_s\":");
-    put_num(out, p.measured_wait.seconds);
-    out.extend_from_slice(b",\"pred_wait_s\":");
-    put_num(out, p.wait.seconds);
-    out.extend_from_slice(b",\"contention_s\":");
-    put_num(out, p.contention);
-    out.extend_from_slice(b",\"bytes\":");
-    number::uint(out, r.bytes_send + r.bytes_recv);
-    // The peer as a WORLD rank, or null where the call has none.
-    out.extend_from_slice(b",\"peer\":");
-    if r.peer >= 0 {
-        number::int(out, r.peer as i64);
-    } else {
-        out.extend_from_slice(b"null");
-    }
-    out.extend_from_slice(b",\"tag\":");
-    number::int(out, r.tag as i64);
-    out.extend_from_slice(if nb {
-        b",\"nonblocking\":true,\"reason\":"
-    } else {
-        b",\"nonblocking\":false,\"reason\":"
-    });
-    put_jstr(out, p.reason.name());
-    out.extend_from_slice(b"}},\n");
-}
-
-/// A flow's two events, bound to their enclosing slices at the slices' midpoints.
-fn flow_events(sl: &Slices, i: usize, a: u32, b: u32, out: &mut Vec<u8>) {
-    let at = |g: u32| {
-        let (ri, i) = sl.locate(g as usize);
-        let (s, e) = sl.span(ri, i);
-        (sl.track(ri, i), s + (e - s) / 2)
+    max_bytes: u64,
+) -> Result<TraceStats, Error> {
+    let placement = Placement::from_run(run);
+    let extent = TraceExtent::of_run(run);
+    let frame = Frame::new(run, &placement, &extent);
+    let mut tally = Tally::new(run, &placement, &extent);
+    let pred_of = |ri: usize, i: usize| -> CallPrediction {
+        pred.calls
+            .get(ri)
+            .and_then(|c| c.get(i))
+            .copied()
+            .unwrap_or_default()
     };
-    let id = i as u64 + 1;
-    for (head, g) in [
-        (
-            &b"{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
-            a,
-        ),
-        (
-            &b"{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
-            b,
-        ),
-    ] {
-        let ((pid, tid), mid) = at(g);
-        out.extend_from_slice(head);
-        number::uint(out, id);
-        put_place(out, pid as u64, tid, mid);
-        out.extend_from_slice(b"},\n");
+    // Sizes first (nothing is kept per record), then the file.
+    let mut buf: Vec<u8> = Vec::new();
+    for (_, ri, i) in super::Timeline::new(run) {
+        let rk = &run.ranks[ri];
+        let r = &rk.records[i];
+        buf.clear();
+        let w = frame.slice(ri, &rk.meta, r, &pred_of(ri, i), &mut buf);
+        tally.add(&frame, ri, &rk.meta, r, w, buf.len());
+    }
+    // The flow arrows: sending slice → receiving slice (an Irecv's completion call), as
+    // the engine matched them; a flow counts in its sender's window.
+    let mut base = Vec::with_capacity(run.ranks.len());
+    let mut n = 0;
+    for rk in &run.ranks {
+        base.push(n);
+        n += rk.records.len();
+    }
+    let flows = Flows {
+        run,
+        frame: &frame,
+        base,
+    };
+    for (i, &(a, b)) in pred.arrows.iter().enumerate() {
+        buf.clear();
+        flows.events(i, a, b, &mut buf);
+        tally.flow_bytes[flows.window(a)] += buf.len() as u64 + 1;
+    }
+    let fixed = tally.fixed(run, &placement, &frame);
+    let s = tally.sampling(fixed.len(), max_bytes);
+    let io = |e: std::io::Error| Error::write(path, e);
+    write_file(path, &pred.model, max_bytes, None, &fixed, &s, &mut |w| {
+        for (_, ri, i) in super::Timeline::new(run) {
+            let rk = &run.ranks[ri];
+            buf.clear();
+            let win = frame.slice(ri, &rk.meta, &rk.records[i], &pred_of(ri, i), &mut buf);
+            if s.keep(win) {
+                w.write_all(&buf).map_err(io)?;
+            }
+        }
+        let mut written = 0;
+        for (i, &(a, b)) in pred.arrows.iter().enumerate() {
+            if s.keep(flows.window(a)) && s.keep(flows.window(b)) {
+                buf.clear();
+                flows.events(i, a, b, &mut buf);
+                w.write_all(&buf).map_err(io)?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    })
+}
+
+/// The flow arrows of a loaded run: records by global id (the records of the ranks
+/// before, in `RunTrace::ranks` order, then the record's index, as the engine numbers
+/// them).
+struct Flows<'a> {
+    run: &'a RunTrace,
+    frame: &'a Frame,
+    /// Global id of each rank's first record.
+    base: Vec<usize>,
+}
+
+impl Flows<'_> {
+    /// Rank index and record of global id `g`.
+    fn locate(&self, g: u32) -> Option<(usize, &Record)> {
+        let g = g as usize;
+        let ri = self.base.partition_point(|&b| b <= g).checked_sub(1)?;
+        let rk = &self.run.ranks[ri];
+        Some((ri, rk.records.get(g - self.base[ri])?))
+    }
+
+    /// (track, slice midpoint) of global id `g`.
+    fn at(&self, g: u32) -> ((u32, u64), i64) {
+        let Some((ri, r)) = self.locate(g) else {
+            return ((0, 0), 0);
+        };
+        let meta = &self.run.ranks[ri].meta;
+        let (s, e) = span(meta, r, self.frame.origin);
+        (self.frame.track(ri, meta, r.thread), s + (e - s) / 2)
+    }
+
+    fn window(&self, g: u32) -> usize {
+        let Some((ri, r)) = self.locate(g) else {
+            return 0;
+        };
+        let meta = &self.run.ranks[ri].meta;
+        self.frame.window_at(span(meta, r, self.frame.origin).0)
+    }
+
+    /// A flow's two events, bound to their enclosing slices at the slices' midpoints.
+    fn events(&self, i: usize, a: u32, b: u32, out: &mut Vec<u8>) {
+        let id = i as u64 + 1;
+        for (head, g) in [
+            (
+                &b"{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
+                a,
+            ),
+            (
+                &b"{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
+                b,
+            ),
+        ] {
+            let ((pid, tid), mid) = self.at(g);
+            out.extend_from_slice(head);
+            number::uint(out, id);
+            put_place(out, pid as u64, tid, mid);
+            out.extend_from_slice(b"},\n");
+        }
     }
 }
 
+/// What the streamed trace.json says of its flows: the matches are made inside the
+/// windowed replay, which does not hand them over yet.
+pub const STREAMED_FLOWS: &str = "not drawn on the streamed path";
+
+/// trace.json written from rows that come one at a time in [`super::Timeline`] order
+/// (`analyze --stream`'s row loop), in memory bounded by ranks × threads, nodes × bins
+/// and the windows: the batch writer's file ([`write_trace`]) but the flow arrows.
+///
+/// Windows are by start time, so in that order each window's slices are one contiguous
+/// byte range: every slice goes to a temporary file next to trace.json (its path with
+/// `.slices` added) as it comes, and [`StreamedTrace::finish`] chooses the stride and
+/// copies the kept windows' ranges after the header, metadata and counters. The temporary
+/// file goes when the writer does, also on an error or when it is dropped unfinished.
+pub struct StreamedTrace {
+    path: PathBuf,
+    run: RunTrace,
+    placement: Placement,
+    frame: Frame,
+    tally: Tally,
+    model: String,
+    max_bytes: u64,
+    temp: TempFile,
+    slices: BufWriter<std::fs::File>,
+    buf: Vec<u8>,
+    /// The window of the last slice (they must not go back).
+    window: usize,
+}
+
+/// A file removed when dropped.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        std::fs::remove_file(&self.0).ok();
+    }
+}
+
+impl StreamedTrace {
+    /// Starts trace.json at `path` for the run whose metadata `shell` holds
+    /// ([`crate::trace::order::RunOrder::loaded_shell`]), of extent `extent`
+    /// ([`TraceExtent::read`]), predicted under `model` (its name), at most about
+    /// `max_bytes` long. Nothing is written to `path` before [`StreamedTrace::finish`].
+    pub fn create(
+        path: &Path,
+        shell: &RunTrace,
+        extent: TraceExtent,
+        model: &str,
+        max_bytes: u64,
+    ) -> Result<StreamedTrace, Error> {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(".slices");
+        let temp = TempFile(PathBuf::from(name));
+        let file = std::fs::File::create(&temp.0).map_err(|e| Error::write(&temp.0, e))?;
+        let run = RunTrace {
+            ranks: shell
+                .ranks
+                .iter()
+                .map(|rk| crate::trace::RankTrace {
+                    meta: rk.meta.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            world_size: shell.world_size,
+            missing: Vec::new(),
+        };
+        let placement = Placement::from_run(&run);
+        let frame = Frame::new(&run, &placement, &extent);
+        let tally = Tally::new(&run, &placement, &extent);
+        Ok(StreamedTrace {
+            path: path.to_path_buf(),
+            run,
+            placement,
+            frame,
+            tally,
+            model: model.to_string(),
+            max_bytes,
+            temp,
+            slices: BufWriter::with_capacity(1 << 16, file),
+            buf: Vec::with_capacity(512),
+            window: 0,
+        })
+    }
+
+    /// The slice of record `r` of rank index `ri` (metadata `meta`), predicted as `p`:
+    /// the next row in [`super::Timeline`] order.
+    pub fn row(
+        &mut self,
+        ri: usize,
+        meta: &RankMeta,
+        r: &Record,
+        p: &CallPrediction,
+    ) -> Result<(), Error> {
+        if ri >= self.run.ranks.len() {
+            return Err(Error::Internal(format!(
+                "streamed trace.json: rank index {ri} of {}",
+                self.run.ranks.len()
+            )));
+        }
+        self.buf.clear();
+        let w = self.frame.slice(ri, meta, r, p, &mut self.buf);
+        if w < self.window {
+            return Err(Error::Internal(format!(
+                "streamed trace.json: a slice of window {w} after window {}: rows out of order",
+                self.window
+            )));
+        }
+        self.window = w;
+        self.tally.add(&self.frame, ri, meta, r, w, self.buf.len());
+        let temp = &self.temp.0;
+        self.slices
+            .write_all(&self.buf)
+            .map_err(|e| Error::write(temp, e))
+    }
+
+    /// Writes trace.json: header, metadata, counters, the kept windows' slices.
+    pub fn finish(self) -> Result<TraceStats, Error> {
+        let StreamedTrace {
+            path,
+            run,
+            placement,
+            frame,
+            tally,
+            model,
+            max_bytes,
+            temp,
+            slices,
+            ..
+        } = self;
+        slices
+            .into_inner()
+            .map_err(|e| Error::write(&temp.0, e.into_error()))?;
+        let fixed = tally.fixed(&run, &placement, &frame);
+        let s = tally.sampling(fixed.len(), max_bytes);
+        let mut from = std::fs::File::open(&temp.0).map_err(|e| Error::read(&temp.0, e))?;
+        let note = Some(("flows", STREAMED_FLOWS));
+        write_file(&path, &model, max_bytes, note, &fixed, &s, &mut |w| {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut at = 0u64;
+            for win in 0..WINDOWS {
+                let len = tally.window_len[win];
+                if len == 0 || !s.keep(win) {
+                    at += len;
+                    continue;
+                }
+                from.seek(SeekFrom::Start(at))
+                    .map_err(|e| Error::read(&temp.0, e))?;
+                let copied = std::io::copy(&mut (&mut from).take(len), w)
+                    .map_err(|e| Error::write(&path, e))?;
+                if copied != len {
+                    return Err(Error::Internal(format!(
+                        "{} ended early: {copied} of {len} bytes of window {win}",
+                        temp.0.display()
+                    )));
+                }
+                at += len;
+            }
+            Ok(0)
+        })
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,5 +913,169 @@ mod tests {
             s,
             format!("\"MPI_Send\"{}", jstr("a\"b\\c\u{1}é")).as_bytes()
         );
+    }
+
+    /// The streamed writer fed the rows of `run` (loaded from `dir`) predicted as `pred`,
+    /// from the loaded run in `Timeline` order or from a second read of the spools in
+    /// time order (`RunOrder`, as `analyze --stream`'s row loop gives them).
+    fn write_streamed(
+        dir: &Path,
+        run: &RunTrace,
+        pred: &RunPrediction,
+        max_bytes: u64,
+        from_spools: bool,
+    ) -> TraceStats {
+        use crate::trace::order::RunOrder;
+        let mut order = RunOrder::open(dir).unwrap();
+        let shell = order.loaded_shell(dir);
+        let extent = TraceExtent::read(dir, &shell).unwrap();
+        assert_eq!(extent, TraceExtent::of_run(run));
+        let path = dir.join("trace.json");
+        let mut st = StreamedTrace::create(&path, &shell, extent, &pred.model, max_bytes).unwrap();
+        if from_spools {
+            while let Some((_, ri, call)) = order.next_call().unwrap() {
+                let p = pred.calls[ri][call.rec as usize];
+                st.row(ri, &order.metas[ri], &call.record, &p).unwrap();
+            }
+        } else {
+            for (_, ri, i) in crate::report::Timeline::new(run) {
+                let rk = &run.ranks[ri];
+                st.row(ri, &rk.meta, &rk.records[i], &pred.calls[ri][i])
+                    .unwrap();
+            }
+        }
+        st.finish().unwrap()
+    }
+
+    /// Random runs written to spools (the streamed reports' cases: clock offsets, two
+    /// threads, nonblocking calls, long runs, a rank's spool lost), under `gige` and
+    /// without a model, at caps from none to a few kB (strides of 1 to the window count,
+    /// and nothing kept): the streamed trace.json is the batch writer's byte for byte
+    /// when neither draws flows, but its `otherData` saying so; the same stats; its
+    /// extent, read from the spools, is the loaded run's; no temporary file stays.
+    #[test]
+    fn the_streamed_trace_is_the_batch_one() {
+        use crate::predict::{Assumptions, predict_run_with};
+        use crate::profile::Profile;
+        let mut rnd = crate::testing::xorshift(0x7ace_5eed_0000_0001);
+        let dir = std::env::temp_dir().join(format!("pmpi-tracestream-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let note = format!(",\"flows\":\"{STREAMED_FLOWS}\"");
+        let (mut files, mut strided, mut none_kept, mut calls) = (0, 0, 0, 0);
+        let mut threads = 0;
+        for case in 0..30 {
+            crate::testing::write_random_case(&mut rnd, &dir, case, 20, 10);
+            let run = crate::trace::load_run(&dir).unwrap();
+            threads += run
+                .ranks
+                .iter()
+                .filter(|rk| rk.records.iter().any(|r| r.thread != 0))
+                .count();
+            for model in ["gige", "none"] {
+                let mut pred =
+                    predict_run_with(&run, &profile, Some(model), &Assumptions::default()).unwrap();
+                pred.arrows.clear();
+                let path = dir.join("trace.json");
+                let whole = write_trace(&path, &run, &pred, u64::MAX).unwrap().bytes;
+                for cap in [u64::MAX, whole / 2, whole / 7, whole / 40, 2500, 0] {
+                    let batch_stats = write_trace(&path, &run, &pred, cap).unwrap();
+                    let batch = std::fs::read(&path).unwrap();
+                    std::fs::remove_file(&path).unwrap();
+                    for from_spools in [false, true] {
+                        let stats = write_streamed(&dir, &run, &pred, cap, from_spools);
+                        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
+                        let first = text.find('\n').unwrap();
+                        assert_eq!(text[..first].matches(&note).count(), 1, "case {case}");
+                        let without = text.replacen(&note, "", 1);
+                        assert!(
+                            without.as_bytes() == batch,
+                            "case {case}, {model}, cap {cap}, from spools {from_spools}: trace.json differs"
+                        );
+                        // The file is JSON and holds what it says it kept.
+                        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                        let slices = v["traceEvents"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|e| e["ph"] == "X")
+                            .count();
+                        assert_eq!(slices, stats.kept_calls, "case {case}");
+                        assert_eq!(
+                            stats,
+                            TraceStats {
+                                bytes: text.len() as u64,
+                                ..batch_stats.clone()
+                            }
+                        );
+                        assert_eq!(stats.bytes, batch_stats.bytes + note.len() as u64);
+                        std::fs::remove_file(&path).unwrap();
+                        let left: Vec<_> = std::fs::read_dir(&dir)
+                            .unwrap()
+                            .filter_map(|e| e.ok())
+                            .filter(|e| e.file_name().to_string_lossy().contains("trace.json"))
+                            .collect();
+                        assert!(left.is_empty(), "case {case}: {left:?} left");
+                        files += 1;
+                    }
+                    strided += usize::from(batch_stats.stride > 1);
+                    none_kept += usize::from(batch_stats.kept_calls == 0);
+                    calls += batch_stats.total_calls;
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            files == 720 && strided > 100 && none_kept > 10 && calls > 50_000 && threads > 5,
+            "{files} files, {strided} sampled, {none_kept} with nothing kept, {calls} calls, {threads} ranks with threads"
+        );
+    }
+
+    /// A writer that fails (rows out of order, trace.json not creatable) or is dropped
+    /// unfinished leaves no temporary file, and writes no trace.json but the one it could.
+    #[test]
+    fn the_temporary_file_goes_on_every_path() {
+        let mut rnd = crate::testing::xorshift(0x7ace_5eed_0000_0002);
+        let dir = std::env::temp_dir().join(format!("pmpi-tracetemp-{}", std::process::id()));
+        crate::testing::write_random_case(&mut rnd, &dir, 0, 10, 1);
+        let run = crate::trace::load_run(&dir).unwrap();
+        let p = CallPrediction::default();
+        let extent = TraceExtent::of_run(&run);
+        let path = dir.join("trace.json");
+        let temp = dir.join("trace.json.slices");
+        let rows: Vec<(usize, usize)> = crate::report::Timeline::new(&run)
+            .map(|(_, ri, i)| (ri, i))
+            .collect();
+        assert!(rows.len() > 10);
+        // The last row first, then the first: out of order.
+        let mut st = StreamedTrace::create(&path, &run, extent, "gige", u64::MAX).unwrap();
+        assert!(temp.exists());
+        let row = |st: &mut StreamedTrace, (ri, i): (usize, usize)| {
+            let rk = &run.ranks[ri];
+            st.row(ri, &rk.meta, &rk.records[i], &p)
+        };
+        row(&mut st, rows[rows.len() - 1]).unwrap();
+        let e = row(&mut st, rows[0]).unwrap_err();
+        assert!(e.to_string().contains("out of order"), "{e}");
+        assert!(
+            st.row(
+                run.ranks.len(),
+                &run.ranks[0].meta,
+                &run.ranks[0].records[0],
+                &p
+            )
+            .is_err()
+        );
+        drop(st);
+        assert!(!temp.exists() && !path.exists());
+        // trace.json cannot be created (a directory of that name).
+        std::fs::create_dir(&path).unwrap();
+        let mut st = StreamedTrace::create(&path, &run, extent, "gige", u64::MAX).unwrap();
+        for &ri_i in &rows {
+            row(&mut st, ri_i).unwrap();
+        }
+        assert!(st.finish().is_err());
+        assert!(!temp.exists());
+        std::fs::remove_dir(&path).unwrap();
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -286,6 +286,19 @@ impl RunOrder {
     }
 }
 
+/// Calls `f` with each call record of the spool at `path` in spool order, settled as
+/// loaded, continuations left out: for a pass that needs every record but not their order
+/// (a [`CallOrder`] reads the spool twice to put them in order).
+pub fn each_call(path: &Path, f: &mut dyn FnMut(&Record)) -> Result<(), Error> {
+    let mut records = Records::open(path)?;
+    while let Some(((_, call, _), r)) = records.next()? {
+        if call {
+            f(&r);
+        }
+    }
+    Ok(())
+}
+
 /// Whether a reorder buffer of `window` records gives `records` in call order: replays the
 /// buffer on their keys alone. When it does, `threads` holds the spool's threads (it read
 /// them all).
