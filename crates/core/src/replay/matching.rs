@@ -150,6 +150,12 @@ impl Completions {
         self.calls.remove(&(thread, end));
     }
 
+    /// Takes the operations of `thread` that completed at `end` and wait for their
+    /// completion call: a reader in call order past `end` on that thread knows none comes.
+    pub fn give_up(&mut self, thread: u16, end: u64) -> Vec<u32> {
+        self.pending.remove(&(thread, end)).unwrap_or_default()
+    }
+
     /// Operations waiting for their completion call.
     pub fn waiting(&self) -> usize {
         self.pending.values().map(Vec::len).sum()

@@ -542,7 +542,7 @@ fn call_order(records: &[Record], base: u32) -> Vec<u32> {
 /// The source a receiving record receives from, if it receives a message: a receive's
 /// peer, an `MPI_Sendrecv`'s second peer (not `MPI_ANY_SOURCE` left unresolved, nor
 /// `MPI_PROC_NULL`: negative).
-fn receive_source(op: Op, r: &Record) -> Option<i32> {
+pub(crate) fn receive_source(op: Op, r: &Record) -> Option<i32> {
     match op {
         Op::Recv | Op::Irecv if r.peer >= 0 => Some(r.peer),
         Op::SendRecv if r.peer2 >= 0 => Some(r.peer2),
@@ -675,7 +675,7 @@ pub(crate) fn record_op(op: Op, kind: CallKind, r: &Record, one_node: bool) -> O
     }
 }
 
-fn op_of(kind: CallKind, name: &str) -> Op {
+pub(crate) fn op_of(kind: CallKind, name: &str) -> Op {
     let sync = name.starts_with("MPI_Ss") || name.starts_with("MPI_Iss");
     let buffered = name.starts_with("MPI_Bs") || name.starts_with("MPI_Ibs");
     match kind {

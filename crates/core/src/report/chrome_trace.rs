@@ -9,11 +9,15 @@
 //! sampling is said in `otherData` and on stderr.
 
 use crate::error::Error;
+use crate::graph;
 use crate::predict::{CallPrediction, RunPrediction};
-use crate::replay::own_end;
+use crate::replay::matching::{Completions, Fifo};
+use crate::replay::{FxMap, Op, Protocol, op_of, own_end, receive_source, record_op, sent_message};
 use crate::report::number;
 use crate::topo::placement::Placement;
-use crate::trace::{FLAG_NONBLOCKING, RankMeta, Record, RunTrace};
+use crate::trace::{CallKind, FLAG_NONBLOCKING, RankMeta, Record, RunTrace};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -242,6 +246,19 @@ impl Frame {
             self.pid.get(ri).copied().unwrap_or(0),
             meta.rank.max(0) as u64 + thread as u64 * self.world,
         )
+    }
+
+    /// Record `rec` of rank index `ri`, `r`, as one end of a flow arrow.
+    fn end(&self, ri: usize, meta: &RankMeta, r: &Record, rec: u32) -> End {
+        let (s, e) = span(meta, r, self.origin);
+        let (pid, tid) = self.track(ri, meta, r.thread);
+        End {
+            id: (ri as u32, rec),
+            pid,
+            tid,
+            mid: s + (e - s) / 2,
+            window: self.window_at(s) as u32,
+        }
     }
 
     /// Appends the slice of record `r` of rank index `ri` (metadata `meta`), predicted as
@@ -521,14 +538,12 @@ impl Sampling {
     }
 }
 
-/// Writes trace.json to `path`: the header (with `note` in `otherData` where given), the
-/// fixed events, what `body` writes (the kept slices and flows; it returns the flows
+/// Writes trace.json to `path`: the header, the fixed events, what `body` writes (the kept slices and flows; it returns the flows
 /// written), the closing event; says on stderr when it sampled.
 fn write_file(
     path: &Path,
     model: &str,
     max_bytes: u64,
-    note: Option<(&str, &str)>,
     fixed: &str,
     s: &Sampling,
     body: &mut dyn FnMut(&mut BufWriter<std::fs::File>) -> Result<usize, Error>,
@@ -537,10 +552,9 @@ fn write_file(
     let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
     let mut w = BufWriter::new(file);
     let io = |e: std::io::Error| Error::write(path, e);
-    let note = note.map_or(String::new(), |(k, v)| format!(",{}:{}", jstr(k), jstr(v)));
     writeln!(
         w,
-        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{sampled},\"kept_calls\":{kept_calls},\"total_calls\":{n},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}{note}}},\"traceEvents\":[",
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{sampled},\"kept_calls\":{kept_calls},\"total_calls\":{n},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}}},\"traceEvents\":[",
         jstr(model),
         s.stride.unwrap_or(0),
     )
@@ -574,8 +588,9 @@ fn write_file(
     })
 }
 
-/// Writes trace.json to `path`, at most about `max_bytes` long. Slices come in
-/// [`super::Timeline`] order (the streamed writer's, [`StreamedTrace`]), then the flows.
+/// Writes trace.json to `path`, at most about `max_bytes` long: the slices in
+/// [`super::Timeline`] order, then the flow arrows in the order [`FlowMatch`] completes
+/// them, as [`StreamedTrace`] writes them from a row stream.
 pub fn write_trace(
     path: &Path,
     run: &RunTrace,
@@ -593,6 +608,17 @@ pub fn write_trace(
             .copied()
             .unwrap_or_default()
     };
+    // The flows, matched again over the rows (`each_flow`) as the streamed writer does;
+    // told in the same order each time.
+    let each_flow = |f: &mut dyn FnMut(End, End)| {
+        let mut m = FlowMatch::new(run, &placement);
+        for (_, ri, i) in super::Timeline::new(run) {
+            let rk = &run.ranks[ri];
+            let r = &rk.records[i];
+            m.row(r, frame.end(ri, &rk.meta, r, i as u32), f);
+        }
+        m.finish(f);
+    };
     // Sizes first (nothing is kept per record), then the file.
     let mut buf: Vec<u8> = Vec::new();
     for (_, ri, i) in super::Timeline::new(run) {
@@ -602,28 +628,19 @@ pub fn write_trace(
         let w = frame.slice(ri, &rk.meta, r, &pred_of(ri, i), &mut buf);
         tally.add(&frame, ri, &rk.meta, r, w, buf.len());
     }
-    // The flow arrows: sending slice → receiving slice (an Irecv's completion call), as
-    // the engine matched them; a flow counts in its sender's window.
-    let mut base = Vec::with_capacity(run.ranks.len());
-    let mut n = 0;
-    for rk in &run.ranks {
-        base.push(n);
-        n += rk.records.len();
-    }
-    let flows = Flows {
-        run,
-        frame: &frame,
-        base,
-    };
-    for (i, &(a, b)) in pred.arrows.iter().enumerate() {
+    let mut flow_bytes = vec![0u64; WINDOWS];
+    let mut n = 0u64;
+    each_flow(&mut |a, b| {
+        n += 1;
         buf.clear();
-        flows.events(i, a, b, &mut buf);
-        tally.flow_bytes[flows.window(a)] += buf.len() as u64 + 1;
-    }
+        flow_events(n, a, b, &mut buf);
+        flow_bytes[a.window as usize] += buf.len() as u64 + 1;
+    });
+    tally.flow_bytes = flow_bytes;
     let fixed = tally.fixed(run, &placement, &frame);
     let s = tally.sampling(fixed.len(), max_bytes);
     let io = |e: std::io::Error| Error::write(path, e);
-    write_file(path, &pred.model, max_bytes, None, &fixed, &s, &mut |w| {
+    write_file(path, &pred.model, max_bytes, &fixed, &s, &mut |w| {
         for (_, ri, i) in super::Timeline::new(run) {
             let rk = &run.ranks[ri];
             buf.clear();
@@ -632,112 +649,304 @@ pub fn write_trace(
                 w.write_all(&buf).map_err(io)?;
             }
         }
-        let mut written = 0;
-        for (i, &(a, b)) in pred.arrows.iter().enumerate() {
-            if s.keep(flows.window(a)) && s.keep(flows.window(b)) {
-                buf.clear();
-                flows.events(i, a, b, &mut buf);
-                w.write_all(&buf).map_err(io)?;
-                written += 1;
+        let (mut n, mut written, mut failed) = (0u64, 0, None);
+        each_flow(&mut |a, b| {
+            n += 1;
+            if failed.is_some() || !s.keep(a.window as usize) || !s.keep(b.window as usize) {
+                return;
             }
-        }
-        Ok(written)
+            buf.clear();
+            flow_events(n, a, b, &mut buf);
+            match w.write_all(&buf) {
+                Ok(()) => written += 1,
+                Err(e) => failed = Some(io(e)),
+            }
+        });
+        failed.map_or(Ok(written), Err)
     })
 }
 
-/// The flow arrows of a loaded run: records by global id (the records of the ranks
-/// before, in `RunTrace::ranks` order, then the record's index, as the engine numbers
-/// them).
-struct Flows<'a> {
-    run: &'a RunTrace,
-    frame: &'a Frame,
-    /// Global id of each rank's first record.
-    base: Vec<usize>,
+/// A flow's two events (flow `id`), bound to their enclosing slices at the slices'
+/// midpoints.
+fn flow_events(id: u64, a: End, b: End, out: &mut Vec<u8>) {
+    for (head, e) in [
+        (
+            &b"{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
+            a,
+        ),
+        (
+            &b"{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
+            b,
+        ),
+    ] {
+        out.extend_from_slice(head);
+        number::uint(out, id);
+        put_place(out, e.pid as u64, e.tid, e.mid);
+        out.extend_from_slice(b"},\n");
+    }
 }
 
-impl Flows<'_> {
-    /// Rank index and record of global id `g`.
-    fn locate(&self, g: u32) -> Option<(usize, &Record)> {
-        let g = g as usize;
-        let ri = self.base.partition_point(|&b| b <= g).checked_sub(1)?;
-        let rk = &self.run.ranks[ri];
-        Some((ri, rk.records.get(g - self.base[ri])?))
+/// One end of a flow arrow: its record (rank index, record number), its slice's track
+/// and midpoint, its window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct End {
+    id: (u32, u32),
+    pid: u32,
+    tid: u64,
+    mid: i64,
+    window: u32,
+}
+
+/// The matched point-to-point messages of a run read one record at a time in
+/// [`super::Timeline`] order, as the engine's plan matches them
+/// (`RunPrediction::arrows`): the k-th send of a (source, destination, tag) channel with
+/// its k-th receive ([`Fifo`]), a nonblocking receive drawn to the completion call of its
+/// thread that returned at its end ([`Completions`]), else to itself. Each arrow is told
+/// once both its ends are known, so both writers number and order them alike.
+///
+/// Held: the messages not matched yet, and per thread the completion calls and requests
+/// its calls have not passed yet (a thread entering a call after `end` will not enter the
+/// completion call that returns at `end`): bounded by what is in flight, not the run.
+struct FlowMatch {
+    /// Per rank index: its WORLD rank, and the op of each of its call numbers.
+    ranks: Vec<(i32, Vec<CallKind>, Vec<Op>)>,
+    one_node: bool,
+    placement: Placement,
+    protocol: Protocol,
+    /// Sends waiting for their receive; receives (with the call they are drawn to, once
+    /// known) waiting for their send.
+    fifo: Fifo<(i32, i32, i32), End, (End, Option<End>)>,
+    /// Per rank index.
+    completions: Vec<Completions>,
+    /// Per (rank index, thread): the completion calls read (by end, in call order), and
+    /// the ends of the receives waiting for one.
+    calls: FxMap<(u32, u16), VecDeque<(u64, End)>>,
+    pending: FxMap<(u32, u16), BinaryHeap<Reverse<u64>>>,
+    /// Nonblocking receives waiting for their completion call.
+    unresolved: FxMap<(u32, u32), End>,
+    /// Receives whose call is known, not matched yet; matched ones whose call is not.
+    drawn_to: FxMap<(u32, u32), End>,
+    matched: FxMap<(u32, u32), End>,
+}
+
+impl FlowMatch {
+    fn new(run: &RunTrace, placement: &Placement) -> FlowMatch {
+        let ranks = run
+            .ranks
+            .iter()
+            .map(|rk| {
+                let kinds = graph::kind_table(&rk.meta.calls);
+                let ops = kinds
+                    .iter()
+                    .enumerate()
+                    .map(|(c, &k)| op_of(k, rk.meta.calls.get(c).map_or("", String::as_str)))
+                    .collect();
+                (rk.meta.rank, kinds, ops)
+            })
+            .collect();
+        FlowMatch {
+            ranks,
+            one_node: placement.nodes() <= 1,
+            placement: placement.clone(),
+            // Whether a record sends a message does not depend on the protocol.
+            protocol: Protocol::for_library(""),
+            fifo: Fifo::default(),
+            completions: (0..run.ranks.len())
+                .map(|_| Completions::default())
+                .collect(),
+            calls: FxMap::default(),
+            pending: FxMap::default(),
+            unresolved: FxMap::default(),
+            drawn_to: FxMap::default(),
+            matched: FxMap::default(),
+        }
     }
 
-    /// (track, slice midpoint) of global id `g`.
-    fn at(&self, g: u32) -> ((u32, u64), i64) {
-        let Some((ri, r)) = self.locate(g) else {
-            return ((0, 0), 0);
+    /// Record `r` (its slice `me`), the next in Timeline order; `flow` is told each arrow
+    /// (send, receiving call) it completes.
+    fn row(&mut self, r: &Record, me: End, flow: &mut dyn FnMut(End, End)) {
+        let ri = me.id.0;
+        let Some((me_rank, kinds, ops)) = self.ranks.get(ri as usize) else {
+            return;
         };
-        let meta = &self.run.ranks[ri].meta;
-        let (s, e) = span(meta, r, self.frame.origin);
-        (self.frame.track(ri, meta, r.thread), s + (e - s) / 2)
-    }
-
-    fn window(&self, g: u32) -> usize {
-        let Some((ri, r)) = self.locate(g) else {
-            return 0;
+        let me_rank = *me_rank;
+        let kind = graph::kind_in(kinds, r.call);
+        let op = ops
+            .get(r.call as usize)
+            .copied()
+            .unwrap_or(op_of(CallKind::Unknown, ""));
+        let op = record_op(op, kind, r, self.one_node);
+        let key = (ri, r.thread);
+        // What this thread is past: the completion calls that returned before this call
+        // was entered, and the requests no completion call will name.
+        if let Some(q) = self.calls.get_mut(&key) {
+            while q.front().is_some_and(|&(end, _)| end < r.t_start) {
+                let (end, _) = q.pop_front().expect("a front");
+                self.completions[ri as usize].forget(r.thread, end);
+            }
+        }
+        if let Some(h) = self.pending.get_mut(&key) {
+            let mut gone = Vec::new();
+            while let Some(&Reverse(end)) = h.peek()
+                && end < r.t_start
+            {
+                h.pop();
+                gone.extend(self.completions[ri as usize].give_up(r.thread, end));
+            }
+            for rec in gone {
+                if let Some(own) = self.unresolved.remove(&(ri, rec)) {
+                    self.drawn((ri, rec), own, flow);
+                }
+            }
+        }
+        if op == Op::Complete {
+            let mut found = Vec::new();
+            self.completions[ri as usize].call(r.thread, r.t_end, me.id.1, |o| found.push(o));
+            self.calls.entry(key).or_default().push_back((r.t_end, me));
+            for rec in found {
+                if self.unresolved.remove(&(ri, rec)).is_some() {
+                    self.drawn((ri, rec), me, flow);
+                }
+            }
+        }
+        let source = receive_source(op, r);
+        // The call a receive is drawn to: itself, or a nonblocking one's completion call.
+        let to = match source {
+            Some(_) if r.flags & FLAG_NONBLOCKING != 0 => {
+                match self.completions[ri as usize].operation(r.thread, r.t_end, me.id.1) {
+                    Some(c) => self
+                        .calls
+                        .get(&key)
+                        .and_then(|q| {
+                            q.iter()
+                                .rev()
+                                .find(|&&(end, e)| end == r.t_end && e.id.1 == c)
+                        })
+                        .map_or(Some(me), |&(_, e)| Some(e)),
+                    None => {
+                        self.unresolved.insert(me.id, me);
+                        self.pending.entry(key).or_default().push(Reverse(r.t_end));
+                        None
+                    }
+                }
+            }
+            _ => Some(me),
         };
-        let meta = &self.run.ranks[ri].meta;
-        self.frame.window_at(span(meta, r, self.frame.origin).0)
+        if sent_message(op, me_rank, r, &self.placement, self.protocol).is_some()
+            && let Some((recv, to)) = self.fifo.a((me_rank, r.peer, r.tag), me)
+        {
+            self.matched_pair(me, recv, to, flow);
+        }
+        if let Some(src) = source
+            && let Some(send) = self.fifo.b((src, me_rank, r.tag), (me, to))
+        {
+            self.matched_pair(send, me, to, flow);
+        }
     }
 
-    /// A flow's two events, bound to their enclosing slices at the slices' midpoints.
-    fn events(&self, i: usize, a: u32, b: u32, out: &mut Vec<u8>) {
-        let id = i as u64 + 1;
-        for (head, g) in [
-            (
-                &b"{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
-                a,
-            ),
-            (
-                &b"{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
-                b,
-            ),
-        ] {
-            let ((pid, tid), mid) = self.at(g);
-            out.extend_from_slice(head);
-            number::uint(out, id);
-            put_place(out, pid as u64, tid, mid);
-            out.extend_from_slice(b"},\n");
+    /// `send` matched receive `recv`, drawn to `to` if known.
+    fn matched_pair(
+        &mut self,
+        send: End,
+        recv: End,
+        to: Option<End>,
+        flow: &mut dyn FnMut(End, End),
+    ) {
+        match to.or_else(|| self.drawn_to.remove(&recv.id)) {
+            Some(to) => flow(send, to),
+            None => {
+                self.matched.insert(recv.id, send);
+            }
+        }
+    }
+
+    /// Nonblocking receive `recv` is drawn to `to`.
+    fn drawn(&mut self, recv: (u32, u32), to: End, flow: &mut dyn FnMut(End, End)) {
+        match self.matched.remove(&recv) {
+            Some(send) => flow(send, to),
+            None => {
+                self.drawn_to.insert(recv, to);
+            }
+        }
+    }
+
+    /// The end of the run: receives no completion call came for are drawn to themselves
+    /// (in record order).
+    fn finish(&mut self, flow: &mut dyn FnMut(End, End)) {
+        let mut left: Vec<((u32, u32), End)> = self.unresolved.drain().collect();
+        left.sort_unstable_by_key(|e| e.0);
+        for (recv, own) in left {
+            self.drawn(recv, own, flow);
         }
     }
 }
 
-/// What the streamed trace.json says of its flows: the matches are made inside the
-/// windowed replay, which does not hand them over yet.
-pub const STREAMED_FLOWS: &str = "not drawn on the streamed path";
-
 /// trace.json written from rows that come one at a time in [`super::Timeline`] order
-/// (`analyze --stream`'s row loop), in memory bounded by ranks × threads, nodes × bins
-/// and the windows: the batch writer's file ([`write_trace`]) but the flow arrows.
+/// (`analyze --stream`'s row loop), in memory bounded by ranks × threads, nodes × bins,
+/// the windows and the messages in flight: the batch writer's file ([`write_trace`]).
 ///
 /// Windows are by start time, so in that order each window's slices are one contiguous
 /// byte range: every slice goes to a temporary file next to trace.json (its path with
-/// `.slices` added) as it comes, and [`StreamedTrace::finish`] chooses the stride and
-/// copies the kept windows' ranges after the header, metadata and counters. The temporary
-/// file goes when the writer does, also on an error or when it is dropped unfinished.
+/// `.slices` added) as it comes, every flow arrow, once [`FlowMatch`] has both its ends,
+/// to another (`.flows`, with its two windows); [`StreamedTrace::finish`] chooses the
+/// stride and copies the kept windows' ranges and the flows whose both ends are kept
+/// after the header, metadata and counters. The temporary files go when the writer does,
+/// also on an error or when it is dropped unfinished.
 pub struct StreamedTrace {
     path: PathBuf,
     run: RunTrace,
     placement: Placement,
     frame: Frame,
     tally: Tally,
+    flows: FlowMatch,
     model: String,
     max_bytes: u64,
-    temp: TempFile,
-    slices: BufWriter<std::fs::File>,
+    slices: Spooled,
+    flow_file: Spooled,
+    /// Flows told so far (the next one's id is one more).
+    flow_count: u64,
     buf: Vec<u8>,
     /// The window of the last slice (they must not go back).
     window: usize,
 }
 
-/// A file removed when dropped.
-struct TempFile(PathBuf);
+/// A temporary file being written; removed when dropped.
+struct Spooled {
+    path: PathBuf,
+    w: Option<BufWriter<std::fs::File>>,
+}
 
-impl Drop for TempFile {
+impl Spooled {
+    fn create(path: PathBuf) -> Result<Spooled, Error> {
+        let file = std::fs::File::create(&path).map_err(|e| Error::write(&path, e))?;
+        Ok(Spooled {
+            w: Some(BufWriter::with_capacity(1 << 16, file)),
+            path,
+        })
+    }
+
+    fn write(&mut self, b: &[u8]) -> Result<(), Error> {
+        match &mut self.w {
+            Some(w) => w.write_all(b).map_err(|e| Error::write(&self.path, e)),
+            None => Err(Error::Internal(format!("{} closed", self.path.display()))),
+        }
+    }
+
+    /// Flushes what was written and opens it for reading.
+    fn reopen(&mut self) -> Result<std::io::BufReader<std::fs::File>, Error> {
+        if let Some(w) = self.w.take() {
+            w.into_inner()
+                .map_err(|e| Error::write(&self.path, e.into_error()))?;
+        }
+        let f = std::fs::File::open(&self.path).map_err(|e| Error::read(&self.path, e))?;
+        Ok(std::io::BufReader::with_capacity(1 << 16, f))
+    }
+}
+
+impl Drop for Spooled {
     fn drop(&mut self) {
-        std::fs::remove_file(&self.0).ok();
+        self.w = None;
+        std::fs::remove_file(&self.path).ok();
     }
 }
 
@@ -753,10 +962,13 @@ impl StreamedTrace {
         model: &str,
         max_bytes: u64,
     ) -> Result<StreamedTrace, Error> {
-        let mut name = path.as_os_str().to_os_string();
-        name.push(".slices");
-        let temp = TempFile(PathBuf::from(name));
-        let file = std::fs::File::create(&temp.0).map_err(|e| Error::write(&temp.0, e))?;
+        let beside = |ext: &str| {
+            let mut name = path.as_os_str().to_os_string();
+            name.push(ext);
+            PathBuf::from(name)
+        };
+        let slices = Spooled::create(beside(".slices"))?;
+        let flow_file = Spooled::create(beside(".flows"))?;
         let run = RunTrace {
             ranks: shell
                 .ranks
@@ -772,27 +984,31 @@ impl StreamedTrace {
         let placement = Placement::from_run(&run);
         let frame = Frame::new(&run, &placement, &extent);
         let tally = Tally::new(&run, &placement, &extent);
+        let flows = FlowMatch::new(&run, &placement);
         Ok(StreamedTrace {
             path: path.to_path_buf(),
             run,
             placement,
             frame,
             tally,
+            flows,
             model: model.to_string(),
             max_bytes,
-            temp,
-            slices: BufWriter::with_capacity(1 << 16, file),
+            slices,
+            flow_file,
+            flow_count: 0,
             buf: Vec::with_capacity(512),
             window: 0,
         })
     }
 
-    /// The slice of record `r` of rank index `ri` (metadata `meta`), predicted as `p`:
-    /// the next row in [`super::Timeline`] order.
+    /// The slice of record number `rec` of rank index `ri`, `r` (its rank's metadata
+    /// `meta`), predicted as `p`: the next row in [`super::Timeline`] order.
     pub fn row(
         &mut self,
         ri: usize,
         meta: &RankMeta,
+        rec: u32,
         r: &Record,
         p: &CallPrediction,
     ) -> Result<(), Error> {
@@ -812,58 +1028,115 @@ impl StreamedTrace {
         }
         self.window = w;
         self.tally.add(&self.frame, ri, meta, r, w, self.buf.len());
-        let temp = &self.temp.0;
-        self.slices
-            .write_all(&self.buf)
-            .map_err(|e| Error::write(temp, e))
+        self.slices.write(&self.buf)?;
+        let me = self.frame.end(ri, meta, r, rec);
+        let mut out = FlowOut {
+            file: &mut self.flow_file,
+            count: &mut self.flow_count,
+            bytes: &mut self.tally.flow_bytes,
+            buf: &mut self.buf,
+            failed: None,
+        };
+        self.flows.row(r, me, &mut |a, b| out.flow(a, b));
+        out.failed.map_or(Ok(()), Err)
     }
 
-    /// Writes trace.json: header, metadata, counters, the kept windows' slices.
-    pub fn finish(self) -> Result<TraceStats, Error> {
-        let StreamedTrace {
-            path,
-            run,
-            placement,
-            frame,
-            tally,
-            model,
-            max_bytes,
-            temp,
-            slices,
-            ..
-        } = self;
-        slices
-            .into_inner()
-            .map_err(|e| Error::write(&temp.0, e.into_error()))?;
-        let fixed = tally.fixed(&run, &placement, &frame);
-        let s = tally.sampling(fixed.len(), max_bytes);
-        let mut from = std::fs::File::open(&temp.0).map_err(|e| Error::read(&temp.0, e))?;
-        let note = Some(("flows", STREAMED_FLOWS));
-        write_file(&path, &model, max_bytes, note, &fixed, &s, &mut |w| {
+    /// Writes trace.json: header, metadata, counters, the kept windows' slices, the
+    /// flows both of whose ends are kept.
+    pub fn finish(mut self) -> Result<TraceStats, Error> {
+        let mut out = FlowOut {
+            file: &mut self.flow_file,
+            count: &mut self.flow_count,
+            bytes: &mut self.tally.flow_bytes,
+            buf: &mut self.buf,
+            failed: None,
+        };
+        self.flows.finish(&mut |a, b| out.flow(a, b));
+        if let Some(e) = out.failed {
+            return Err(e);
+        }
+        let fixed = self.tally.fixed(&self.run, &self.placement, &self.frame);
+        let s = self.tally.sampling(fixed.len(), self.max_bytes);
+        let mut slices = self.slices.reopen()?;
+        let mut flows = self.flow_file.reopen()?;
+        let (path, tally) = (&self.path, &self.tally);
+        let (slices_path, flows_path) = (&self.slices.path, &self.flow_file.path);
+        let buf = &mut self.buf;
+        write_file(path, &self.model, self.max_bytes, &fixed, &s, &mut |w| {
             use std::io::{Read, Seek, SeekFrom};
             let mut at = 0u64;
             for win in 0..WINDOWS {
                 let len = tally.window_len[win];
-                if len == 0 || !s.keep(win) {
-                    at += len;
-                    continue;
-                }
-                from.seek(SeekFrom::Start(at))
-                    .map_err(|e| Error::read(&temp.0, e))?;
-                let copied = std::io::copy(&mut (&mut from).take(len), w)
-                    .map_err(|e| Error::write(&path, e))?;
-                if copied != len {
-                    return Err(Error::Internal(format!(
-                        "{} ended early: {copied} of {len} bytes of window {win}",
-                        temp.0.display()
-                    )));
+                if len > 0 && s.keep(win) {
+                    slices
+                        .seek(SeekFrom::Start(at))
+                        .map_err(|e| Error::read(slices_path, e))?;
+                    let copied = std::io::copy(&mut (&mut slices).take(len), w)
+                        .map_err(|e| Error::write(path, e))?;
+                    if copied != len {
+                        return Err(Error::Internal(format!(
+                            "{} ended early: {copied} of {len} bytes of window {win}",
+                            slices_path.display()
+                        )));
+                    }
                 }
                 at += len;
             }
-            Ok(0)
+            // The flows: (sender's window, receiver's window, length), then the events.
+            let mut written = 0;
+            let mut head = [0u8; 12];
+            loop {
+                match flows.read_exact(&mut head) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                    Err(e) => return Err(Error::read(flows_path, e)),
+                }
+                let word = |i: usize| {
+                    u32::from_le_bytes(head[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+                };
+                buf.resize(word(2) as usize, 0);
+                flows
+                    .read_exact(buf)
+                    .map_err(|e| Error::read(flows_path, e))?;
+                if s.keep(word(0) as usize) && s.keep(word(1) as usize) {
+                    w.write_all(buf).map_err(|e| Error::write(path, e))?;
+                    written += 1;
+                }
+            }
+            Ok(written)
         })
     }
 }
+
+/// Where the streamed writer puts each flow as [`FlowMatch`] tells it.
+struct FlowOut<'a> {
+    file: &'a mut Spooled,
+    count: &'a mut u64,
+    bytes: &'a mut Vec<u64>,
+    buf: &'a mut Vec<u8>,
+    failed: Option<Error>,
+}
+
+impl FlowOut<'_> {
+    fn flow(&mut self, a: End, b: End) {
+        *self.count += 1;
+        if self.failed.is_some() {
+            return;
+        }
+        self.buf.clear();
+        self.buf.extend_from_slice(&a.window.to_le_bytes());
+        self.buf.extend_from_slice(&b.window.to_le_bytes());
+        self.buf.extend_from_slice(&[0; 4]);
+        flow_events(*self.count, a, b, self.buf);
+        let len = self.buf.len() - 12;
+        self.buf[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+        self.bytes[a.window as usize] += len as u64 + 1;
+        if let Err(e) = self.file.write(self.buf) {
+            self.failed = Some(e);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -935,24 +1208,53 @@ mod tests {
         if from_spools {
             while let Some((_, ri, call)) = order.next_call().unwrap() {
                 let p = pred.calls[ri][call.rec as usize];
-                st.row(ri, &order.metas[ri], &call.record, &p).unwrap();
+                st.row(ri, &order.metas[ri], call.rec, &call.record, &p)
+                    .unwrap();
             }
         } else {
             for (_, ri, i) in crate::report::Timeline::new(run) {
                 let rk = &run.ranks[ri];
-                st.row(ri, &rk.meta, &rk.records[i], &pred.calls[ri][i])
+                st.row(ri, &rk.meta, i as u32, &rk.records[i], &pred.calls[ri][i])
                     .unwrap();
             }
         }
         st.finish().unwrap()
     }
 
+    /// The arrows [`FlowMatch`] finds over the rows of `run` in Timeline order, by global
+    /// id (as `RunPrediction::arrows`), sorted.
+    fn rematched(run: &RunTrace) -> Vec<(u32, u32)> {
+        let placement = Placement::from_run(run);
+        let frame = Frame::new(run, &placement, &TraceExtent::of_run(run));
+        let mut base = Vec::new();
+        let mut n = 0u32;
+        for rk in &run.ranks {
+            base.push(n);
+            n += rk.records.len() as u32;
+        }
+        let mut m = FlowMatch::new(run, &placement);
+        let mut found = Vec::new();
+        let gid = |e: End| base[e.id.0 as usize] + e.id.1;
+        for (_, ri, i) in crate::report::Timeline::new(run) {
+            let rk = &run.ranks[ri];
+            let r = &rk.records[i];
+            m.row(r, frame.end(ri, &rk.meta, r, i as u32), &mut |a, b| {
+                found.push((gid(a), gid(b)))
+            });
+        }
+        m.finish(&mut |a, b| found.push((gid(a), gid(b))));
+        found.sort_unstable();
+        found
+    }
+
     /// Random runs written to spools (the streamed reports' cases: clock offsets, two
-    /// threads, nonblocking calls, long runs, a rank's spool lost), under `gige` and
-    /// without a model, at caps from none to a few kB (strides of 1 to the window count,
-    /// and nothing kept): the streamed trace.json is the batch writer's byte for byte
-    /// when neither draws flows, but its `otherData` saying so; the same stats; its
-    /// extent, read from the spools, is the loaded run's; no temporary file stays.
+    /// threads, nonblocking sends, receives and waits, long runs, a rank's spool lost),
+    /// under `gige` and without a model, at caps from none to nothing kept (strides of 1
+    /// to the window count): the streamed trace.json is the batch writer's byte for byte,
+    /// flows included, fed from the loaded run or from a second read of the spools; the
+    /// same stats; its extent, read from the spools, is the loaded run's; the flows
+    /// matched again over the rows are the engine's (`RunPrediction::arrows`); every
+    /// flow kept has both ends; no temporary file stays.
     #[test]
     fn the_streamed_trace_is_the_batch_one() {
         use crate::predict::{Assumptions, predict_run_with};
@@ -960,9 +1262,8 @@ mod tests {
         let mut rnd = crate::testing::xorshift(0x7ace_5eed_0000_0001);
         let dir = std::env::temp_dir().join(format!("pmpi-tracestream-{}", std::process::id()));
         let profile = Profile::builtin_default();
-        let note = format!(",\"flows\":\"{STREAMED_FLOWS}\"");
         let (mut files, mut strided, mut none_kept, mut calls) = (0, 0, 0, 0);
-        let mut threads = 0;
+        let (mut threads, mut arrows, mut drawn_to_completion, mut flows_cut) = (0, 0, 0, 0);
         for case in 0..30 {
             crate::testing::write_random_case(&mut rnd, &dir, case, 20, 10);
             let run = crate::trace::load_run(&dir).unwrap();
@@ -972,42 +1273,60 @@ mod tests {
                 .filter(|rk| rk.records.iter().any(|r| r.thread != 0))
                 .count();
             for model in ["gige", "none"] {
-                let mut pred =
+                let pred =
                     predict_run_with(&run, &profile, Some(model), &Assumptions::default()).unwrap();
-                pred.arrows.clear();
+                let mut engine = pred.arrows.clone();
+                engine.sort_unstable();
+                assert_eq!(rematched(&run), engine, "case {case}");
+                arrows += engine.len();
+                // Arrows ending at another record than the receive's: its completion call.
+                drawn_to_completion += engine
+                    .iter()
+                    .filter(|&&(_, b)| {
+                        let mut g = b as usize;
+                        let rk = run.ranks.iter().find(|rk| {
+                            let here = g < rk.records.len();
+                            if !here {
+                                g -= rk.records.len();
+                            }
+                            here
+                        });
+                        rk.is_some_and(|rk| rk.records[g].flags & FLAG_NONBLOCKING == 0)
+                            && rk.is_some_and(|rk| {
+                                crate::trace::call_name(rk.records[g].call).contains("Wait")
+                            })
+                    })
+                    .count();
                 let path = dir.join("trace.json");
-                let whole = write_trace(&path, &run, &pred, u64::MAX).unwrap().bytes;
-                for cap in [u64::MAX, whole / 2, whole / 7, whole / 40, 2500, 0] {
+                let whole = write_trace(&path, &run, &pred, u64::MAX).unwrap();
+                assert_eq!(whole.flows, engine.len());
+                for cap in [
+                    u64::MAX,
+                    whole.bytes / 2,
+                    whole.bytes / 7,
+                    whole.bytes / 40,
+                    2500,
+                    0,
+                ] {
                     let batch_stats = write_trace(&path, &run, &pred, cap).unwrap();
                     let batch = std::fs::read(&path).unwrap();
                     std::fs::remove_file(&path).unwrap();
                     for from_spools in [false, true] {
                         let stats = write_streamed(&dir, &run, &pred, cap, from_spools);
-                        let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
-                        let first = text.find('\n').unwrap();
-                        assert_eq!(text[..first].matches(&note).count(), 1, "case {case}");
-                        let without = text.replacen(&note, "", 1);
+                        let text = std::fs::read(&path).unwrap();
                         assert!(
-                            without.as_bytes() == batch,
+                            text == batch,
                             "case {case}, {model}, cap {cap}, from spools {from_spools}: trace.json differs"
                         );
-                        // The file is JSON and holds what it says it kept.
-                        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-                        let slices = v["traceEvents"]
-                            .as_array()
-                            .unwrap()
-                            .iter()
-                            .filter(|e| e["ph"] == "X")
-                            .count();
-                        assert_eq!(slices, stats.kept_calls, "case {case}");
-                        assert_eq!(
-                            stats,
-                            TraceStats {
-                                bytes: text.len() as u64,
-                                ..batch_stats.clone()
-                            }
-                        );
-                        assert_eq!(stats.bytes, batch_stats.bytes + note.len() as u64);
+                        assert_eq!(stats, batch_stats);
+                        // The file is JSON and holds what it says it kept; every flow
+                        // kept has both its ends.
+                        let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
+                        let events = v["traceEvents"].as_array().unwrap();
+                        let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
+                        assert_eq!(count("X"), stats.kept_calls, "case {case}");
+                        assert_eq!((count("s"), count("f")), (stats.flows, stats.flows));
+                        assert_eq!(stats.bytes, text.len() as u64);
                         std::fs::remove_file(&path).unwrap();
                         let left: Vec<_> = std::fs::read_dir(&dir)
                             .unwrap()
@@ -1019,14 +1338,26 @@ mod tests {
                     }
                     strided += usize::from(batch_stats.stride > 1);
                     none_kept += usize::from(batch_stats.kept_calls == 0);
+                    flows_cut +=
+                        usize::from(batch_stats.flows > 0 && batch_stats.flows < whole.flows);
                     calls += batch_stats.total_calls;
                 }
             }
         }
         std::fs::remove_dir_all(&dir).ok();
+        eprintln!(
+            "{files} files, {strided} sampled, {none_kept} with nothing kept, {flows_cut} with flows cut, {calls} calls, {threads} ranks with threads, {arrows} arrows, {drawn_to_completion} to a wait"
+        );
         assert!(
-            files == 720 && strided > 100 && none_kept > 10 && calls > 50_000 && threads > 5,
-            "{files} files, {strided} sampled, {none_kept} with nothing kept, {calls} calls, {threads} ranks with threads"
+            files == 720
+                && strided > 100
+                && none_kept > 10
+                && flows_cut > 50
+                && calls > 50_000
+                && threads > 5
+                && arrows > 5_000
+                && drawn_to_completion > 100,
+            "{files} files, {strided} sampled, {none_kept} with nothing kept, {flows_cut} with flows cut, {calls} calls, {threads} ranks with threads, {arrows} arrows, {drawn_to_completion} to a wait"
         );
     }
 
@@ -1042,31 +1373,28 @@ mod tests {
         let extent = TraceExtent::of_run(&run);
         let path = dir.join("trace.json");
         let temp = dir.join("trace.json.slices");
+        let flows = dir.join("trace.json.flows");
         let rows: Vec<(usize, usize)> = crate::report::Timeline::new(&run)
             .map(|(_, ri, i)| (ri, i))
             .collect();
         assert!(rows.len() > 10);
         // The last row first, then the first: out of order.
         let mut st = StreamedTrace::create(&path, &run, extent, "gige", u64::MAX).unwrap();
-        assert!(temp.exists());
+        assert!(temp.exists() && flows.exists());
         let row = |st: &mut StreamedTrace, (ri, i): (usize, usize)| {
             let rk = &run.ranks[ri];
-            st.row(ri, &rk.meta, &rk.records[i], &p)
+            st.row(ri, &rk.meta, i as u32, &rk.records[i], &p)
         };
         row(&mut st, rows[rows.len() - 1]).unwrap();
         let e = row(&mut st, rows[0]).unwrap_err();
         assert!(e.to_string().contains("out of order"), "{e}");
+        let r0 = &run.ranks[0];
         assert!(
-            st.row(
-                run.ranks.len(),
-                &run.ranks[0].meta,
-                &run.ranks[0].records[0],
-                &p
-            )
-            .is_err()
+            st.row(run.ranks.len(), &r0.meta, 0, &r0.records[0], &p)
+                .is_err()
         );
         drop(st);
-        assert!(!temp.exists() && !path.exists());
+        assert!(!temp.exists() && !flows.exists() && !path.exists());
         // trace.json cannot be created (a directory of that name).
         std::fs::create_dir(&path).unwrap();
         let mut st = StreamedTrace::create(&path, &run, extent, "gige", u64::MAX).unwrap();
@@ -1074,7 +1402,7 @@ mod tests {
             row(&mut st, ri_i).unwrap();
         }
         assert!(st.finish().is_err());
-        assert!(!temp.exists());
+        assert!(!temp.exists() && !flows.exists());
         std::fs::remove_dir(&path).unwrap();
         std::fs::remove_dir_all(&dir).ok();
     }
