@@ -697,6 +697,9 @@ struct End {
     window: u32,
 }
 
+/// A message channel: (source, destination, tag), WORLD ranks.
+type Channel = (i32, i32, i32);
+
 /// The matched point-to-point messages of a run read one record at a time in
 /// [`super::Timeline`] order, as the engine's plan matches them
 /// (`RunPrediction::arrows`): the k-th send of a (source, destination, tag) channel with
@@ -715,7 +718,7 @@ struct FlowMatch {
     protocol: Protocol,
     /// Sends waiting for their receive; receives (with the call they are drawn to, once
     /// known) waiting for their send.
-    fifo: Fifo<(i32, i32, i32), End, (End, Option<End>)>,
+    fifo: Fifo<Channel, End, (End, Option<End>)>,
     /// Per rank index.
     completions: Vec<Completions>,
     /// Per (rank index, thread): the completion calls read (by end, in call order), and
@@ -1405,5 +1408,59 @@ mod tests {
         assert!(!temp.exists() && !flows.exists());
         std::fs::remove_dir(&path).unwrap();
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// By hand on a recorded run (`PMPI_TRACE_RUN=DIR`, a copy: trace.json and its
+    /// streamed twin are written there; `PMPI_TRACE_MAX_MB`, default 64): the streamed
+    /// prediction (`predict_stream`) fed to [`StreamedTrace`] from a second read of the
+    /// spools, as `analyze --stream` would, against the batch writer on the loaded run.
+    #[test]
+    #[ignore]
+    fn streamed_trace_of_a_recorded_run() {
+        use crate::predict::stream::predict_stream;
+        use crate::predict::{Assumptions, predict_run_with};
+        use crate::profile::Profile;
+        use crate::trace::order::RunOrder;
+        let Some(dir) = std::env::var_os("PMPI_TRACE_RUN").map(std::path::PathBuf::from) else {
+            return;
+        };
+        let cap = std::env::var("PMPI_TRACE_MAX_MB")
+            .ok()
+            .and_then(|m| m.parse::<u64>().ok())
+            .unwrap_or(DEFAULT_MAX_MB)
+            * 1_000_000;
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        for model in ["gige", "none"] {
+            let mut preds = std::collections::HashMap::new();
+            predict_stream(
+                &dir,
+                &profile,
+                Some(model),
+                &assume,
+                &mut |ri, rec, _, c| {
+                    preds.insert((ri, rec), c);
+                },
+            )
+            .unwrap();
+            let mut order = RunOrder::open(&dir).unwrap();
+            let shell = order.loaded_shell(&dir);
+            let extent = TraceExtent::read(&dir, &shell).unwrap();
+            let streamed = dir.join(format!("trace.streamed-{model}.json"));
+            let mut st = StreamedTrace::create(&streamed, &shell, extent, model, cap).unwrap();
+            while let Some((_, ri, call)) = order.next_call().unwrap() {
+                let c = preds[&(ri as u32, call.rec)];
+                st.row(ri, &order.metas[ri], call.rec, &call.record, &c)
+                    .unwrap();
+            }
+            let s = st.finish().unwrap();
+            let run = crate::trace::load_run(&dir).unwrap();
+            let pred = predict_run_with(&run, &profile, Some(model), &assume).unwrap();
+            let batch = dir.join(format!("trace.batch-{model}.json"));
+            let b = write_trace(&batch, &run, &pred, cap).unwrap();
+            eprintln!("{model}: streamed {s:?}, batch {b:?}");
+            assert_eq!(s, b);
+            assert!(std::fs::read(&streamed).unwrap() == std::fs::read(&batch).unwrap());
+        }
     }
 }
