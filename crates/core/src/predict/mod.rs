@@ -81,7 +81,8 @@ pub struct RunPrediction {
     /// Every matched point-to-point message, in matching order: its sending record and
     /// the call that received it (an Irecv's completion call where one was recorded), by
     /// global id (the records of the ranks before, in `RunTrace::ranks` order, plus the
-    /// record's index). trace.json draws them as flow arrows.
+    /// record's index). trace.json draws the same messages as flow arrows, matched again
+    /// over its rows (`report::chrome_trace`, which the streamed writer needs).
     pub arrows: Vec<(u32, u32)>,
     /// Each collective operation the replay timed with its own model (not on its
     /// network), in the plan's order: when it ran and what the model added to it.

@@ -1463,4 +1463,47 @@ mod tests {
             assert!(std::fs::read(&streamed).unwrap() == std::fs::read(&batch).unwrap());
         }
     }
+
+    /// By hand, the streamed writer's own cost on a written run (`PMPI_TRACE_RUN=DIR`):
+    /// the extent's read, a second read in time order and every row written with a
+    /// default prediction (`PMPI_TRACE_ONLY_READ` set: the time-ordered read alone), to
+    /// run under `/usr/bin/time`.
+    #[test]
+    #[ignore]
+    fn streamed_trace_cost() {
+        use crate::trace::order::RunOrder;
+        let Some(dir) = std::env::var_os("PMPI_TRACE_RUN").map(std::path::PathBuf::from) else {
+            return;
+        };
+        let t0 = std::time::Instant::now();
+        let mut order = RunOrder::open(&dir).unwrap();
+        let shell = order.loaded_shell(&dir);
+        let p = CallPrediction::default();
+        let mut rows = 0u64;
+        if std::env::var_os("PMPI_TRACE_ONLY_READ").is_some() {
+            while order.next_call().unwrap().is_some() {
+                rows += 1;
+            }
+            eprintln!("{rows} rows read in {:.2?}", t0.elapsed());
+            return;
+        }
+        let extent = TraceExtent::read(&dir, &shell).unwrap();
+        let t1 = t0.elapsed();
+        let path = dir.join("trace.cost.json");
+        let mut st =
+            StreamedTrace::create(&path, &shell, extent, "gige", DEFAULT_MAX_MB * 1_000_000)
+                .unwrap();
+        while let Some((_, ri, call)) = order.next_call().unwrap() {
+            st.row(ri, &order.metas[ri], call.rec, &call.record, &p)
+                .unwrap();
+            rows += 1;
+        }
+        let t2 = t0.elapsed();
+        let s = st.finish().unwrap();
+        eprintln!(
+            "{rows} rows: extent {t1:.2?}, rows {:.2?}, finish {:.2?}; {s:?}",
+            t2 - t1,
+            t0.elapsed() - t2
+        );
+    }
 }
