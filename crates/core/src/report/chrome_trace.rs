@@ -608,34 +608,29 @@ pub fn write_trace(
             .copied()
             .unwrap_or_default()
     };
-    // The flows, matched again over the rows (`each_flow`) as the streamed writer does;
-    // told in the same order each time.
-    let each_flow = |f: &mut dyn FnMut(End, End)| {
-        let mut m = FlowMatch::new(run, &placement);
-        for (_, ri, i) in super::Timeline::new(run) {
-            let rk = &run.ranks[ri];
-            let r = &rk.records[i];
-            m.row(r, frame.end(ri, &rk.meta, r, i as u32), f);
-        }
-        m.finish(f);
-    };
-    // Sizes first (nothing is kept per record), then the file.
+    // Sizes first (nothing is kept per record): the slices, and the flows matched again
+    // over the same rows, as the streamed writer does; then the file, the flows matched
+    // once more (told in the same order).
     let mut buf: Vec<u8> = Vec::new();
+    let mut flows = FlowMatch::new(run, &placement);
+    let mut flow_bytes = vec![0u64; WINDOWS];
+    let mut n = 0u64;
+    let mut flow_buf: Vec<u8> = Vec::new();
+    let mut size_flow = |a: End, b: End| {
+        n += 1;
+        flow_buf.clear();
+        flow_events(n, a, b, &mut flow_buf);
+        flow_bytes[a.window as usize] += flow_buf.len() as u64 + 1;
+    };
     for (_, ri, i) in super::Timeline::new(run) {
         let rk = &run.ranks[ri];
         let r = &rk.records[i];
         buf.clear();
         let w = frame.slice(ri, &rk.meta, r, &pred_of(ri, i), &mut buf);
         tally.add(&frame, ri, &rk.meta, r, w, buf.len());
+        flows.row(r, frame.end(ri, &rk.meta, r, i as u32), &mut size_flow);
     }
-    let mut flow_bytes = vec![0u64; WINDOWS];
-    let mut n = 0u64;
-    each_flow(&mut |a, b| {
-        n += 1;
-        buf.clear();
-        flow_events(n, a, b, &mut buf);
-        flow_bytes[a.window as usize] += buf.len() as u64 + 1;
-    });
+    flows.finish(&mut size_flow);
     tally.flow_bytes = flow_bytes;
     let fixed = tally.fixed(run, &placement, &frame);
     let s = tally.sampling(fixed.len(), max_bytes);
@@ -643,14 +638,17 @@ pub fn write_trace(
     write_file(path, &pred.model, max_bytes, &fixed, &s, &mut |w| {
         for (_, ri, i) in super::Timeline::new(run) {
             let rk = &run.ranks[ri];
-            buf.clear();
-            let win = frame.slice(ri, &rk.meta, &rk.records[i], &pred_of(ri, i), &mut buf);
-            if s.keep(win) {
-                w.write_all(&buf).map_err(io)?;
+            let r = &rk.records[i];
+            // Only the kept slices are formatted again.
+            if !s.keep(frame.window_at(span(&rk.meta, r, frame.origin).0)) {
+                continue;
             }
+            buf.clear();
+            frame.slice(ri, &rk.meta, r, &pred_of(ri, i), &mut buf);
+            w.write_all(&buf).map_err(io)?;
         }
         let (mut n, mut written, mut failed) = (0u64, 0, None);
-        each_flow(&mut |a, b| {
+        let mut write_flow = |a: End, b: End| {
             n += 1;
             if failed.is_some() || !s.keep(a.window as usize) || !s.keep(b.window as usize) {
                 return;
@@ -661,7 +659,14 @@ pub fn write_trace(
                 Ok(()) => written += 1,
                 Err(e) => failed = Some(io(e)),
             }
-        });
+        };
+        let mut flows = FlowMatch::new(run, &placement);
+        for (_, ri, i) in super::Timeline::new(run) {
+            let rk = &run.ranks[ri];
+            let r = &rk.records[i];
+            flows.row(r, frame.end(ri, &rk.meta, r, i as u32), &mut write_flow);
+        }
+        flows.finish(&mut write_flow);
         failed.map_or(Ok(written), Err)
     })
 }
