@@ -253,7 +253,10 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         ranks: run.ranks.len(),
         complete: run.complete(),
         dropped: run.ranks.iter().map(|r| r.meta.dropped + r.meta.lost).sum(),
-        accuracy: accuracy::run_accuracy(&run, &pred),
+        accuracy: accuracy::of_figures(
+            &figs,
+            [pred.makespan_measured, pred.makespan, pred.makespan_free],
+        ),
         model: pred.model.clone(),
         cpu_sharing: cpu_sharing(&run),
     })
