@@ -240,6 +240,10 @@ pub fn call_messages(
     }
 }
 
+/// A collective operation's messages between two nodes: (source node, destination node,
+/// bytes).
+pub type NodePair = (u32, u32, u64);
+
 /// What one member of a collective operation gives its operation's [`CollTraffic`]: its
 /// messages as (source node, destination node, bytes) pushed to `pairs`, and its call's
 /// name (None where its rank's call table names no known call). An operation's call is
@@ -251,7 +255,7 @@ pub fn member_traffic(
     kind: CallKind,
     world: u32,
     placement: &Placement,
-    pairs: &mut Vec<(u32, u32, u64)>,
+    pairs: &mut Vec<NodePair>,
 ) -> Option<&'static str> {
     if let Some(my_node) = placement.node(meta.rank) {
         call_messages(r, meta, arcs, kind, world, |dst, bytes| {
@@ -266,7 +270,7 @@ pub fn member_traffic(
 
 /// An operation's messages (source node, destination node, bytes) as its node pairs:
 /// sorted by pair, the bytes of a pair summed.
-pub fn merge_pairs(pairs: &mut Vec<(u32, u32, u64)>) {
+pub fn merge_pairs(pairs: &mut Vec<NodePair>) {
     pairs.sort_unstable_by_key(|&(s, d, _)| (s, d));
     pairs.dedup_by(|b, a| {
         let same = (a.0, a.1) == (b.0, b.1);
@@ -287,14 +291,14 @@ pub struct CollTraffic {
     pub offsets: Vec<u32>,
     /// (source node, destination node, bytes), one per node pair of an operation, within
     /// a node too.
-    pub pairs: Vec<(u32, u32, u64)>,
+    pub pairs: Vec<NodePair>,
     /// Each operation's call (`MPI_Alltoall`, ...; `?` where no member was recorded).
     pub calls: Vec<&'static str>,
 }
 
 impl CollTraffic {
     /// The node pairs of operation `i` (none for an operation out of range).
-    pub fn of(&self, i: usize) -> &[(u32, u32, u64)] {
+    pub fn of(&self, i: usize) -> &[NodePair] {
         match (self.offsets.get(i), self.offsets.get(i + 1)) {
             (Some(&a), Some(&b)) => &self.pairs[a as usize..b as usize],
             _ => &[],
@@ -311,7 +315,7 @@ pub fn collective_traffic(
     op_of: impl Fn(usize, usize) -> Option<u32>,
 ) -> CollTraffic {
     let world = run.world_size.max(0) as u32;
-    let mut all: Vec<(u32, (u32, u32, u64))> = Vec::new();
+    let mut all: Vec<(u32, NodePair)> = Vec::new();
     let mut calls = vec!["?"; ops];
     let mut mine = Vec::new();
     for (ri, rk) in run.ranks.iter().enumerate() {

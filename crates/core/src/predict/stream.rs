@@ -5,6 +5,7 @@
 
 use super::{Assumptions, CallPrediction, CollOp, coll_cost, penalty_model};
 use crate::error::Error;
+use crate::graph::NodePair;
 use crate::profile::Profile;
 use crate::replay::net::{InFlight, NetSink};
 use crate::replay::window::{Finished, Side, Stats, replay_windows};
@@ -43,7 +44,7 @@ pub trait StreamNet: NetSink {
     /// A collective operation the model replay timed with its own model, with its node
     /// pairs, as [`super::RunPrediction`]'s `collectives` and `coll_traffic` have it, once
     /// its members' figures are made.
-    fn collective(&mut self, _op: &CollOp, _pairs: &[(u32, u32, u64)]) {}
+    fn collective(&mut self, _op: &CollOp, _pairs: &[NodePair]) {}
 }
 
 /// Forwards the network's events to the shared [`StreamNet`].
@@ -104,7 +105,7 @@ pub fn predict_stream_with(
     };
     let (mut makespan, mut makespan_free, mut makespan_measured) = (0.0, 0.0, 0.0);
     let net = net.map(RefCell::new);
-    let mut on_collective = |op: &CollOp, pairs: &[(u32, u32, u64)]| {
+    let mut on_collective = |op: &CollOp, pairs: &[NodePair]| {
         if let Some(n) = &net {
             n.borrow_mut().collective(op, pairs);
         }

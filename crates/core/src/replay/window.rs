@@ -29,7 +29,7 @@ use super::{
     P2p, Partners, Reason, Store, entry_order, network, receive_source, transfer_contention,
 };
 use crate::error::Error;
-use crate::graph;
+use crate::graph::{self, NodePair};
 use crate::model::PenaltyModel;
 use crate::predict::{CallPrediction, CollOp, Contended, duration_of, figures_of};
 use crate::topo::placement::Placement;
@@ -123,19 +123,22 @@ pub struct Side<'a> {
     /// `collectives` and `coll_traffic` give it: its span, penalty, members' contention
     /// and node pairs) once all its members are handed over; with [`Side::figures`], whose
     /// contention it sums.
-    pub collectives: Option<&'a mut dyn FnMut(&CollOp, &[(u32, u32, u64)])>,
+    pub collectives: Option<CollSink<'a>>,
 }
+
+/// Where [`Side::collectives`] are told: an operation and its node pairs.
+pub type CollSink<'a> = &'a mut dyn FnMut(&CollOp, &[NodePair]);
 
 /// A collective operation's node pairs and call, as its members are read (for
 /// [`Side::collectives`]).
-struct CollTraffic {
+struct CollMembers {
     placement: Placement,
     /// As `RunTrace::world_size` of the loaded run.
     world: u32,
     model: bool,
     /// Per record slot of a member whose operation is not complete yet: its call's name
     /// and its messages (source node, destination node, bytes).
-    members: FxMap<u32, (Option<&'static str>, Vec<(u32, u32, u64)>)>,
+    members: FxMap<u32, (Option<&'static str>, Vec<NodePair>)>,
 }
 
 /// Calls one replay may read ahead of the slowest other before it pauses for it: the
@@ -176,7 +179,7 @@ pub fn replay_windows(
                     .max();
                 store.colls = Some((
                     sink,
-                    CollTraffic {
+                    CollMembers {
                         placement: placement.clone(),
                         world: world.unwrap_or(0).max(0) as u32,
                         model: side.model.is_some(),
@@ -446,7 +449,7 @@ struct InstSlot {
     /// For [`Side::collectives`]: its call, node pairs and first member, and its members'
     /// (start, end, contention) as they are handed over, and how many were.
     call: &'static str,
-    pairs: Vec<(u32, u32, u64)>,
+    pairs: Vec<NodePair>,
     first: Id,
     spans: Vec<(f64, f64, f64)>,
     handed: u32,
@@ -506,7 +509,7 @@ struct Window<'a> {
     /// network sink, whose intervals then all come before the record).
     hold_senders: bool,
     /// Where collective operations are told of ([`Side::collectives`]).
-    colls: Option<(&'a mut dyn FnMut(&CollOp, &[(u32, u32, u64)]), CollTraffic)>,
+    colls: Option<(CollSink<'a>, CollMembers)>,
     live: (usize, usize, usize),
     stats: Stats,
 }

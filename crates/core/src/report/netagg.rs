@@ -9,6 +9,7 @@
 
 use super::hotspots::{Acc, Cause, IntervalHotspot, NodeHotspot, PairHotspot, Sums, arc_context};
 use super::html::Matrix;
+use crate::graph::NodePair;
 use crate::predict::stream::StreamNet;
 use crate::predict::{CallPrediction, CollOp, RunPrediction};
 use crate::replay::FxMap;
@@ -47,7 +48,7 @@ pub trait NetEvents {
     /// assumed (within a node too). The sums it adds to are taken apart, exact, and added
     /// at the end: operations come in the plan's order on the batch path and as they are
     /// finished on the streamed one, and the figures are the same.
-    fn collective(&mut self, _op: &CollOp, _pairs: &[(u32, u32, u64)]) {}
+    fn collective(&mut self, _op: &CollOp, _pairs: &[NodePair]) {}
 }
 
 /// Feeds `sink` the network events of a batch prediction, in the order the batch
@@ -294,7 +295,7 @@ impl NetEvents for HotspotAgg {
 
     // Collective operations, timed with their own models: their assumed messages at the
     // operation's penalty, the cause from their pairs' degrees.
-    fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)]) {
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
         let inter = || pairs.iter().filter(|p| p.0 != p.1);
         let n = inter().count();
         if n == 0 {
@@ -382,7 +383,7 @@ impl NetEvents for MatrixAgg {
 
     // Collectives, which the replay times with their own models: their assumed messages'
     // bytes, and their members' contention shared among their inter-node pairs by bytes.
-    fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)]) {
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
         let inter: f64 = pairs
             .iter()
             .filter(|p| p.0 != p.1)
@@ -642,7 +643,7 @@ impl NetEvents for NetAggregates {
         self.matrix.interval(start, end, arcs);
         self.graphs.interval(start, end, arcs);
     }
-    fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)]) {
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
         self.hotspots.collective(op, pairs);
         self.matrix.collective(op, pairs);
     }
@@ -691,7 +692,7 @@ impl StreamNet for StreamedNet {
         self.agg
             .call((rank, rec), super::prediction_e_rel(c, measured_s));
     }
-    fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)]) {
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
         self.agg.collective(op, pairs);
     }
 }
@@ -825,7 +826,7 @@ mod tests {
     /// A [`StreamedNet`] that also keeps the collective operations it is told of.
     struct Told {
         net: StreamedNet,
-        ops: Vec<(CollOp, Vec<(u32, u32, u64)>)>,
+        ops: Vec<(CollOp, Vec<NodePair>)>,
     }
 
     impl NetSink for Told {
@@ -841,7 +842,7 @@ mod tests {
         fn call(&mut self, rank: u32, rec: u32, measured_s: f64, c: &CallPrediction) {
             self.net.call(rank, rec, measured_s, c);
         }
-        fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)]) {
+        fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
             self.ops.push((*op, pairs.to_vec()));
             self.net.collective(op, pairs);
         }
