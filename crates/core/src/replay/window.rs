@@ -121,8 +121,8 @@ pub struct Side<'a> {
     pub net: Option<Box<dyn NetSink + 'a>>,
     /// Told of each collective operation (as [`crate::predict::RunPrediction`]'s
     /// `collectives` and `coll_traffic` give it: its span, penalty, members' contention
-    /// and node pairs) once all its members are handed over; with [`Side::figures`], whose
-    /// contention it sums.
+    /// and node pairs) once all its members' figures are made (just before the last is
+    /// handed over); with [`Side::figures`], whose contention it sums.
     pub collectives: Option<CollSink<'a>>,
 }
 
