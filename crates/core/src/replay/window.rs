@@ -29,8 +29,9 @@ use super::{
     P2p, Partners, Reason, Store, entry_order, network, receive_source, transfer_contention,
 };
 use crate::error::Error;
+use crate::graph::{self, NodePair};
 use crate::model::PenaltyModel;
-use crate::predict::{CallPrediction, Contended, duration_of, figures_of};
+use crate::predict::{CallPrediction, CollOp, Contended, duration_of, figures_of};
 use crate::topo::placement::Placement;
 use crate::trace::order::{Call, RunOrder};
 use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RunTrace};
@@ -96,6 +97,7 @@ pub fn replay_window(
         figures: false,
         finished,
         net: None,
+        collectives: None,
     };
     Ok(replay_windows(order, placement, protocol, p2p, cost, vec![side])?[0])
 }
@@ -117,6 +119,26 @@ pub struct Side<'a> {
     /// record that sends an inter-node message is then handed over once the message
     /// arrived, after every interval that names it.
     pub net: Option<Box<dyn NetSink + 'a>>,
+    /// Told of each collective operation (as [`crate::predict::RunPrediction`]'s
+    /// `collectives` and `coll_traffic` give it: its span, penalty, members' contention
+    /// and node pairs) once all its members' figures are made (just before the last is
+    /// handed over); with [`Side::figures`], whose contention it sums.
+    pub collectives: Option<CollSink<'a>>,
+}
+
+/// Where [`Side::collectives`] are told: an operation and its node pairs.
+pub type CollSink<'a> = &'a mut dyn FnMut(&CollOp, &[NodePair]);
+
+/// A collective operation's node pairs and call, as its members are read (for
+/// [`Side::collectives`]).
+struct CollMembers {
+    placement: Placement,
+    /// As `RunTrace::world_size` of the loaded run.
+    world: u32,
+    model: bool,
+    /// Per record slot of a member whose operation is not complete yet: its call's name
+    /// and its messages (source node, destination node, bytes).
+    members: FxMap<u32, (Option<&'static str>, Vec<NodePair>)>,
 }
 
 /// Calls one replay may read ahead of the slowest other before it pauses for it: the
@@ -147,6 +169,24 @@ pub fn replay_windows(
         .enumerate()
         .map(|(k, side)| {
             let mut store = Window::new(reader.clone(), k, cost, side.figures, side.finished);
+            if let Some(sink) = side.collectives {
+                let world = reader
+                    .borrow()
+                    .order
+                    .metas
+                    .iter()
+                    .map(|m| m.world_size)
+                    .max();
+                store.colls = Some((
+                    sink,
+                    CollMembers {
+                        placement: placement.clone(),
+                        world: world.unwrap_or(0).max(0) as u32,
+                        model: side.model.is_some(),
+                        members: FxMap::default(),
+                    },
+                ));
+            }
             let mut net = network(p2p, side.model, protocol, false);
             if let Some(sink) = side.net {
                 store.hold_senders = true;
@@ -406,6 +446,13 @@ struct InstSlot {
     m_entries: (usize, usize),
     /// Its contention (`Store::set_coll_contention`).
     contention: f64,
+    /// For [`Side::collectives`]: its call, node pairs and first member, and its members'
+    /// (start, end, contention) as they are handed over, and how many were.
+    call: &'static str,
+    pairs: Vec<NodePair>,
+    first: Id,
+    spans: Vec<(f64, f64, f64)>,
+    handed: u32,
 }
 
 struct Window<'a> {
@@ -461,6 +508,8 @@ struct Window<'a> {
     /// A record that sends an inter-node message is handed over once it arrived (for a
     /// network sink, whose intervals then all come before the record).
     hold_senders: bool,
+    /// Where collective operations are told of ([`Side::collectives`]).
+    colls: Option<(CollSink<'a>, CollMembers)>,
     live: (usize, usize, usize),
     stats: Stats,
 }
@@ -547,6 +596,7 @@ impl<'a> Window<'a> {
             final_pass: false,
             fig_ready: Vec::new(),
             hold_senders: false,
+            colls: None,
             live: (0, 0, 0),
             stats: Stats::default(),
         }
@@ -706,6 +756,25 @@ impl<'a> Window<'a> {
                 self.awaiting_end.resize_with(ri + 1, BinaryHeap::new);
             }
             self.awaiting_end[ri].push(Reverse((r.t_end, g, id)));
+        }
+        if let Some((_, t)) = &mut self.colls
+            && hot.inst_of != NONE
+        {
+            let rd = self.reader.borrow();
+            let meta = &rd.order.metas[ri];
+            let kind = graph::kind_of(&meta.calls, c.record.call);
+            let mut msgs = Vec::new();
+            let arcs = c.arcs.as_deref();
+            let name = graph::member_traffic(
+                &c.record,
+                meta,
+                arcs,
+                kind,
+                t.world,
+                &t.placement,
+                &mut msgs,
+            );
+            t.members.insert(g, (name, msgs));
         }
         for e in &read.events {
             self.event(e);
@@ -872,6 +941,11 @@ impl<'a> Window<'a> {
                             entries: None,
                             m_entries: (usize::MAX, usize::MAX),
                             contention: 0.0,
+                            call: "?",
+                            pairs: Vec::new(),
+                            first: (0, 0),
+                            spans: Vec::new(),
+                            handed: 0,
                         });
                         self.insts.len() as u32 - 1
                     }
@@ -928,6 +1002,22 @@ impl<'a> Window<'a> {
                 slot.root_start = f64::NAN;
                 slot.refs = instance.members.len() as u32;
                 slot.members = instance.members;
+                if let Some((_, t)) = &mut self.colls {
+                    // Its members' traffic, in member (rank) order: the last name stays.
+                    slot.call = "?";
+                    slot.pairs.clear();
+                    for m in &slot.members {
+                        if let Some((name, msgs)) = t.members.remove(m) {
+                            slot.call = name.unwrap_or(slot.call);
+                            slot.pairs.extend(msgs);
+                        }
+                    }
+                    graph::merge_pairs(&mut slot.pairs);
+                    slot.first = members.first().copied().unwrap_or((0, 0));
+                    slot.spans.clear();
+                    slot.spans.resize(count, (f64::NAN, f64::NAN, 0.0));
+                    slot.handed = 0;
+                }
             }
         }
     }
@@ -1176,6 +1266,27 @@ impl<'a> Window<'a> {
             };
             figures_of(&pred, &measured, g, duration, None, r.reason)
         });
+        if let Some((sink, t)) = &mut self.colls {
+            // A member whose operation never completed has its traffic still here.
+            t.members.remove(&g);
+            let i = r.hot.inst_of;
+            if i != NONE && r.member != NONE {
+                let slot = &mut self.insts[i as usize];
+                let contention = prediction.map_or(0.0, |p| p.contention);
+                slot.spans[r.member as usize] = (r.start, r.end, contention);
+                slot.handed += 1;
+                if slot.handed as usize == slot.members.len() {
+                    let op = CollOp::of(
+                        slot.call,
+                        slot.first,
+                        &slot.cost,
+                        t.model,
+                        slot.spans.iter().copied(),
+                    );
+                    sink(&op, &slot.pairs);
+                }
+            }
+        }
         let r = &mut self.recs[g as usize];
         r.live = false;
         let (id, h) = (r.id, r.hot);
