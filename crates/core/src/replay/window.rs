@@ -182,7 +182,11 @@ struct Read {
     ri: usize,
     call: Call,
     planned: Planned,
-    events: Vec<Event>,
+    /// Its events: the reader's `ev_from..ev_from + events`, numbered as made. (One queue
+    /// for every held call's events: most calls make one or none, and a `Vec` each was an
+    /// allocation per message.)
+    ev_from: u64,
+    events: u32,
 }
 
 /// The run read once for the replays side by side.
@@ -192,6 +196,10 @@ struct Reader {
     /// Calls read that some replay has not taken, the first numbered `base`.
     held: VecDeque<Read>,
     base: u64,
+    /// The events of the held calls, in their order; `ev_end`: the number of events made
+    /// so far, `ev_end - events.len()` those of calls every replay has taken.
+    events: VecDeque<Event>,
+    ev_end: u64,
     /// Per replay: the number of the next call it takes; whether it still reads.
     pos: Vec<u64>,
     active: Vec<bool>,
@@ -207,6 +215,8 @@ impl Reader {
             online,
             held: VecDeque::new(),
             base: 0,
+            events: VecDeque::new(),
+            ev_end: 0,
             pos: vec![0; n],
             active: vec![true; n],
             eof: false,
@@ -224,13 +234,17 @@ impl Reader {
             }
             match self.order.next_call() {
                 Ok(Some((_, ri, call))) => {
-                    let mut events = Vec::new();
-                    let planned = self.online.record(ri, &call, |e| events.push(e));
+                    let events = &mut self.events;
+                    let before = events.len();
+                    let planned = self.online.record(ri, &call, |e| events.push_back(e));
+                    let n = events.len() - before;
+                    self.ev_end += n as u64;
                     self.held.push_back(Read {
                         ri,
                         call,
                         planned,
-                        events,
+                        ev_from: self.ev_end - n as u64,
+                        events: n as u32,
                     });
                 }
                 Ok(None) => {
@@ -247,10 +261,20 @@ impl Reader {
         Some(at)
     }
 
+    /// The events of held call `at` (its index in `held`), in order.
+    fn events_of(&self, at: usize) -> std::collections::vec_deque::Iter<'_, Event> {
+        let r = &self.held[at];
+        let from = (r.ev_from - (self.ev_end - self.events.len() as u64)) as usize;
+        self.events.range(from..from + r.events as usize)
+    }
+
     /// Replay `k` took its next call.
     fn took(&mut self, k: usize) {
         self.pos[k] += 1;
-        self.drop_taken();
+        // Only the slowest replay's step can let a call go.
+        if self.pos[k] - 1 == self.base {
+            self.drop_taken();
+        }
     }
 
     /// Replay `k` reads no more.
@@ -265,8 +289,10 @@ impl Reader {
             .map(|k| self.pos[k])
             .min()
             .unwrap_or(u64::MAX);
-        while self.base < low && !self.held.is_empty() {
-            self.held.pop_front();
+        while self.base < low
+            && let Some(r) = self.held.pop_front()
+        {
+            self.events.drain(..r.events as usize);
             self.base += 1;
         }
     }
@@ -563,13 +589,16 @@ impl<'a> Window<'a> {
             self.end_of_run();
             return false;
         };
-        let more = self.take(&reader.borrow().held[at]);
+        let more = {
+            let rd = reader.borrow();
+            self.take(&rd.held[at], rd.events_of(at))
+        };
         reader.borrow_mut().took(self.side);
         more
     }
 
-    /// Takes call `read`; false if it ends the run (an error).
-    fn take(&mut self, read: &Read) -> bool {
+    /// Takes call `read`, with its `events`; false if it ends the run (an error).
+    fn take<'e>(&mut self, read: &Read, events: impl Iterator<Item = &'e Event>) -> bool {
         let (ri, c) = (read.ri, &read.call);
         let r = &c.record;
         let Some(&(_, stream)) = self.rank_streams[ri].iter().find(|t| t.0 == r.thread) else {
@@ -688,7 +717,7 @@ impl<'a> Window<'a> {
             }
             self.awaiting_end[ri].push(Reverse((r.t_end, g, id)));
         }
-        for e in &read.events {
+        for e in events {
             self.event(e);
         }
         // A receive from a rank whose calls are all read, a rendezvous message to one,

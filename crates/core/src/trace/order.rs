@@ -268,7 +268,10 @@ impl RunOrder {
             }
             ready.push_back(c);
         }
-        ready.make_contiguous().sort_by_key(|c| c.rec);
+        // Most instants hold one call.
+        if ready.len() > 1 {
+            ready.make_contiguous().sort_by_key(|c| c.rec);
+        }
         Ok(Some(at))
     }
 }
