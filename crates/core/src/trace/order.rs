@@ -18,7 +18,7 @@ use crate::error::Error;
 use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The smallest reorder buffer tried (records).
@@ -32,10 +32,8 @@ type Key = (u64, bool, u32);
 /// A spool's call records in call order, with their per-peer bytes.
 pub struct CallOrder {
     records: Records,
-    /// Buffered records by [`Key`], with their slot in `slots`.
-    heap: Reorder<u32>,
-    slots: Vec<Record>,
-    free: Vec<u32>,
+    /// Buffered records by [`Key`].
+    heap: Reorder<Record>,
     window: usize,
     /// Continuations out of the buffer whose call has not come out yet, by the call's
     /// (entry, thread, call number).
@@ -76,8 +74,6 @@ impl CallOrder {
         Ok(CallOrder {
             records: Records::open(path)?,
             heap: Reorder::default(),
-            slots: Vec::with_capacity(window + 1),
-            free: Vec::new(),
             window,
             conts: BTreeMap::new(),
             threads,
@@ -101,23 +97,11 @@ impl CallOrder {
                 let Some((k, r)) = self.records.next()? else {
                     break;
                 };
-                let slot = match self.free.pop() {
-                    Some(s) => {
-                        self.slots[s as usize] = r;
-                        s
-                    }
-                    None => {
-                        self.slots.push(r);
-                        self.slots.len() as u32 - 1
-                    }
-                };
-                self.heap.push(k, slot);
+                self.heap.push(k, r);
             }
-            let Some(((_, call, n), slot)) = self.heap.pop() else {
+            let Some(((_, call, n), r)) = self.heap.pop() else {
                 return Ok(None);
             };
-            self.free.push(slot);
-            let r = self.slots[slot as usize];
             if !call {
                 let key = (r.t_start, r.thread, r.reserved);
                 self.conts.entry(key).or_default().push(r);
@@ -322,10 +306,34 @@ fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Resu
 
 /// A reorder buffer for items that come nearly in key order: those in order queue at the
 /// back of a run (no heap work: most records of a spool), the others wait in a heap; the
-/// smaller of the two fronts leaves, so items leave smallest first, as from one heap.
+/// smaller of the two fronts leaves, so items leave smallest first, as from one heap. (The
+/// items are held in it, not in slots beside it: a record is moved once in and once out.)
 struct Reorder<T> {
     run: VecDeque<(Key, T)>,
-    late: BinaryHeap<Reverse<(Key, T)>>,
+    late: BinaryHeap<Reverse<ByKey<T>>>,
+}
+
+/// An item ordered by its key alone (a spool's keys are distinct).
+struct ByKey<T>(Key, T);
+
+impl<T> PartialEq for ByKey<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+
+impl<T> Eq for ByKey<T> {}
+
+impl<T> PartialOrd for ByKey<T> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl<T> Ord for ByKey<T> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&o.0)
+    }
 }
 
 impl<T> Default for Reorder<T> {
@@ -337,12 +345,12 @@ impl<T> Default for Reorder<T> {
     }
 }
 
-impl<T: Ord> Reorder<T> {
+impl<T> Reorder<T> {
     fn push(&mut self, k: Key, t: T) {
         if self.run.back().is_none_or(|b| b.0 <= k) {
             self.run.push_back((k, t));
         } else {
-            self.late.push(Reverse((k, t)));
+            self.late.push(Reverse(ByKey(k, t)));
         }
     }
 
@@ -353,7 +361,7 @@ impl<T: Ord> Reorder<T> {
             (Some(_), None) => false,
         };
         if late_first {
-            self.late.pop().map(|Reverse(x)| x)
+            self.late.pop().map(|Reverse(ByKey(k, t))| (k, t))
         } else {
             self.run.pop_front()
         }
@@ -367,7 +375,12 @@ impl<T: Ord> Reorder<T> {
 /// A spool's records in spool order, settled and keyed, read a block at a time.
 struct Records {
     path: PathBuf,
-    file: BufReader<std::fs::File>,
+    file: std::fs::File,
+    /// Bytes read and not yet taken: `buf[at..len]` (whole records are parsed in place,
+    /// not copied out one by one through a `BufReader`).
+    buf: Box<[u8]>,
+    at: usize,
+    len: usize,
     /// Call and continuation records read so far (the next ones' numbers).
     calls: u32,
     conts: u32,
@@ -375,8 +388,7 @@ struct Records {
 
 impl Records {
     fn open(path: &Path) -> Result<Records, Error> {
-        let f = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
-        let mut file = BufReader::with_capacity(256 * RECORD_SIZE, f);
+        let mut file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
         let mut head = [0u8; SPOOL_HEADER];
         file.read_exact(&mut head)
             .map_err(|e| Error::read(path, e))?;
@@ -384,6 +396,9 @@ impl Records {
         Ok(Records {
             path: path.to_path_buf(),
             file,
+            buf: vec![0; 1024 * RECORD_SIZE].into_boxed_slice(),
+            at: 0,
+            len: 0,
             calls: 0,
             conts: 0,
         })
@@ -391,14 +406,16 @@ impl Records {
 
     /// The next record (settled, as a loaded spool's) and its key; None at the end (a
     /// final record cut short included).
+    #[inline]
     fn next(&mut self) -> Result<Option<(Key, Record)>, Error> {
-        let mut b = [0u8; RECORD_SIZE];
-        match self.file.read_exact(&mut b) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-            Err(e) => return Err(Error::read(&self.path, e)),
+        if self.len - self.at < RECORD_SIZE && !self.fill()? {
+            return Ok(None);
         }
-        let r = Record::from_bytes(&b).settle();
+        let b = self.buf[self.at..self.at + RECORD_SIZE]
+            .try_into()
+            .expect("a whole record");
+        self.at += RECORD_SIZE;
+        let r = Record::from_bytes(b).settle();
         let call = !r.is_continuation();
         let n = if call {
             &mut self.calls
@@ -407,6 +424,24 @@ impl Records {
         };
         *n += 1;
         Ok(Some(((r.t_start, call, *n - 1), r)))
+    }
+
+    /// Reads on until the buffer holds a whole record; false at the end of the file (a
+    /// final record cut short left unread).
+    #[inline(never)]
+    fn fill(&mut self) -> Result<bool, Error> {
+        self.buf.copy_within(self.at..self.len, 0);
+        self.len -= self.at;
+        self.at = 0;
+        while self.len < RECORD_SIZE {
+            match self.file.read(&mut self.buf[self.len..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => self.len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::read(&self.path, e)),
+            }
+        }
+        Ok(true)
     }
 }
 
