@@ -182,6 +182,14 @@ struct Read {
     ri: usize,
     call: Call,
     planned: Planned,
+    /// What every replay takes of it alike, found once: its stream (NONE: a thread the
+    /// first pass did not see), its entry on rank 0's clock (ns), its measured start and end
+    /// (seconds from the origin), the connection of the message it sends (NONE: none).
+    stream: u32,
+    entry_ns: i64,
+    m_start: f64,
+    m_end: f64,
+    conn: u32,
     /// Its events: the reader's `ev_from..ev_from + events`, numbered as made. (One queue
     /// for every held call's events: most calls make one or none, and a `Vec` each was an
     /// allocation per message.)
@@ -193,6 +201,15 @@ struct Read {
 struct Reader {
     order: RunOrder,
     online: OnlinePlan,
+    /// As `RunTrace::origin_ns` of the loaded run.
+    origin: i64,
+    /// Per rank: (thread, stream) of its threads; per stream: its calls and its first
+    /// call's measured start (seconds from the origin).
+    rank_streams: Vec<Vec<(u16, u32)>>,
+    lens: Vec<usize>,
+    starts: Vec<f64>,
+    /// Connections (messages from one rank to another) numbered as first seen.
+    conns: FxMap<(i32, i32), u32>,
     /// Calls read that some replay has not taken, the first numbered `base`.
     held: VecDeque<Read>,
     base: u64,
@@ -210,9 +227,31 @@ struct Reader {
 impl Reader {
     fn new(order: RunOrder, placement: Placement, protocol: super::Protocol, n: usize) -> Reader {
         let online = OnlinePlan::new(&order.metas, placement, protocol);
+        let metas = &order.metas;
+        let origin = metas
+            .iter()
+            .map(|m| m.to_global_ns(m.init_ns))
+            .min()
+            .unwrap_or(0);
+        let (mut rank_streams, mut lens, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        // Streams as the batch plan numbers them: by rank, then thread.
+        for (ri, threads) in order.threads().into_iter().enumerate() {
+            let mut mine = Vec::new();
+            for t in threads {
+                mine.push((t.thread, lens.len() as u32));
+                lens.push(t.calls as usize);
+                starts.push(RunTrace::seconds_since(&metas[ri], t.first_start, origin));
+            }
+            rank_streams.push(mine);
+        }
         Reader {
             order,
             online,
+            origin,
+            rank_streams,
+            lens,
+            starts,
+            conns: FxMap::default(),
             held: VecDeque::new(),
             base: 0,
             events: VecDeque::new(),
@@ -233,14 +272,29 @@ impl Reader {
                 return None;
             }
             match self.order.next_call() {
-                Ok(Some((_, ri, call))) => {
+                Ok(Some((entry_ns, ri, call))) => {
                     let events = &mut self.events;
                     let before = events.len();
                     let planned = self.online.record(ri, &call, |e| events.push_back(e));
                     let n = events.len() - before;
                     self.ev_end += n as u64;
+                    let r = &call.record;
+                    let stream = self.rank_streams[ri]
+                        .iter()
+                        .find(|t| t.0 == r.thread)
+                        .map_or(NONE, |t| t.1);
+                    let conn = planned.msg.map_or(NONE, |m| {
+                        let next = self.conns.len() as u32;
+                        *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next)
+                    });
+                    let meta = &self.order.metas[ri];
                     self.held.push_back(Read {
                         ri,
+                        stream,
+                        entry_ns,
+                        m_start: RunTrace::seconds_from(entry_ns, self.origin),
+                        m_end: RunTrace::seconds_since(meta, r.t_end, self.origin),
+                        conn,
                         call,
                         planned,
                         ev_from: self.ev_end - n as u64,
@@ -429,16 +483,12 @@ struct Window<'a> {
     reader: Rc<RefCell<Reader>>,
     /// Its number among the replays sharing the reader.
     side: usize,
-    /// As `RunTrace::origin_ns` of the loaded run.
-    origin: i64,
     figures: bool,
     world_ranks: Vec<i32>,
     cost: &'a dyn Fn(&Instance) -> CollCost,
     finished: &'a mut dyn FnMut(Finished),
     err: Option<Error>,
     eof: bool,
-    /// Per rank: (thread, stream) of its threads.
-    rank_streams: Vec<Vec<(u16, u32)>>,
     lens: Vec<usize>,
     starts: Vec<f64>,
     /// Per stream: its records read and not yet reached, the position of the first, and
@@ -465,7 +515,6 @@ struct Window<'a> {
     free_msgs: Vec<u32>,
     /// Messages whose receive is not read yet, by sending record.
     unmatched: FxMap<Id, u32>,
-    conns: FxMap<(i32, i32), u32>,
     flows: FxMap<u32, u32>,
     insts: Vec<InstSlot>,
     free_insts: Vec<u32>,
@@ -492,27 +541,10 @@ impl<'a> Window<'a> {
         finished: &'a mut dyn FnMut(Finished),
     ) -> Window<'a> {
         let rd = reader.borrow();
-        let order = &rd.order;
-        let metas = &order.metas;
-        // As `RunTrace::origin_ns` of the loaded run.
-        let origin = metas
-            .iter()
-            .map(|m| m.to_global_ns(m.init_ns))
-            .min()
-            .unwrap_or(0);
-        let (mut rank_streams, mut lens, mut starts) = (Vec::new(), Vec::new(), Vec::new());
-        // Streams as the batch plan numbers them: by rank, then thread.
-        for (ri, threads) in order.threads().into_iter().enumerate() {
-            let mut mine = Vec::new();
-            for t in threads {
-                mine.push((t.thread, lens.len() as u32));
-                lens.push(t.calls as usize);
-                starts.push(RunTrace::seconds_since(&metas[ri], t.first_start, origin));
-            }
-            rank_streams.push(mine);
-        }
+        let metas = &rd.order.metas;
+        let (lens, starts) = (rd.lens.clone(), rd.starts.clone());
         let n = lens.len();
-        let streams_left: Vec<usize> = rank_streams.iter().map(Vec::len).collect();
+        let streams_left: Vec<usize> = rd.rank_streams.iter().map(Vec::len).collect();
         let world = metas
             .iter()
             .map(|m| m.world_size.max(m.rank + 1))
@@ -531,13 +563,11 @@ impl<'a> Window<'a> {
             world_ranks,
             reader,
             side,
-            origin,
             figures,
             cost,
             finished,
             err: None,
             eof: false,
-            rank_streams,
             lens,
             starts,
             queue: vec![VecDeque::new(); n],
@@ -553,7 +583,6 @@ impl<'a> Window<'a> {
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             unmatched: FxMap::default(),
-            conns: FxMap::default(),
             flows: FxMap::default(),
             insts: Vec::new(),
             free_insts: Vec::new(),
@@ -602,9 +631,8 @@ impl<'a> Window<'a> {
 
     /// Takes call `read`, with its `events`; false if it ends the run (an error).
     fn take<'e>(&mut self, read: &Read, events: impl Iterator<Item = &'e Event>) -> bool {
-        let (ri, c) = (read.ri, &read.call);
-        let r = &c.record;
-        let Some(&(_, stream)) = self.rank_streams[ri].iter().find(|t| t.0 == r.thread) else {
+        let (ri, c, stream) = (read.ri, &read.call, read.stream);
+        if stream == NONE {
             // The spool changed since the first pass (a run still being written).
             self.err = Some(Error::Input(format!(
                 "rank {}'s spool changed while it was read (a thread the first pass did not see)",
@@ -619,18 +647,9 @@ impl<'a> Window<'a> {
         let r = &c.record;
         let g = self.alloc_rec();
         let mut hot = planned.hot;
-        let (m_start, m_end, entry_ns) = {
-            let rd = self.reader.borrow();
-            let meta = &rd.order.metas[ri];
-            (
-                RunTrace::seconds_since(meta, r.t_start, self.origin),
-                RunTrace::seconds_since(meta, r.t_end, self.origin),
-                meta.to_global_ns(r.t_start),
-            )
-        };
+        let (m_start, m_end, entry_ns) = (read.m_start, read.m_end, read.entry_ns);
         if let Some(m) = planned.msg {
-            let next = self.conns.len() as u32;
-            let conn = *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next);
+            let conn = read.conn;
             let ms = self.alloc_msg(MsgSlot {
                 msg: Msg::of(m, g, conn),
                 recv: Match::Pending,
