@@ -388,6 +388,11 @@ struct Records {
 
 impl Records {
     fn open(path: &Path) -> Result<Records, Error> {
+        Records::with_buffer(path, 1024 * RECORD_SIZE)
+    }
+
+    /// [`Records::open`] with a buffer of `bytes` (at least a record).
+    fn with_buffer(path: &Path, bytes: usize) -> Result<Records, Error> {
         let mut file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
         let mut head = [0u8; SPOOL_HEADER];
         file.read_exact(&mut head)
@@ -396,7 +401,7 @@ impl Records {
         Ok(Records {
             path: path.to_path_buf(),
             file,
-            buf: vec![0; 1024 * RECORD_SIZE].into_boxed_slice(),
+            buf: vec![0; bytes.max(RECORD_SIZE)].into_boxed_slice(),
             at: 0,
             len: 0,
             calls: 0,
@@ -449,6 +454,45 @@ impl Records {
 mod tests {
     use super::*;
     use crate::trace::{FLAG_ARCS, FLAG_NONBLOCKING};
+
+    /// A spool of 2,500 records with a final record cut short (a killed writer), read with
+    /// buffers of whole records and of parts of them (records split across reads): every
+    /// whole record, settled, in spool order, as the loader reads them, and not the cut one.
+    #[test]
+    fn a_spool_is_read_whole_records_whatever_the_buffer() {
+        let dir = std::env::temp_dir().join(format!("pmpi-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recs: Vec<Record> = (0..2500u64)
+            .map(|i| Record {
+                t_start: 1_000 + i * 10,
+                t_end: 1_005 + i * 10,
+                t_posted: if i % 7 == 0 { 990 + i * 10 } else { 1_005 + i * 10 },
+                thread: (i % 3) as u16,
+                call: 3,
+                flags: if i % 7 == 0 { crate::trace::FLAG_POLLED } else { 0 },
+                tag: i as i32,
+                ..Default::default()
+            })
+            .collect();
+        crate::trace::write_spool(&dir, 0, &recs).unwrap();
+        let path = crate::trace::spool_path(&dir, 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&[0xab; RECORD_SIZE - 30]);
+        std::fs::write(&path, &bytes).unwrap();
+        let want = crate::trace::read_spool(std::fs::File::open(&path).unwrap(), &path).unwrap();
+        assert_eq!(want.records.len(), recs.len());
+        assert!(want.records.iter().any(|r| r.t_start != r.t_posted));
+        for buffer in [RECORD_SIZE, 100, 1000, 7 * RECORD_SIZE, 1024 * RECORD_SIZE] {
+            let mut r = Records::with_buffer(&path, buffer).unwrap();
+            let mut got = Vec::new();
+            while let Some(((t, call, n), rec)) = r.next().unwrap() {
+                assert_eq!((t, call, n as usize), (rec.t_start, true, got.len()));
+                got.push(rec);
+            }
+            assert_eq!(got, want.records, "a buffer of {buffer} bytes");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     /// A run of four ranks written to spools (requests in flight, clock offsets, entries
     /// at one instant across ranks, a rank without a spool), read back across ranks: the
