@@ -515,6 +515,9 @@ struct Window<'a> {
     free_msgs: Vec<u32>,
     /// Messages whose receive is not read yet, by sending record.
     unmatched: FxMap<Id, u32>,
+    /// The record being taken, its slot and the message it sends (NONE: none, or matched
+    /// by its own events), while its events are handled.
+    taking: (Id, u32, u32),
     flows: FxMap<u32, u32>,
     insts: Vec<InstSlot>,
     free_insts: Vec<u32>,
@@ -583,6 +586,7 @@ impl<'a> Window<'a> {
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             unmatched: FxMap::default(),
+            taking: ((u32::MAX, u32::MAX), NONE, NONE),
             flows: FxMap::default(),
             insts: Vec::new(),
             free_insts: Vec::new(),
@@ -667,7 +671,6 @@ impl<'a> Window<'a> {
                 fig_waiter: NONE,
             });
             hot.msg_out = ms;
-            self.unmatched.insert(id, ms);
         }
         if let Some(h) = self.awaiting_end.get_mut(ri) {
             while let Some(&Reverse((end, o, oid))) = h.peek()
@@ -720,15 +723,6 @@ impl<'a> Window<'a> {
         slot.ops.clear();
         slot.probe_m = NONE;
         slot.fig_pending = 0;
-        // Only the records an event may name are looked up (a blocking send never is:
-        // its message is found by `unmatched`).
-        slot.named = slot.recv_pending
-            || slot.inst_pending
-            || matches!(op, Op::Probe | Op::Recv | Op::Irecv | Op::Complete)
-            || completer == Completer::Unknown;
-        if slot.named {
-            self.ids.insert(id, g);
-        }
         let s = stream as usize;
         self.queue[s].push_back(g);
         self.read[s] += 1;
@@ -739,9 +733,13 @@ impl<'a> Window<'a> {
             }
             self.awaiting_end[ri].push(Reverse((r.t_end, g, id)));
         }
+        // Its own events find it and its message without a lookup (most receives are
+        // matched as they are read, when their send was read first).
+        self.taking = (id, g, hot.msg_out);
         for e in events {
             self.event(e);
         }
+        self.taking = ((u32::MAX, u32::MAX), NONE, NONE);
         // A receive from a rank whose calls are all read, a rendezvous message to one,
         // match nothing.
         let r = &self.recs[g as usize];
@@ -749,12 +747,25 @@ impl<'a> Window<'a> {
             self.recs[g as usize].recv_pending = false;
         }
         let m = self.recs[g as usize].hot.msg_out;
-        if m != NONE
-            && self.msgs[m as usize].recv == Match::Pending
-            && self.world_done(self.msgs[m as usize].msg.dst_rank)
-        {
-            self.unmatched.remove(&id);
-            self.no_receive(m);
+        if m != NONE && self.msgs[m as usize].recv == Match::Pending {
+            if self.world_done(self.msgs[m as usize].msg.dst_rank) {
+                self.no_receive(m);
+            } else {
+                self.unmatched.insert(id, m);
+            }
+        }
+        // Only the records a later event may name are looked up: a receive not matched
+        // yet, a collective member whose operation is not complete, a nonblocking
+        // operation whose completion call is not read, a probe (its receive comes later),
+        // a completion call (an operation entered at its instant may come after it). A
+        // blocking send never is: its message is found by `unmatched`.
+        let r = &mut self.recs[g as usize];
+        r.named = r.recv_pending
+            || r.inst_pending
+            || r.completer == Completer::Unknown
+            || matches!(op, Op::Probe | Op::Complete);
+        if r.named {
+            self.ids.insert(id, g);
         }
         if self.read[s] == self.lens[s] {
             // The thread is read: an operation whose completion call is not read has none,
@@ -831,11 +842,24 @@ impl<'a> Window<'a> {
         }
     }
 
+    /// The slot of record `id`, if held and an event may name it.
+    fn slot_of(&self, id: Id) -> Option<u32> {
+        if id == self.taking.0 {
+            Some(self.taking.1)
+        } else {
+            self.ids.get(&id).copied()
+        }
+    }
+
     fn event(&mut self, e: &Event) {
         match *e {
             Event::Message { send, recv } => {
-                let (Some(m), Some(&rg)) = (self.unmatched.remove(&send), self.ids.get(&recv))
-                else {
+                let m = if send == self.taking.0 && self.taking.2 != NONE {
+                    Some(std::mem::replace(&mut self.taking.2, NONE))
+                } else {
+                    self.unmatched.remove(&send)
+                };
+                let (Some(m), Some(rg)) = (m, self.slot_of(recv)) else {
                     return;
                 };
                 let r = &mut self.recs[rg as usize];
@@ -852,7 +876,7 @@ impl<'a> Window<'a> {
                 }
             }
             Event::Completion { op, by } => {
-                let (Some(&og), Some(&bg)) = (self.ids.get(&op), self.ids.get(&by)) else {
+                let (Some(og), Some(bg)) = (self.slot_of(op), self.slot_of(by)) else {
                     return;
                 };
                 let o = &mut self.recs[og as usize];
@@ -863,7 +887,7 @@ impl<'a> Window<'a> {
                 list.insert(at, (op.1, og));
             }
             Event::Probe { probe, recv } => {
-                let (Some(&pg), Some(&rg)) = (self.ids.get(&probe), self.ids.get(&recv)) else {
+                let (Some(pg), Some(rg)) = (self.slot_of(probe), self.slot_of(recv)) else {
                     return;
                 };
                 let p = &mut self.recs[pg as usize];
@@ -912,7 +936,10 @@ impl<'a> Window<'a> {
                 self.stats.most_operations = self.stats.most_operations.max(self.live.2);
                 let mut slots = std::mem::take(&mut self.insts[i as usize].members);
                 slots.clear();
-                slots.extend(members.iter().map(|id| self.ids[id]));
+                slots.extend(members.iter().map(|&id| {
+                    self.slot_of(id)
+                        .expect("a collective member is held until its operation is complete")
+                }));
                 for (k, &m) in slots.iter().enumerate() {
                     let r = &mut self.recs[m as usize];
                     r.hot.inst_of = i;
