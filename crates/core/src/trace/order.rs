@@ -466,10 +466,18 @@ mod tests {
             .map(|i| Record {
                 t_start: 1_000 + i * 10,
                 t_end: 1_005 + i * 10,
-                t_posted: if i % 7 == 0 { 990 + i * 10 } else { 1_005 + i * 10 },
+                t_posted: if i % 7 == 0 {
+                    990 + i * 10
+                } else {
+                    1_005 + i * 10
+                },
                 thread: (i % 3) as u16,
                 call: 3,
-                flags: if i % 7 == 0 { crate::trace::FLAG_POLLED } else { 0 },
+                flags: if i % 7 == 0 {
+                    crate::trace::FLAG_POLLED
+                } else {
+                    0
+                },
                 tag: i as i32,
                 ..Default::default()
             })
