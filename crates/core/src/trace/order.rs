@@ -73,7 +73,7 @@ impl CallOrder {
         }
         Ok(CallOrder {
             records: Records::open(path)?,
-            heap: Reorder::default(),
+            heap: Reorder::with_capacity(window + 1),
             window,
             conts: BTreeMap::new(),
             threads,
@@ -336,6 +336,17 @@ impl<T> Ord for ByKey<T> {
     }
 }
 
+impl<T> Reorder<T> {
+    /// For `n` items in order without growing (a run of the spool's records: as much
+    /// memory as the buffer holds, not the next power of two).
+    fn with_capacity(n: usize) -> Self {
+        Reorder {
+            run: VecDeque::with_capacity(n),
+            late: BinaryHeap::new(),
+        }
+    }
+}
+
 impl<T> Default for Reorder<T> {
     fn default() -> Self {
         Reorder {
@@ -377,7 +388,7 @@ struct Records {
     path: PathBuf,
     file: std::fs::File,
     /// Bytes read and not yet taken: `buf[at..len]` (whole records are parsed in place,
-    /// not copied out one by one through a `BufReader`).
+    /// not copied out one by one through a `BufReader`). 18 KB: a reader is open per rank.
     buf: Box<[u8]>,
     at: usize,
     len: usize,
@@ -388,7 +399,7 @@ struct Records {
 
 impl Records {
     fn open(path: &Path) -> Result<Records, Error> {
-        Records::with_buffer(path, 1024 * RECORD_SIZE)
+        Records::with_buffer(path, 256 * RECORD_SIZE)
     }
 
     /// [`Records::open`] with a buffer of `bytes` (at least a record).
