@@ -355,6 +355,55 @@ fn a_trace_above_the_report_limit_is_left_for_analyze() {
     assert!(out.join("calls.csv").exists());
 }
 
+/// Above PMPI_PREDICT_BATCH_MAX_MB of spools (0 here), rank 0 writes the report at
+/// MPI_Finalize as the run is read: calls.csv, summary.json, hotspots.json and report.html
+/// the same bytes as the batch `analyze` writes afterwards, no trace.json, and one line
+/// saying so.
+#[test]
+fn above_the_batch_size_the_finalize_report_is_streamed() {
+    let dir = scratch("report-streamed");
+    let exe = build_program("basic", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let with = mpirun(
+        4,
+        &exe,
+        &[],
+        Some(&[
+            ("PMPI_PREDICT_OUT", &out_s),
+            ("PMPI_PREDICT_BATCH_MAX_MB", "0"),
+        ]),
+        &dir,
+    );
+    let err = String::from_utf8_lossy(&with.stderr);
+    assert!(with.status.success(), "{err}");
+    assert_eq!(
+        err.matches("analysed as they were read (bounded memory)").count(),
+        1,
+        "{err}"
+    );
+    assert!(!out.join("trace.json").exists());
+    let files = ["calls.csv", "summary.json", "hotspots.json", "report.html"];
+    let streamed: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(out.join(f)).unwrap())
+        .collect();
+    let a = std::process::Command::new(common::cli_path())
+        .arg("analyze")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert!(out.join("trace.json").exists());
+    for (f, s) in files.iter().zip(&streamed) {
+        assert!(
+            std::fs::read(out.join(f)).unwrap() == *s,
+            "{f} of the streamed finalize report differs from analyze's"
+        );
+    }
+}
+
 #[test]
 fn banner_at_init_and_finalize_unless_quiet() {
     let dir = scratch("banner");

@@ -443,19 +443,6 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Total size of the spool files in `dir`.
-fn spool_bytes(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".spool"))
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
-
 fn finish() {
     if IS_CHILD.load(Ordering::Relaxed) {
         return;
@@ -501,7 +488,7 @@ fn finish() {
         }
     }
     if let (0, 1, Some(dir)) = (run.rank, report, dir) {
-        let spooled = spool_bytes(&dir);
+        let spooled = crate::report::spool_bytes(&dir);
         let limit = run.cfg.report_max_mb.saturating_mul(1 << 20);
         if spooled > limit {
             // Analysing a very large trace here would hold the whole job at MPI_Finalize.

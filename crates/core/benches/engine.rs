@@ -17,7 +17,7 @@
 //! that one only), with a digest of every record's prediction; with `--stream=DIR
 //! --batch`, `predict_run_with` on the run loaded whole, with the same digest (with
 //! `--net`, also the network's figures the reports derive, `report::netagg`, fed as the
-//! run is predicted, the collective operations left out, and a digest of them);
+//! run is predicted, collective operations included, and a digest of them);
 //! `--profile=FILE` takes a calibrated profile instead of the built-in one).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
@@ -413,30 +413,21 @@ fn window(dir: &std::path::Path) {
 /// without a model, or under `--model=NAME` alone.
 fn stream(dir: &std::path::Path) {
     use pmpi_core::predict::{CallPrediction, predict_run_with, stream::predict_stream_with};
-    use pmpi_core::report::netagg::{self, NetAggregates, NetArc, NetEvents, StreamedNet};
+    use pmpi_core::report::netagg::{self, NetAggregates, StreamedNet};
     use std::hash::{Hash, Hasher};
     let profile = profile_arg();
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");
     let with_net = std::env::args().any(|a| a == "--net");
-    // The batch prediction's network events but the collective operations (not streamed).
-    struct NetOnly<'a>(&'a mut NetAggregates);
-    impl NetEvents for NetOnly<'_> {
-        fn flow(&mut self, src: u32, dst: u32, bytes: u64) {
-            self.0.flow(src, dst, bytes);
-        }
-        fn interval(&mut self, start: f64, end: f64, arcs: &[NetArc]) {
-            self.0.interval(start, end, arcs);
-        }
-    }
     // The figures printed to the bit (Debug: each f64's shortest round trip), hashed.
     let net_digest = |r: &netagg::NetReport| {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         format!("{r:?}").hash(&mut h);
         format!(
-            "network figures digest {:016x} ({} ranked intervals, {} graphs)",
+            "network figures digest {:016x} ({} ranked intervals, {} of them collective operations, {} graphs)",
             h.finish(),
             r.intervals.len(),
+            r.intervals.iter().filter(|i| i.operation.is_some()).count(),
             r.graphs["intervals"]
         )
     };
@@ -486,7 +477,7 @@ fn stream(dir: &std::path::Path) {
             );
             if with_net {
                 let mut agg = NetAggregates::new(p.placement.nodes(), 10);
-                netagg::feed(&p, &mut NetOnly(&mut agg));
+                netagg::feed(&p, &mut agg);
                 for (ri, (rk, cs)) in run.ranks.iter().zip(&p.calls).enumerate() {
                     for (i, (r, c)) in rk.records.iter().zip(cs).enumerate() {
                         agg.call((ri as u32, i as u32), pmpi_core::report::call_e_rel(r, c));

@@ -20,9 +20,14 @@ pub struct Config {
     /// `PMPI_PREDICT_REPORT`: 0 skips the report at MPI_Finalize (spools are still written).
     pub report: bool,
     /// `PMPI_PREDICT_REPORT_MAX_MB`: above this many MB of spooled records, rank 0 skips the
-    /// report at MPI_Finalize (so a huge trace never holds the job, nor rank 0's memory:
-    /// about 11 MB per MB of spool today) and says how to run it.
+    /// report at MPI_Finalize (so that a huge trace never holds the job: about 3 s per
+    /// 100 MB of spools) and says how to run it. Memory is bounded either way: above
+    /// `report::BATCH_MAX_BYTES` the report is written as the run is read.
     pub report_max_mb: u64,
+    /// `PMPI_PREDICT_BATCH_MAX_MB`: up to this many MB of spooled records the report is
+    /// written from the run loaded whole (with trace.json); above, as the run is read, in
+    /// memory bounded by what is in flight (without trace.json).
+    pub batch_max_mb: u64,
     /// `PMPI_PREDICT_QUIET`: 1 silences the one-line notice rank 0 prints at finalize.
     pub quiet: bool,
     /// `PMPI_PREDICT_MAX_THREADS`: threads per rank that get a buffer.
@@ -60,7 +65,8 @@ impl Default for Config {
             flush_ms: 200,
             disabled: false,
             report: true,
-            report_max_mb: 64,
+            report_max_mb: 1024,
+            batch_max_mb: crate::report::BATCH_MAX_BYTES >> 20,
             quiet: false,
             max_threads: 1024,
             clock_rounds: 10,
@@ -94,6 +100,7 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_DISABLE",
     "PMPI_PREDICT_REPORT",
     "PMPI_PREDICT_REPORT_MAX_MB",
+    "PMPI_PREDICT_BATCH_MAX_MB",
     "PMPI_PREDICT_QUIET",
     "PMPI_PREDICT_MAX_THREADS",
     "PMPI_PREDICT_CLOCK_ROUNDS",
@@ -179,6 +186,14 @@ impl Config {
                 0,
                 1 << 30,
                 d.report_max_mb,
+                &mut w,
+            ),
+            batch_max_mb: int_var(
+                get,
+                "PMPI_PREDICT_BATCH_MAX_MB",
+                0,
+                1 << 30,
+                d.batch_max_mb,
                 &mut w,
             ),
             quiet: bool_var(get, "PMPI_PREDICT_QUIET", false, &mut w),

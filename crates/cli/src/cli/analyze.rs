@@ -17,9 +17,9 @@ pub struct AnalyzeArgs {
     /// Do not print the hotspot ranking.
     #[arg(long)]
     pub quiet: bool,
-    /// Write calls.csv and summary.json only, predicting the run as it is read: memory
-    /// bounded by the messages in flight, not the run's length (summary.json without
-    /// `prediction.e_abs_graphs_percent`; the other files need the whole run).
+    /// Predict the run as it is read: memory bounded by the messages in flight, not the
+    /// run's length. Writes calls.csv, summary.json, hotspots.json and report.html (not
+    /// trace.json yet).
     #[arg(long)]
     pub stream: bool,
 }
@@ -53,14 +53,17 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     }
     let opts = a.engine.options_for(&a.dir, !a.quiet);
     if a.stream {
-        let s = crate::report::stream::write_calls_csv_streamed(&a.dir, &opts)?;
+        let s = crate::report::stream::write_report_streamed(&a.dir, &opts)?;
         println!(
-            "{} records from {} ranks{}; wrote calls.csv and summary.json in {} (--stream: summary.json without prediction.e_abs_graphs_percent; hotspots.json, report.html and trace.json need the whole run: analyze without --stream)",
+            "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json and report.html in {} (--stream: no trace.json)",
             s.records,
             s.ranks,
             incomplete(s.complete),
             a.dir.display()
         );
+        for c in &s.stats.cpu_sharing {
+            eprintln!("pmpi-predict: note: {}", c.text());
+        }
         return Ok(());
     }
     let s = crate::report::write_report_with(&a.dir, &opts)?;

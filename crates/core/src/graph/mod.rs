@@ -174,24 +174,42 @@ pub fn build(run: &RunTrace, placement: &Placement) -> Flows {
     Flows { flows }
 }
 
-/// The messages `(destination WORLD rank, bytes)` record `i` of rank `rk` sends: a send's
-/// message, or a collective's by its recorded per-destination bytes where they were
-/// recorded, else by the algorithm assumed for it among its communicator's members.
+/// The messages `(destination WORLD rank, bytes)` record `i` of rank `rk` sends
+/// ([`call_messages`]).
 fn record_messages(
     rk: &trace::RankTrace,
     i: usize,
     kind: CallKind,
     world: u32,
+    push: impl FnMut(i32, u64),
+) {
+    let arcs = if rk.arcs.is_empty() {
+        None
+    } else {
+        rk.arcs_of(i)
+    };
+    call_messages(&rk.records[i], &rk.meta, arcs, kind, world, push);
+}
+
+/// The messages `(destination WORLD rank, bytes)` a record `r` of the rank of `meta` (of
+/// kind `kind`, its per-peer bytes `arcs` where recorded, in a run of `world` ranks)
+/// sends: a send's message, or a collective's by its recorded per-destination bytes where
+/// they were recorded, else by the algorithm assumed for it among its communicator's
+/// members. One record and its rank's metadata are enough, so that a run read in time
+/// order finds what the loaded run does.
+pub fn call_messages(
+    r: &trace::Record,
+    meta: &trace::RankMeta,
+    arcs: Option<&trace::CallArcs>,
+    kind: CallKind,
+    world: u32,
     mut push: impl FnMut(i32, u64),
 ) {
-    let r = &rk.records[i];
-    let me = rk.meta.rank;
+    let me = meta.rank;
     // A collective whose per-destination bytes were recorded: its arcs as recorded (to
     // WORLD ranks) instead of the assumed algorithm's spread.
     let sent = match class_of(kind) {
-        CallClass::Collective if !rk.arcs.is_empty() => {
-            rk.arcs_of(i).and_then(|a| a.send.as_deref())
-        }
+        CallClass::Collective => arcs.and_then(|a| a.send.as_deref()),
         _ => None,
     };
     if let Some(sent) = sent {
@@ -212,7 +230,7 @@ fn record_messages(
             }
         }
         CallClass::Collective => {
-            if let Some(members) = members_of(&rk.meta, r.comm, r.comm_size) {
+            if let Some(members) = members_of(meta, r.comm, r.comm_size) {
                 for (dst, bytes) in collectives::messages_in(kind, me, members, r) {
                     push(dst, bytes);
                 }
@@ -220,6 +238,47 @@ fn record_messages(
         }
         _ => {}
     }
+}
+
+/// A collective operation's messages between two nodes: (source node, destination node,
+/// bytes).
+pub type NodePair = (u32, u32, u64);
+
+/// What one member of a collective operation gives its operation's [`CollTraffic`]: its
+/// messages as (source node, destination node, bytes) pushed to `pairs`, and its call's
+/// name (None where its rank's call table names no known call). An operation's call is
+/// its last member's (in rank order) that has one.
+pub fn member_traffic(
+    r: &trace::Record,
+    meta: &trace::RankMeta,
+    arcs: Option<&trace::CallArcs>,
+    kind: CallKind,
+    world: u32,
+    placement: &Placement,
+    pairs: &mut Vec<NodePair>,
+) -> Option<&'static str> {
+    if let Some(my_node) = placement.node(meta.rank) {
+        call_messages(r, meta, arcs, kind, world, |dst, bytes| {
+            if let Some(dn) = placement.node(dst) {
+                pairs.push((my_node, dn, bytes));
+            }
+        });
+    }
+    let name = meta.calls.get(r.call as usize).map(String::as_str);
+    name.and_then(trace::call_id).map(trace::call_name)
+}
+
+/// An operation's messages (source node, destination node, bytes) as its node pairs:
+/// sorted by pair, the bytes of a pair summed.
+pub fn merge_pairs(pairs: &mut Vec<NodePair>) {
+    pairs.sort_unstable_by_key(|&(s, d, _)| (s, d));
+    pairs.dedup_by(|b, a| {
+        let same = (a.0, a.1) == (b.0, b.1);
+        if same {
+            a.2 += b.2;
+        }
+        same
+    });
 }
 
 /// Node-to-node bytes of each collective operation, by the algorithm assumed for it
@@ -232,14 +291,14 @@ pub struct CollTraffic {
     pub offsets: Vec<u32>,
     /// (source node, destination node, bytes), one per node pair of an operation, within
     /// a node too.
-    pub pairs: Vec<(u32, u32, u64)>,
+    pub pairs: Vec<NodePair>,
     /// Each operation's call (`MPI_Alltoall`, ...; `?` where no member was recorded).
     pub calls: Vec<&'static str>,
 }
 
 impl CollTraffic {
     /// The node pairs of operation `i` (none for an operation out of range).
-    pub fn of(&self, i: usize) -> &[(u32, u32, u64)] {
+    pub fn of(&self, i: usize) -> &[NodePair] {
         match (self.offsets.get(i), self.offsets.get(i + 1)) {
             (Some(&a), Some(&b)) => &self.pairs[a as usize..b as usize],
             _ => &[],
@@ -256,12 +315,10 @@ pub fn collective_traffic(
     op_of: impl Fn(usize, usize) -> Option<u32>,
 ) -> CollTraffic {
     let world = run.world_size.max(0) as u32;
-    let mut all: Vec<(u32, u32, u32, u64)> = Vec::new();
+    let mut all: Vec<(u32, NodePair)> = Vec::new();
     let mut calls = vec!["?"; ops];
+    let mut mine = Vec::new();
     for (ri, rk) in run.ranks.iter().enumerate() {
-        let Some(my_node) = placement.node(rk.meta.rank) else {
-            continue;
-        };
         let kinds = kind_table(&rk.meta.calls);
         for (i, r) in rk.records.iter().enumerate() {
             let kind = kind_in(&kinds, r.call);
@@ -271,18 +328,21 @@ pub fn collective_traffic(
             let Some(op) = op_of(ri, i).filter(|&o| (o as usize) < ops) else {
                 continue;
             };
-            let name = rk.meta.calls.get(r.call as usize).map(String::as_str);
-            if let Some(id) = name.and_then(trace::call_id) {
-                calls[op as usize] = trace::call_name(id);
+            let arcs = if rk.arcs.is_empty() {
+                None
+            } else {
+                rk.arcs_of(i)
+            };
+            mine.clear();
+            // Ranks in order: the last member's name stays.
+            if let Some(name) = member_traffic(r, &rk.meta, arcs, kind, world, placement, &mut mine)
+            {
+                calls[op as usize] = name;
             }
-            record_messages(rk, i, kind, world, |dst, bytes| {
-                if let Some(dn) = placement.node(dst) {
-                    all.push((op, my_node, dn, bytes));
-                }
-            });
+            all.extend(mine.iter().map(|&p| (op, p)));
         }
     }
-    all.sort_unstable_by_key(|&(op, s, d, _)| (op, s, d));
+    all.sort_by_key(|&(op, _)| op);
     let mut t = CollTraffic {
         offsets: Vec::with_capacity(ops + 1),
         pairs: Vec::new(),
@@ -291,16 +351,13 @@ pub fn collective_traffic(
     let mut k = 0;
     for op in 0..ops as u32 {
         t.offsets.push(t.pairs.len() as u32);
+        mine.clear();
         while k < all.len() && all[k].0 == op {
-            let (_, s, d, b) = all[k];
-            // Pairs come sorted: a pair already begun for this operation is the last.
-            let begun = t.pairs.len() as u32 > t.offsets[op as usize];
-            match t.pairs.last_mut() {
-                Some(last) if begun && (last.0, last.1) == (s, d) => last.2 += b,
-                _ => t.pairs.push((s, d, b)),
-            }
+            mine.push(all[k].1);
             k += 1;
         }
+        merge_pairs(&mut mine);
+        t.pairs.extend_from_slice(&mine);
     }
     t.offsets.push(t.pairs.len() as u32);
     t

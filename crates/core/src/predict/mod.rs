@@ -103,6 +103,43 @@ pub struct CollOp {
     pub penalty: f64,
     /// Its members' predicted contention (calls.csv's `contention_s`), summed, seconds.
     pub contention_s: f64,
+    /// Its first member (rank index, record number): orders operations that tie in the
+    /// rankings, the same on the batch and the streamed paths.
+    pub first: (u32, u32),
+}
+
+impl CollOp {
+    /// The operation of call `call` whose first member is `first`, timed at `cost`
+    /// (`model`: under a penalty model), from its members' (replayed start, replayed end,
+    /// predicted contention) in member order: the batch and the streamed predictions both
+    /// make it here.
+    pub(crate) fn of(
+        call: &'static str,
+        first: (u32, u32),
+        cost: &CollCost,
+        model: bool,
+        members: impl Iterator<Item = (f64, f64, f64)>,
+    ) -> CollOp {
+        let (mut start, mut end, mut contention_s) = (f64::INFINITY, 0.0f64, 0.0);
+        for (s, e, c) in members {
+            start = start.min(s);
+            end = end.max(e);
+            contention_s += c;
+        }
+        let penalty = if model && cost.free_s > 0.0 {
+            (cost.model_s / cost.free_s).max(1.0)
+        } else {
+            1.0
+        };
+        CollOp {
+            call,
+            start: if start.is_finite() { start } else { 0.0 },
+            end,
+            penalty,
+            contention_s,
+            first,
+        }
+    }
 }
 
 /// Resolves the penalty model: `override_name` (incl. "none") or the profile's choice.
@@ -630,30 +667,24 @@ fn predict_plan(
         .zip(&costs)
         .enumerate()
         .map(|(i, (inst, c))| {
-            let (mut start, mut end, mut contention_s) = (f64::INFINITY, 0.0f64, 0.0);
-            for &g in &inst.members {
-                let (ri, gi) = (rank_index(g), g as usize);
-                start = start.min(pred.start[gi]);
-                end = end.max(pred.end[gi]);
-                if let Some(call) = calls
-                    .get(ri)
-                    .and_then(|r| r.get((g - plan.base[ri]) as usize))
-                {
-                    contention_s += call.contention;
-                }
-            }
-            let penalty = if model.is_some() && c.free_s > 0.0 {
-                (c.model_s / c.free_s).max(1.0)
-            } else {
-                1.0
+            let at = |g: u32| {
+                let ri = rank_index(g);
+                (ri, (g - plan.base[ri]) as usize)
             };
-            CollOp {
-                call: coll_traffic.calls.get(i).copied().unwrap_or("?"),
-                start: if start.is_finite() { start } else { 0.0 },
-                end,
-                penalty,
-                contention_s,
-            }
+            let first = inst.members.first().map_or((u32::MAX, u32::MAX), |&g| {
+                let (ri, rec) = at(g);
+                (ri as u32, rec as u32)
+            });
+            let members = inst.members.iter().map(|&g| {
+                let (ri, rec) = at(g);
+                let contention = calls
+                    .get(ri)
+                    .and_then(|r| r.get(rec))
+                    .map_or(0.0, |c| c.contention);
+                (pred.start[g as usize], pred.end[g as usize], contention)
+            });
+            let call = coll_traffic.calls.get(i).copied().unwrap_or("?");
+            CollOp::of(call, first, c, model.is_some(), members)
         })
         .collect();
     RunPrediction {

@@ -3,8 +3,9 @@
 //! ([`replay_windows`]), each record's [`CallPrediction`] handed over once both have
 //! finished it (docs/engine.md, "Both replays over one read").
 
-use super::{Assumptions, CallPrediction, coll_cost, penalty_model};
+use super::{Assumptions, CallPrediction, CollOp, coll_cost, penalty_model};
 use crate::error::Error;
+use crate::graph::NodePair;
 use crate::profile::Profile;
 use crate::replay::net::{InFlight, NetSink};
 use crate::replay::window::{Finished, Side, Stats, replay_windows};
@@ -40,6 +41,10 @@ pub trait StreamNet: NetSink {
     /// Record `rec` of rank index `rank`, of measured duration `measured_s`
     /// (`Record::duration_s`), predicted `c` (`c.free` not yet known).
     fn call(&mut self, rank: u32, rec: u32, measured_s: f64, c: &CallPrediction);
+    /// A collective operation the model replay timed with its own model, with its node
+    /// pairs, as [`super::RunPrediction`]'s `collectives` and `coll_traffic` have it, once
+    /// its members' figures are made.
+    fn collective(&mut self, _op: &CollOp, _pairs: &[NodePair]) {}
 }
 
 /// Forwards the network's events to the shared [`StreamNet`].
@@ -100,6 +105,11 @@ pub fn predict_stream_with(
     };
     let (mut makespan, mut makespan_free, mut makespan_measured) = (0.0, 0.0, 0.0);
     let net = net.map(RefCell::new);
+    let mut on_collective = |op: &CollOp, pairs: &[NodePair]| {
+        if let Some(n) = &net {
+            n.borrow_mut().collective(op, pairs);
+        }
+    };
     let mut on_model = |f: Finished| {
         last(&mut makespan, f.end);
         last(&mut makespan_measured, f.measured_end);
@@ -136,6 +146,7 @@ pub fn predict_stream_with(
         figures: true,
         finished: &mut on_model,
         net: net.as_ref().map(|n| Box::new(NetOf(n)) as Box<dyn NetSink>),
+        collectives: net.is_some().then_some(&mut on_collective as _),
     }];
     if model.is_some() {
         sides.push(Side {
@@ -144,6 +155,7 @@ pub fn predict_stream_with(
             figures: false,
             finished: &mut on_free,
             net: None,
+            collectives: None,
         });
     }
     let replays = replay_windows(order, &placement, protocol, &p2p, &cost, sides)?;

@@ -29,8 +29,9 @@ use super::{
     P2p, Partners, Reason, Store, entry_order, network, receive_source, transfer_contention,
 };
 use crate::error::Error;
+use crate::graph::{self, NodePair};
 use crate::model::PenaltyModel;
-use crate::predict::{CallPrediction, Contended, duration_of, figures_of};
+use crate::predict::{CallPrediction, CollOp, Contended, duration_of, figures_of};
 use crate::topo::placement::Placement;
 use crate::trace::order::{Call, RunOrder};
 use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RunTrace};
@@ -96,6 +97,7 @@ pub fn replay_window(
         figures: false,
         finished,
         net: None,
+        collectives: None,
     };
     Ok(replay_windows(order, placement, protocol, p2p, cost, vec![side])?[0])
 }
@@ -117,6 +119,26 @@ pub struct Side<'a> {
     /// record that sends an inter-node message is then handed over once the message
     /// arrived, after every interval that names it.
     pub net: Option<Box<dyn NetSink + 'a>>,
+    /// Told of each collective operation (as [`crate::predict::RunPrediction`]'s
+    /// `collectives` and `coll_traffic` give it: its span, penalty, members' contention
+    /// and node pairs) once all its members' figures are made (just before the last is
+    /// handed over); with [`Side::figures`], whose contention it sums.
+    pub collectives: Option<CollSink<'a>>,
+}
+
+/// Where [`Side::collectives`] are told: an operation and its node pairs.
+pub type CollSink<'a> = &'a mut dyn FnMut(&CollOp, &[NodePair]);
+
+/// A collective operation's node pairs and call, as its members are read (for
+/// [`Side::collectives`]).
+struct CollMembers {
+    placement: Placement,
+    /// As `RunTrace::world_size` of the loaded run.
+    world: u32,
+    model: bool,
+    /// Per record slot of a member whose operation is not complete yet: its call's name
+    /// and its messages (source node, destination node, bytes).
+    members: FxMap<u32, (Option<&'static str>, Vec<NodePair>)>,
 }
 
 /// Calls one replay may read ahead of the slowest other before it pauses for it: the
@@ -147,6 +169,24 @@ pub fn replay_windows(
         .enumerate()
         .map(|(k, side)| {
             let mut store = Window::new(reader.clone(), k, cost, side.figures, side.finished);
+            if let Some(sink) = side.collectives {
+                let world = reader
+                    .borrow()
+                    .order
+                    .metas
+                    .iter()
+                    .map(|m| m.world_size)
+                    .max();
+                store.colls = Some((
+                    sink,
+                    CollMembers {
+                        placement: placement.clone(),
+                        world: world.unwrap_or(0).max(0) as u32,
+                        model: side.model.is_some(),
+                        members: FxMap::default(),
+                    },
+                ));
+            }
             let mut net = network(p2p, side.model, protocol, false);
             if let Some(sink) = side.net {
                 store.hold_senders = true;
@@ -189,16 +229,41 @@ struct Read {
     ri: usize,
     call: Call,
     planned: Planned,
-    events: Vec<Event>,
+    /// What every replay takes of it alike, found once: its stream (NONE: a thread the
+    /// first pass did not see), its entry on rank 0's clock (ns), its measured start and end
+    /// (seconds from the origin), the connection of the message it sends (NONE: none).
+    stream: u32,
+    entry_ns: i64,
+    m_start: f64,
+    m_end: f64,
+    conn: u32,
+    /// Its events: the reader's `ev_from..ev_from + events`, numbered as made. (One queue
+    /// for every held call's events: most calls make one or none, and a `Vec` each was an
+    /// allocation per message.)
+    ev_from: u64,
+    events: u32,
 }
 
 /// The run read once for the replays side by side.
 struct Reader {
     order: RunOrder,
     online: OnlinePlan,
+    /// As `RunTrace::origin_ns` of the loaded run.
+    origin: i64,
+    /// Per rank: (thread, stream) of its threads; per stream: its calls and its first
+    /// call's measured start (seconds from the origin).
+    rank_streams: Vec<Vec<(u16, u32)>>,
+    lens: Vec<usize>,
+    starts: Vec<f64>,
+    /// Connections (messages from one rank to another) numbered as first seen.
+    conns: FxMap<(i32, i32), u32>,
     /// Calls read that some replay has not taken, the first numbered `base`.
     held: VecDeque<Read>,
     base: u64,
+    /// The events of the held calls, in their order; `ev_end`: the number of events made
+    /// so far, `ev_end - events.len()` those of calls every replay has taken.
+    events: VecDeque<Event>,
+    ev_end: u64,
     /// Per replay: the number of the next call it takes; whether it still reads.
     pos: Vec<u64>,
     active: Vec<bool>,
@@ -209,11 +274,35 @@ struct Reader {
 impl Reader {
     fn new(order: RunOrder, placement: Placement, protocol: super::Protocol, n: usize) -> Reader {
         let online = OnlinePlan::new(&order.metas, placement, protocol);
+        let metas = &order.metas;
+        let origin = metas
+            .iter()
+            .map(|m| m.to_global_ns(m.init_ns))
+            .min()
+            .unwrap_or(0);
+        let (mut rank_streams, mut lens, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        // Streams as the batch plan numbers them: by rank, then thread.
+        for (ri, threads) in order.threads().into_iter().enumerate() {
+            let mut mine = Vec::new();
+            for t in threads {
+                mine.push((t.thread, lens.len() as u32));
+                lens.push(t.calls as usize);
+                starts.push(RunTrace::seconds_since(&metas[ri], t.first_start, origin));
+            }
+            rank_streams.push(mine);
+        }
         Reader {
             order,
             online,
+            origin,
+            rank_streams,
+            lens,
+            starts,
+            conns: FxMap::default(),
             held: VecDeque::new(),
             base: 0,
+            events: VecDeque::new(),
+            ev_end: 0,
             pos: vec![0; n],
             active: vec![true; n],
             eof: false,
@@ -230,14 +319,33 @@ impl Reader {
                 return None;
             }
             match self.order.next_call() {
-                Ok(Some((_, ri, call))) => {
-                    let mut events = Vec::new();
-                    let planned = self.online.record(ri, &call, |e| events.push(e));
+                Ok(Some((entry_ns, ri, call))) => {
+                    let events = &mut self.events;
+                    let before = events.len();
+                    let planned = self.online.record(ri, &call, |e| events.push_back(e));
+                    let n = events.len() - before;
+                    self.ev_end += n as u64;
+                    let r = &call.record;
+                    let stream = self.rank_streams[ri]
+                        .iter()
+                        .find(|t| t.0 == r.thread)
+                        .map_or(NONE, |t| t.1);
+                    let conn = planned.msg.map_or(NONE, |m| {
+                        let next = self.conns.len() as u32;
+                        *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next)
+                    });
+                    let meta = &self.order.metas[ri];
                     self.held.push_back(Read {
                         ri,
+                        stream,
+                        entry_ns,
+                        m_start: RunTrace::seconds_from(entry_ns, self.origin),
+                        m_end: RunTrace::seconds_since(meta, r.t_end, self.origin),
+                        conn,
                         call,
                         planned,
-                        events,
+                        ev_from: self.ev_end - n as u64,
+                        events: n as u32,
                     });
                 }
                 Ok(None) => {
@@ -254,10 +362,20 @@ impl Reader {
         Some(at)
     }
 
+    /// The events of held call `at` (its index in `held`), in order.
+    fn events_of(&self, at: usize) -> std::collections::vec_deque::Iter<'_, Event> {
+        let r = &self.held[at];
+        let from = (r.ev_from - (self.ev_end - self.events.len() as u64)) as usize;
+        self.events.range(from..from + r.events as usize)
+    }
+
     /// Replay `k` took its next call.
     fn took(&mut self, k: usize) {
         self.pos[k] += 1;
-        self.drop_taken();
+        // Only the slowest replay's step can let a call go.
+        if self.pos[k] - 1 == self.base {
+            self.drop_taken();
+        }
     }
 
     /// Replay `k` reads no more.
@@ -272,8 +390,13 @@ impl Reader {
             .map(|k| self.pos[k])
             .min()
             .unwrap_or(u64::MAX);
-        while self.base < low && !self.held.is_empty() {
-            self.held.pop_front();
+        while self.base < low
+            && let Some(r) = self.held.pop_front()
+        {
+            // (Popped one by one: a drain of one or two costs more.)
+            for _ in 0..r.events {
+                self.events.pop_front();
+            }
             self.base += 1;
         }
     }
@@ -406,22 +529,25 @@ struct InstSlot {
     m_entries: (usize, usize),
     /// Its contention (`Store::set_coll_contention`).
     contention: f64,
+    /// For [`Side::collectives`]: its call, node pairs and first member, and its members'
+    /// (start, end, contention) as they are handed over, and how many were.
+    call: &'static str,
+    pairs: Vec<NodePair>,
+    first: Id,
+    spans: Vec<(f64, f64, f64)>,
+    handed: u32,
 }
 
 struct Window<'a> {
     reader: Rc<RefCell<Reader>>,
     /// Its number among the replays sharing the reader.
     side: usize,
-    /// As `RunTrace::origin_ns` of the loaded run.
-    origin: i64,
     figures: bool,
     world_ranks: Vec<i32>,
     cost: &'a dyn Fn(&Instance) -> CollCost,
     finished: &'a mut dyn FnMut(Finished),
     err: Option<Error>,
     eof: bool,
-    /// Per rank: (thread, stream) of its threads.
-    rank_streams: Vec<Vec<(u16, u32)>>,
     lens: Vec<usize>,
     starts: Vec<f64>,
     /// Per stream: its records read and not yet reached, the position of the first, and
@@ -448,7 +574,9 @@ struct Window<'a> {
     free_msgs: Vec<u32>,
     /// Messages whose receive is not read yet, by sending record.
     unmatched: FxMap<Id, u32>,
-    conns: FxMap<(i32, i32), u32>,
+    /// The record being taken, its slot and the message it sends (NONE: none, or matched
+    /// by its own events), while its events are handled.
+    taking: (Id, u32, u32),
     flows: FxMap<u32, u32>,
     insts: Vec<InstSlot>,
     free_insts: Vec<u32>,
@@ -461,6 +589,8 @@ struct Window<'a> {
     /// A record that sends an inter-node message is handed over once it arrived (for a
     /// network sink, whose intervals then all come before the record).
     hold_senders: bool,
+    /// Where collective operations are told of ([`Side::collectives`]).
+    colls: Option<(CollSink<'a>, CollMembers)>,
     live: (usize, usize, usize),
     stats: Stats,
 }
@@ -478,27 +608,10 @@ impl<'a> Window<'a> {
         finished: &'a mut dyn FnMut(Finished),
     ) -> Window<'a> {
         let rd = reader.borrow();
-        let order = &rd.order;
-        let metas = &order.metas;
-        // As `RunTrace::origin_ns` of the loaded run.
-        let origin = metas
-            .iter()
-            .map(|m| m.to_global_ns(m.init_ns))
-            .min()
-            .unwrap_or(0);
-        let (mut rank_streams, mut lens, mut starts) = (Vec::new(), Vec::new(), Vec::new());
-        // Streams as the batch plan numbers them: by rank, then thread.
-        for (ri, threads) in order.threads().into_iter().enumerate() {
-            let mut mine = Vec::new();
-            for t in threads {
-                mine.push((t.thread, lens.len() as u32));
-                lens.push(t.calls as usize);
-                starts.push(RunTrace::seconds_since(&metas[ri], t.first_start, origin));
-            }
-            rank_streams.push(mine);
-        }
+        let metas = &rd.order.metas;
+        let (lens, starts) = (rd.lens.clone(), rd.starts.clone());
         let n = lens.len();
-        let streams_left: Vec<usize> = rank_streams.iter().map(Vec::len).collect();
+        let streams_left: Vec<usize> = rd.rank_streams.iter().map(Vec::len).collect();
         let world = metas
             .iter()
             .map(|m| m.world_size.max(m.rank + 1))
@@ -517,13 +630,11 @@ impl<'a> Window<'a> {
             world_ranks,
             reader,
             side,
-            origin,
             figures,
             cost,
             finished,
             err: None,
             eof: false,
-            rank_streams,
             lens,
             starts,
             queue: vec![VecDeque::new(); n],
@@ -539,7 +650,7 @@ impl<'a> Window<'a> {
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             unmatched: FxMap::default(),
-            conns: FxMap::default(),
+            taking: ((u32::MAX, u32::MAX), NONE, NONE),
             flows: FxMap::default(),
             insts: Vec::new(),
             free_insts: Vec::new(),
@@ -547,6 +658,7 @@ impl<'a> Window<'a> {
             final_pass: false,
             fig_ready: Vec::new(),
             hold_senders: false,
+            colls: None,
             live: (0, 0, 0),
             stats: Stats::default(),
         }
@@ -579,16 +691,18 @@ impl<'a> Window<'a> {
             self.end_of_run();
             return false;
         };
-        let more = self.take(&reader.borrow().held[at]);
+        let more = {
+            let rd = reader.borrow();
+            self.take(&rd.held[at], rd.events_of(at))
+        };
         reader.borrow_mut().took(self.side);
         more
     }
 
-    /// Takes call `read`; false if it ends the run (an error).
-    fn take(&mut self, read: &Read) -> bool {
-        let (ri, c) = (read.ri, &read.call);
-        let r = &c.record;
-        let Some(&(_, stream)) = self.rank_streams[ri].iter().find(|t| t.0 == r.thread) else {
+    /// Takes call `read`, with its `events`; false if it ends the run (an error).
+    fn take<'e>(&mut self, read: &Read, events: impl Iterator<Item = &'e Event>) -> bool {
+        let (ri, c, stream) = (read.ri, &read.call, read.stream);
+        if stream == NONE {
             // The spool changed since the first pass (a run still being written).
             self.err = Some(Error::Input(format!(
                 "rank {}'s spool changed while it was read (a thread the first pass did not see)",
@@ -603,18 +717,9 @@ impl<'a> Window<'a> {
         let r = &c.record;
         let g = self.alloc_rec();
         let mut hot = planned.hot;
-        let (m_start, m_end, entry_ns) = {
-            let rd = self.reader.borrow();
-            let meta = &rd.order.metas[ri];
-            (
-                RunTrace::seconds_since(meta, r.t_start, self.origin),
-                RunTrace::seconds_since(meta, r.t_end, self.origin),
-                meta.to_global_ns(r.t_start),
-            )
-        };
+        let (m_start, m_end, entry_ns) = (read.m_start, read.m_end, read.entry_ns);
         if let Some(m) = planned.msg {
-            let next = self.conns.len() as u32;
-            let conn = *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next);
+            let conn = read.conn;
             let ms = self.alloc_msg(MsgSlot {
                 msg: Msg::of(m, g, conn),
                 recv: Match::Pending,
@@ -634,7 +739,6 @@ impl<'a> Window<'a> {
                 owner_waiter: NONE,
             });
             hot.msg_out = ms;
-            self.unmatched.insert(id, ms);
         }
         if let Some(h) = self.awaiting_end.get_mut(ri) {
             while let Some(&Reverse((end, o, oid))) = h.peek()
@@ -688,15 +792,6 @@ impl<'a> Window<'a> {
         slot.ops.clear();
         slot.probe_m = NONE;
         slot.fig_pending = 0;
-        // Only the records an event may name are looked up (a blocking send never is:
-        // its message is found by `unmatched`).
-        slot.named = slot.recv_pending
-            || slot.inst_pending
-            || matches!(op, Op::Probe | Op::Recv | Op::Irecv | Op::Complete)
-            || completer == Completer::Unknown;
-        if slot.named {
-            self.ids.insert(id, g);
-        }
         let s = stream as usize;
         self.queue[s].push_back(g);
         self.read[s] += 1;
@@ -707,9 +802,32 @@ impl<'a> Window<'a> {
             }
             self.awaiting_end[ri].push(Reverse((r.t_end, g, id)));
         }
-        for e in &read.events {
+        if let Some((_, t)) = &mut self.colls
+            && hot.inst_of != NONE
+        {
+            let rd = self.reader.borrow();
+            let meta = &rd.order.metas[ri];
+            let kind = graph::kind_of(&meta.calls, c.record.call);
+            let mut msgs = Vec::new();
+            let arcs = c.arcs.as_deref();
+            let name = graph::member_traffic(
+                &c.record,
+                meta,
+                arcs,
+                kind,
+                t.world,
+                &t.placement,
+                &mut msgs,
+            );
+            t.members.insert(g, (name, msgs));
+        }
+        // Its own events find it and its message without a lookup (most receives are
+        // matched as they are read, when their send was read first).
+        self.taking = (id, g, hot.msg_out);
+        for e in events {
             self.event(e);
         }
+        self.taking = ((u32::MAX, u32::MAX), NONE, NONE);
         // A receive from a rank whose calls are all read, a rendezvous message to one,
         // match nothing.
         let r = &self.recs[g as usize];
@@ -717,12 +835,25 @@ impl<'a> Window<'a> {
             self.recs[g as usize].recv_pending = false;
         }
         let m = self.recs[g as usize].hot.msg_out;
-        if m != NONE
-            && self.msgs[m as usize].recv == Match::Pending
-            && self.world_done(self.msgs[m as usize].msg.dst_rank)
-        {
-            self.unmatched.remove(&id);
-            self.no_receive(m);
+        if m != NONE && self.msgs[m as usize].recv == Match::Pending {
+            if self.world_done(self.msgs[m as usize].msg.dst_rank) {
+                self.no_receive(m);
+            } else {
+                self.unmatched.insert(id, m);
+            }
+        }
+        // Only the records a later event may name are looked up: a receive not matched
+        // yet, a collective member whose operation is not complete, a nonblocking
+        // operation whose completion call is not read, a probe (its receive comes later),
+        // a completion call (an operation entered at its instant may come after it). A
+        // blocking send never is: its message is found by `unmatched`.
+        let r = &mut self.recs[g as usize];
+        r.named = r.recv_pending
+            || r.inst_pending
+            || r.completer == Completer::Unknown
+            || matches!(op, Op::Probe | Op::Complete);
+        if r.named {
+            self.ids.insert(id, g);
         }
         if self.read[s] == self.lens[s] {
             // The thread is read: an operation whose completion call is not read has none,
@@ -799,11 +930,24 @@ impl<'a> Window<'a> {
         }
     }
 
+    /// The slot of record `id`, if held and an event may name it.
+    fn slot_of(&self, id: Id) -> Option<u32> {
+        if id == self.taking.0 {
+            Some(self.taking.1)
+        } else {
+            self.ids.get(&id).copied()
+        }
+    }
+
     fn event(&mut self, e: &Event) {
         match *e {
             Event::Message { send, recv } => {
-                let (Some(m), Some(&rg)) = (self.unmatched.remove(&send), self.ids.get(&recv))
-                else {
+                let m = if send == self.taking.0 && self.taking.2 != NONE {
+                    Some(std::mem::replace(&mut self.taking.2, NONE))
+                } else {
+                    self.unmatched.remove(&send)
+                };
+                let (Some(m), Some(rg)) = (m, self.slot_of(recv)) else {
                     return;
                 };
                 let r = &mut self.recs[rg as usize];
@@ -820,7 +964,7 @@ impl<'a> Window<'a> {
                 }
             }
             Event::Completion { op, by } => {
-                let (Some(&og), Some(&bg)) = (self.ids.get(&op), self.ids.get(&by)) else {
+                let (Some(og), Some(bg)) = (self.slot_of(op), self.slot_of(by)) else {
                     return;
                 };
                 let o = &mut self.recs[og as usize];
@@ -831,7 +975,7 @@ impl<'a> Window<'a> {
                 list.insert(at, (op.1, og));
             }
             Event::Probe { probe, recv } => {
-                let (Some(&pg), Some(&rg)) = (self.ids.get(&probe), self.ids.get(&recv)) else {
+                let (Some(pg), Some(rg)) = (self.slot_of(probe), self.slot_of(recv)) else {
                     return;
                 };
                 let p = &mut self.recs[pg as usize];
@@ -872,6 +1016,11 @@ impl<'a> Window<'a> {
                             entries: None,
                             m_entries: (usize::MAX, usize::MAX),
                             contention: 0.0,
+                            call: "?",
+                            pairs: Vec::new(),
+                            first: (0, 0),
+                            spans: Vec::new(),
+                            handed: 0,
                         });
                         self.insts.len() as u32 - 1
                     }
@@ -880,7 +1029,10 @@ impl<'a> Window<'a> {
                 self.stats.most_operations = self.stats.most_operations.max(self.live.2);
                 let mut slots = std::mem::take(&mut self.insts[i as usize].members);
                 slots.clear();
-                slots.extend(members.iter().map(|id| self.ids[id]));
+                slots.extend(members.iter().map(|&id| {
+                    self.slot_of(id)
+                        .expect("a collective member is held until its operation is complete")
+                }));
                 for (k, &m) in slots.iter().enumerate() {
                     let r = &mut self.recs[m as usize];
                     r.hot.inst_of = i;
@@ -928,6 +1080,22 @@ impl<'a> Window<'a> {
                 slot.root_start = f64::NAN;
                 slot.refs = instance.members.len() as u32;
                 slot.members = instance.members;
+                if let Some((_, t)) = &mut self.colls {
+                    // Its members' traffic, in member (rank) order: the last name stays.
+                    slot.call = "?";
+                    slot.pairs.clear();
+                    for m in &slot.members {
+                        if let Some((name, msgs)) = t.members.remove(m) {
+                            slot.call = name.unwrap_or(slot.call);
+                            slot.pairs.extend(msgs);
+                        }
+                    }
+                    graph::merge_pairs(&mut slot.pairs);
+                    slot.first = members.first().copied().unwrap_or((0, 0));
+                    slot.spans.clear();
+                    slot.spans.resize(count, (f64::NAN, f64::NAN, 0.0));
+                    slot.handed = 0;
+                }
             }
         }
     }
@@ -1176,6 +1344,27 @@ impl<'a> Window<'a> {
             };
             figures_of(&pred, &measured, g, duration, None, r.reason)
         });
+        if let Some((sink, t)) = &mut self.colls {
+            // A member whose operation never completed has its traffic still here.
+            t.members.remove(&g);
+            let i = r.hot.inst_of;
+            if i != NONE && r.member != NONE {
+                let slot = &mut self.insts[i as usize];
+                let contention = prediction.map_or(0.0, |p| p.contention);
+                slot.spans[r.member as usize] = (r.start, r.end, contention);
+                slot.handed += 1;
+                if slot.handed as usize == slot.members.len() {
+                    let op = CollOp::of(
+                        slot.call,
+                        slot.first,
+                        &slot.cost,
+                        t.model,
+                        slot.spans.iter().copied(),
+                    );
+                    sink(&op, &slot.pairs);
+                }
+            }
+        }
         let r = &mut self.recs[g as usize];
         r.live = false;
         let (id, h) = (r.id, r.hot);

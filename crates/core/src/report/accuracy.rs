@@ -235,29 +235,34 @@ pub struct RunAccuracy {
 
 /// Computes [`RunAccuracy`].
 pub fn run_accuracy(run: &RunTrace, pred: &RunPrediction) -> RunAccuracy {
+    let figs = super::callagg::CallAggregates::of_run(run, &pred.calls);
+    of_figures(
+        &figs,
+        [pred.makespan_measured, pred.makespan, pred.makespan_free],
+    )
+}
+
+/// [`RunAccuracy`] from a run's per-call figures and its makespans (measured, predicted,
+/// contention-free): the batch and the streamed reports' one rule.
+pub fn of_figures(figs: &super::callagg::CallFigures, makespans: [f64; 3]) -> RunAccuracy {
     let mut em = Vec::new();
     let mut ef = Vec::new();
-    let (mut rows, mut kept) = (0, 0);
-    for (rk, cs) in run.ranks.iter().zip(&pred.calls) {
-        rows += cs.len();
-        kept += cs
-            .iter()
-            .filter(|c| c.reason != crate::predict::Reason::None)
-            .count();
-        let (sm, sp, sf) = super::task_sums(rk, cs);
+    for t in &figs.ranks {
+        let (sm, sp, sf) = (t.measured_s, t.predicted_s, t.free_s);
         if let (Some(a), Some(b)) = (super::e_rel(sp, sm), super::e_rel(sf, sm)) {
             em.push(a.abs());
             ef.push(b.abs());
         }
     }
+    let [measured, predicted, free] = makespans;
     RunAccuracy {
         task_e_abs_model: median(&mut em),
         task_e_abs_free: median(&mut ef),
-        makespan_measured_s: pred.makespan_measured,
-        makespan_predicted_s: pred.makespan,
-        makespan_free_s: pred.makespan_free,
-        rows_not_predicted: kept,
-        rows,
+        makespan_measured_s: measured,
+        makespan_predicted_s: predicted,
+        makespan_free_s: free,
+        rows_not_predicted: figs.reasons.values().sum::<u64>() as usize,
+        rows: figs.ranks.iter().map(|r| r.records as usize).sum(),
     }
 }
 

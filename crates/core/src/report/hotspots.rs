@@ -4,7 +4,7 @@
 //! (penalty − 1) × bytes is what sharing added; hotspots are ranked by it.
 
 use super::callagg::{CallAggregates, CallFigures, RankCalls};
-use super::netagg::{HotspotAgg, node_name};
+use super::netagg::{ExactSum, HotspotAgg, node_name};
 use crate::predict::RunPrediction;
 use crate::topo::placement::Placement;
 use crate::trace::RunTrace;
@@ -63,30 +63,66 @@ impl Cause {
     }
 }
 
+/// A sum taken term by term: a plain `f64`, or an [`ExactSum`] whose value does not
+/// depend on the terms' order.
+pub(crate) trait Summed: Default {
+    fn plus(&mut self, x: f64);
+}
+
+impl Summed for f64 {
+    fn plus(&mut self, x: f64) {
+        *self += x;
+    }
+}
+
+impl Summed for ExactSum {
+    fn plus(&mut self, x: f64) {
+        self.add(x);
+    }
+}
+
+/// Penalty-weighted bytes and excess of arcs, the excess split by cause.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct Acc {
-    pub(crate) weighted: f64,
-    pub(crate) excess: f64,
-    out_excess: f64,
-    in_excess: f64,
-    opposite_excess: f64,
-    through_excess: f64,
+pub(crate) struct Sums<S> {
+    pub(crate) weighted: S,
+    pub(crate) excess: S,
+    out_excess: S,
+    in_excess: S,
+    opposite_excess: S,
+    through_excess: S,
+}
+
+/// [`Sums`] in the order the terms come (the network's intervals, in the replay's order).
+pub(crate) type Acc = Sums<f64>;
+
+impl<S: Summed> Sums<S> {
+    pub(crate) fn add(&mut self, weighted: f64, excess: f64, cause: Cause) {
+        self.weighted.plus(weighted);
+        self.excess.plus(excess);
+        match cause {
+            Cause::OutgoingConflict => self.out_excess.plus(excess),
+            Cause::IncomingConflict => self.in_excess.plus(excess),
+            Cause::Both => {
+                self.out_excess.plus(excess / 2.0);
+                self.in_excess.plus(excess / 2.0);
+            }
+            Cause::Opposite => self.opposite_excess.plus(excess),
+            Cause::Through => self.through_excess.plus(excess),
+            Cause::None => {}
+        }
+    }
 }
 
 impl Acc {
-    pub(crate) fn add(&mut self, weighted: f64, excess: f64, cause: Cause) {
-        self.weighted += weighted;
-        self.excess += excess;
-        match cause {
-            Cause::OutgoingConflict => self.out_excess += excess,
-            Cause::IncomingConflict => self.in_excess += excess,
-            Cause::Both => {
-                self.out_excess += excess / 2.0;
-                self.in_excess += excess / 2.0;
-            }
-            Cause::Opposite => self.opposite_excess += excess,
-            Cause::Through => self.through_excess += excess,
-            Cause::None => {}
+    /// These sums and `exact`'s (each added once, as it stands at the end).
+    pub(crate) fn with(&self, exact: &Sums<ExactSum>) -> Acc {
+        Acc {
+            weighted: self.weighted + exact.weighted.value(),
+            excess: self.excess + exact.excess.value(),
+            out_excess: self.out_excess + exact.out_excess.value(),
+            in_excess: self.in_excess + exact.in_excess.value(),
+            opposite_excess: self.opposite_excess + exact.opposite_excess.value(),
+            through_excess: self.through_excess + exact.through_excess.value(),
         }
     }
 

@@ -211,16 +211,38 @@ pub fn page_families(figs: &CallFigures) -> Vec<Value> {
         .collect()
 }
 
+/// What the page shows of a prediction beside the per-call figures: where the replay put
+/// the ranks, its model, the makespans and the node-to-node matrix. The batch report takes
+/// them from its [`RunPrediction`], the streamed one from its accumulators.
+pub struct Replayed<'a> {
+    pub placement: &'a Placement,
+    pub model: &'a str,
+    /// Measured, predicted, contention-free (seconds).
+    pub makespans: [f64; 3],
+    pub matrix: Matrix,
+}
+
+impl<'a> Replayed<'a> {
+    pub fn of(pred: &'a RunPrediction) -> Replayed<'a> {
+        Replayed {
+            placement: &pred.placement,
+            model: &pred.model,
+            makespans: [pred.makespan_measured, pred.makespan, pred.makespan_free],
+            matrix: matrix(pred),
+        }
+    }
+}
+
 /// The page's data block.
 pub fn report_data(
     run: &RunTrace,
-    pred: &RunPrediction,
+    rep: &Replayed,
     figs: &CallFigures,
     summary: &Value,
     hotspots: &Hotspots,
     source: &str,
 ) -> Value {
-    let ranks = page_ranks(run, &pred.placement, figs, summary);
+    let ranks = page_ranks(run, rep.placement, figs, summary);
     let (mut dropped, mut lost, mut dropped_req) = (0u64, 0u64, 0u64);
     let mut ended: Vec<Value> = Vec::new();
     for rk in &run.ranks {
@@ -235,11 +257,11 @@ pub fn report_data(
     let mut by_node: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for rk in &run.ranks {
         by_node
-            .entry(node_of(&pred.placement, &rk.meta))
+            .entry(node_of(rep.placement, &rk.meta))
             .or_default()
             .push(rk.meta.rank);
     }
-    let placement: Vec<Value> = pred
+    let placement: Vec<Value> = rep
         .placement
         .names
         .iter()
@@ -248,7 +270,8 @@ pub fn report_data(
             json!({"node": n, "ranks": ranges(&r), "count": r.len()})
         })
         .collect();
-    let mx = matrix(pred);
+    let mx = &rep.matrix;
+    let [measured, predicted, free] = rep.makespans;
     let families = page_families(figs);
     let p = &summary["prediction"];
     json!({
@@ -256,9 +279,9 @@ pub fn report_data(
             "ranks": run.ranks.len(),
             "world_size": run.world_size,
             "missing_ranks": run.missing,
-            "nodes": pred.placement.nodes(),
+            "nodes": rep.placement.nodes(),
             "placement": placement,
-            "model": pred.model,
+            "model": rep.model,
             "profile": source,
             "mpi_library": summary["mpi_library"],
             "complete": run.complete(),
@@ -268,16 +291,16 @@ pub fn report_data(
             "lost": lost,
             "dropped_requests": dropped_req,
             "makespan_s": {
-                "measured": pred.makespan_measured,
-                "predicted": pred.makespan,
-                "free": pred.makespan_free,
+                "measured": measured,
+                "predicted": predicted,
+                "free": free,
             },
             "not_predicted": p["not_predicted"],
             "cpu_sharing": summary["cpu_sharing"],
         },
         "ranks": ranks,
         "matrix": {
-            "nodes": pred.placement.names,
+            "nodes": rep.placement.names,
             "bytes": mx.bytes,
             "contention_s": mx.contention_s,
             "excess_bytes": mx.excess_bytes,
@@ -320,14 +343,27 @@ pub fn render(data: &Value) -> String {
 pub fn write_html(
     path: &Path,
     run: &RunTrace,
-    pred: &RunPrediction,
+    rep: &Replayed,
     figs: &CallFigures,
     summary: &Value,
     hotspots: &Hotspots,
     source: &str,
 ) -> Result<(), Error> {
-    let page = render(&report_data(run, pred, figs, summary, hotspots, source));
+    let page = render(&report_data(run, rep, figs, summary, hotspots, source));
     std::fs::write(path, page).map_err(|e| Error::write(path, e))
+}
+
+/// Runs `f`, which writes the view `what`: a failure, even a panic, is one stderr line and
+/// never the report's (views are written inside MPI_Finalize).
+pub fn guarded(what: &Path, f: &dyn Fn() -> Result<(), Error>) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("pmpi-predict: {e}; {} not written", what.display()),
+        Err(_) => eprintln!(
+            "pmpi-predict: internal error while writing {}; the rest of the report is written",
+            what.display()
+        ),
+    }
 }
 
 /// Writes `report.html` and `trace.json` (unless `trace_max_mb` is 0) into `dir`. Runs
@@ -345,19 +381,17 @@ pub fn write_views(
     source: &str,
     trace_max_mb: u64,
 ) {
-    let guarded = |what: &Path, f: &dyn Fn() -> Result<(), Error>| match std::panic::catch_unwind(
-        std::panic::AssertUnwindSafe(f),
-    ) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => eprintln!("pmpi-predict: {e}; {} not written", what.display()),
-        Err(_) => eprintln!(
-            "pmpi-predict: internal error while writing {}; the rest of the report is written",
-            what.display()
-        ),
-    };
     let page = dir.join("report.html");
     guarded(&page, &|| {
-        write_html(&page, run, pred, figs, summary, hotspots, source)
+        write_html(
+            &page,
+            run,
+            &Replayed::of(pred),
+            figs,
+            summary,
+            hotspots,
+            source,
+        )
     });
     if trace_max_mb > 0 {
         let tj = dir.join("trace.json");

@@ -212,10 +212,56 @@ pub struct ReportStats {
     pub cpu_sharing: Vec<trace::CpuSharing>,
 }
 
-/// Loads the run in `dir` and writes the report there, configured from the environment
-/// (the layer's entry point at MPI_Finalize).
+/// Above this many bytes of spooled records, the report is written as the run is read
+/// ([`stream::write_report_streamed`]: memory bounded by what is in flight, about 60-75 MB)
+/// rather than from the run loaded whole (about 300 bytes of memory per 72-byte record at
+/// the peak: 16 MB of spools, 233,000 records, take about 70 MB either way). The batch
+/// path alone writes trace.json.
+pub const BATCH_MAX_BYTES: u64 = 16 << 20;
+
+/// Bytes of the spool files (`*.spool`) in `dir`.
+pub fn spool_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".spool"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Writes the report of the run in `dir` there, configured from the environment (the
+/// layer's entry point at MPI_Finalize): from the run loaded whole up to
+/// `PMPI_PREDICT_BATCH_MAX_MB` of spools ([`BATCH_MAX_BYTES`] by default), as it is read
+/// beyond (then without trace.json, which it says once on stderr unless
+/// `PMPI_PREDICT_QUIET`).
 pub fn write_report(dir: &Path) -> Result<ReportStats, Error> {
-    write_report_with(dir, &ReportOptions::from_env())
+    let batch_max = crate::config::Config::from_env().0.batch_max_mb;
+    write_report_sized(dir, &ReportOptions::from_env(), batch_max.saturating_mul(1 << 20))
+}
+
+/// [`write_report`] with the options given and the batch path up to `batch_max` bytes of
+/// spools.
+pub fn write_report_sized(
+    dir: &Path,
+    opts: &ReportOptions,
+    batch_max: u64,
+) -> Result<ReportStats, Error> {
+    let bytes = spool_bytes(dir);
+    if bytes <= batch_max {
+        return write_report_with(dir, opts);
+    }
+    let s = stream::write_report_streamed(dir, opts)?;
+    if opts.print_hotspots {
+        eprintln!(
+            "pmpi-predict: {} MB of records analysed as they were read (bounded memory); trace.json is written only by `pmpi-predict analyze {}` (the run loaded whole)",
+            bytes >> 20,
+            dir.display()
+        );
+    }
+    Ok(s.stats)
 }
 
 /// Loads the run in `dir`, predicts every call and writes `calls.csv`, `summary.json`
@@ -253,7 +299,10 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         ranks: run.ranks.len(),
         complete: run.complete(),
         dropped: run.ranks.iter().map(|r| r.meta.dropped + r.meta.lost).sum(),
-        accuracy: accuracy::run_accuracy(&run, &pred),
+        accuracy: accuracy::of_figures(
+            &figs,
+            [pred.makespan_measured, pred.makespan, pred.makespan_free],
+        ),
         model: pred.model.clone(),
         cpu_sharing: cpu_sharing(&run),
     })

@@ -7,8 +7,9 @@
 //! `e_abs_graphs_percent` are one rule each, in memory bounded by the nodes, the top
 //! lists and what is in flight.
 
-use super::hotspots::{Acc, Cause, IntervalHotspot, NodeHotspot, PairHotspot, arc_context};
+use super::hotspots::{Acc, Cause, IntervalHotspot, NodeHotspot, PairHotspot, Sums, arc_context};
 use super::html::Matrix;
+use crate::graph::NodePair;
 use crate::predict::stream::StreamNet;
 use crate::predict::{CallPrediction, CollOp, RunPrediction};
 use crate::replay::FxMap;
@@ -44,8 +45,10 @@ pub trait NetEvents {
     /// An interval of the network closed, with its inter-node flows (none empty).
     fn interval(&mut self, start: f64, end: f64, arcs: &[NetArc]);
     /// A collective operation timed with its own model, its node pairs by the algorithm
-    /// assumed (within a node too); `seq` orders operations that tie in the rankings.
-    fn collective(&mut self, _op: &CollOp, _pairs: &[(u32, u32, u64)], _seq: u64) {}
+    /// assumed (within a node too). The sums it adds to are taken apart, exact, and added
+    /// at the end: operations come in the plan's order on the batch path and as they are
+    /// finished on the streamed one, and the figures are the same.
+    fn collective(&mut self, _op: &CollOp, _pairs: &[NodePair]) {}
 }
 
 /// Feeds `sink` the network events of a batch prediction, in the order the batch
@@ -75,7 +78,7 @@ pub fn feed(pred: &RunPrediction, sink: &mut dyn NetEvents) {
         }
     }
     for (i, op) in pred.collectives.iter().enumerate() {
-        sink.collective(op, pred.coll_traffic.of(i), i as u64);
+        sink.collective(op, pred.coll_traffic.of(i));
     }
 }
 
@@ -85,7 +88,8 @@ fn moved(a: &NetArc, dt: f64) -> f64 {
 }
 
 /// An interval ranked among the hotspots: by excess (largest first), then start, then
-/// network intervals before collective operations, then `seq`.
+/// network intervals before collective operations, then `seq` (a network interval's
+/// number; an operation's first member, [`CollOp::first`]).
 struct Ranked {
     kind: u8,
     seq: u64,
@@ -155,6 +159,9 @@ pub struct HotspotAgg {
     seq: u64,
     pairs: HashMap<(u32, u32), Acc>,
     nodes: HashMap<u32, Acc>,
+    /// The collective operations' share of the sums, exact (their order differs by path).
+    coll_pairs: HashMap<(u32, u32), Sums<ExactSum>>,
+    coll_nodes: HashMap<u32, Sums<ExactSum>>,
     out_deg: HashMap<u32, u32>,
     in_deg: HashMap<u32, u32>,
     node_pairs_in: Vec<(u32, u32)>,
@@ -168,6 +175,8 @@ impl HotspotAgg {
             seq: 0,
             pairs: HashMap::new(),
             nodes: HashMap::new(),
+            coll_pairs: HashMap::new(),
+            coll_nodes: HashMap::new(),
             out_deg: HashMap::new(),
             in_deg: HashMap::new(),
             node_pairs_in: Vec::new(),
@@ -188,21 +197,35 @@ impl HotspotAgg {
     }
 
     /// Adds an arc's weighted bytes and excess to the interval's, its pair's and its
-    /// nodes' sums.
-    fn arc(&mut self, acc: &mut Acc, s: u32, d: u32, w: f64, x: f64) {
+    /// nodes' sums (a collective operation's: to their exact share).
+    fn arc(&mut self, acc: &mut Acc, s: u32, d: u32, w: f64, x: f64, coll: bool) {
         let (reverse, onward) = arc_context(&self.node_pairs_in, s, d);
         let cause = Cause::of_arc(self.out_deg[&s], self.in_deg[&d], reverse, onward);
         acc.add(w, x, cause);
-        self.pairs.entry((s, d)).or_default().add(w, x, cause);
-        self.nodes.entry(s).or_default().add(w, x, cause);
-        self.nodes.entry(d).or_default().add(w, x, cause);
+        if coll {
+            self.coll_pairs.entry((s, d)).or_default().add(w, x, cause);
+            self.coll_nodes.entry(s).or_default().add(w, x, cause);
+            self.coll_nodes.entry(d).or_default().add(w, x, cause);
+        } else {
+            self.pairs.entry((s, d)).or_default().add(w, x, cause);
+            self.nodes.entry(s).or_default().add(w, x, cause);
+            self.nodes.entry(d).or_default().add(w, x, cause);
+        }
     }
 
     /// The ranked lists, nodes named by `name`.
     pub fn finish(
-        self,
+        mut self,
         name: impl Fn(u32) -> String,
     ) -> (Vec<IntervalHotspot>, Vec<PairHotspot>, Vec<NodeHotspot>) {
+        for (k, c) in &self.coll_pairs {
+            let a = self.pairs.entry(*k).or_default();
+            *a = a.with(c);
+        }
+        for (k, c) in &self.coll_nodes {
+            let a = self.nodes.entry(*k).or_default();
+            *a = a.with(c);
+        }
         let top = self.intervals.top;
         let intervals = self
             .intervals
@@ -250,7 +273,7 @@ impl NetEvents for HotspotAgg {
         let mut max_p: f64 = 1.0;
         for a in arcs {
             let (p, m) = (a.penalty, moved(a, dt));
-            self.arc(&mut acc, a.src, a.dst, p * m, (p - 1.0).max(0.0) * m);
+            self.arc(&mut acc, a.src, a.dst, p * m, (p - 1.0).max(0.0) * m, false);
             max_p = max_p.max(p);
         }
         self.seq += 1;
@@ -272,7 +295,7 @@ impl NetEvents for HotspotAgg {
 
     // Collective operations, timed with their own models: their assumed messages at the
     // operation's penalty, the cause from their pairs' degrees.
-    fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)], seq: u64) {
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
         let inter = || pairs.iter().filter(|p| p.0 != p.1);
         let n = inter().count();
         if n == 0 {
@@ -282,11 +305,11 @@ impl NetEvents for HotspotAgg {
         let mut acc = Acc::default();
         for &(s, d, b) in inter() {
             let (w, x) = (op.penalty * b as f64, (op.penalty - 1.0) * b as f64);
-            self.arc(&mut acc, s, d, w, x);
+            self.arc(&mut acc, s, d, w, x, true);
         }
         self.intervals.push(Ranked {
             kind: 1,
-            seq,
+            seq: (op.first.0 as u64) << 32 | op.first.1 as u64,
             h: IntervalHotspot {
                 operation: Some(op.call),
                 start_s: op.start,
@@ -305,6 +328,9 @@ impl NetEvents for HotspotAgg {
 pub struct MatrixAgg {
     n: usize,
     m: Matrix,
+    /// The collective operations' share of the cells (bytes, contention, excess), exact
+    /// (their order differs by path), added at the end.
+    coll: HashMap<(u32, u32), [ExactSum; 3]>,
 }
 
 impl MatrixAgg {
@@ -316,6 +342,7 @@ impl MatrixAgg {
                 contention_s: vec![vec![0.0; n]; n],
                 excess_bytes: vec![vec![0.0; n]; n],
             },
+            coll: HashMap::new(),
         }
     }
 
@@ -323,7 +350,13 @@ impl MatrixAgg {
         (s as usize) < self.n && (d as usize) < self.n
     }
 
-    pub fn finish(self) -> Matrix {
+    pub fn finish(mut self) -> Matrix {
+        for ((s, d), [b, c, x]) in &self.coll {
+            let (s, d) = (*s as usize, *d as usize);
+            self.m.bytes[s][d] += b.value();
+            self.m.contention_s[s][d] += c.value();
+            self.m.excess_bytes[s][d] += x.value();
+        }
         self.m
     }
 }
@@ -350,7 +383,7 @@ impl NetEvents for MatrixAgg {
 
     // Collectives, which the replay times with their own models: their assumed messages'
     // bytes, and their members' contention shared among their inter-node pairs by bytes.
-    fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)], _seq: u64) {
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
         let inter: f64 = pairs
             .iter()
             .filter(|p| p.0 != p.1)
@@ -360,11 +393,12 @@ impl NetEvents for MatrixAgg {
             if !self.ok(s, d) {
                 continue;
             }
-            let (su, du, b) = (s as usize, d as usize, b as f64);
-            self.m.bytes[su][du] += b;
+            let b = b as f64;
+            let [bytes, contention, excess] = self.coll.entry((s, d)).or_default();
+            bytes.add(b);
             if s != d && inter > 0.0 {
-                self.m.contention_s[su][du] += op.contention_s * b / inter;
-                self.m.excess_bytes[su][du] += (op.penalty - 1.0) * b;
+                contention.add(op.contention_s * b / inter);
+                excess.add((op.penalty - 1.0) * b);
             }
         }
     }
@@ -609,9 +643,9 @@ impl NetEvents for NetAggregates {
         self.matrix.interval(start, end, arcs);
         self.graphs.interval(start, end, arcs);
     }
-    fn collective(&mut self, op: &CollOp, pairs: &[(u32, u32, u64)], seq: u64) {
-        self.hotspots.collective(op, pairs, seq);
-        self.matrix.collective(op, pairs, seq);
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
+        self.hotspots.collective(op, pairs);
+        self.matrix.collective(op, pairs);
     }
 }
 
@@ -658,6 +692,84 @@ impl StreamNet for StreamedNet {
         self.agg
             .call((rank, rec), super::prediction_e_rel(c, measured_s));
     }
+    fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
+        self.agg.collective(op, pairs);
+    }
+}
+
+/// A sum of `f64` terms kept exact (Shewchuk's non-overlapping partials, as Python's
+/// `math.fsum`) and rounded once when read: its value is the correctly rounded sum,
+/// whatever the order the terms came in. The terms are assumed far from overflow (a
+/// partial that overflows counts as an infinite term).
+#[derive(Debug, Clone, Default)]
+pub struct ExactSum {
+    /// Non-overlapping, by increasing magnitude; their sum is the sum of the finite terms.
+    partials: Vec<f64>,
+    /// The sum of the non-finite terms (0 without any): NaN or an infinity, whatever the
+    /// order.
+    special: f64,
+}
+
+impl ExactSum {
+    pub fn add(&mut self, x: f64) {
+        if !x.is_finite() {
+            self.special += x;
+            return;
+        }
+        let mut x = x;
+        let mut i = 0;
+        for k in 0..self.partials.len() {
+            let mut y = self.partials[k];
+            if x.abs() < y.abs() {
+                std::mem::swap(&mut x, &mut y);
+            }
+            let hi = x + y;
+            let lo = y - (hi - x);
+            if lo != 0.0 {
+                self.partials[i] = lo;
+                i += 1;
+            }
+            x = hi;
+        }
+        self.partials.truncate(i);
+        if x.is_finite() {
+            self.partials.push(x);
+        } else {
+            self.special += x;
+        }
+    }
+
+    /// The sum, correctly rounded (half to even), as CPython's `math.fsum` rounds it.
+    pub fn value(&self) -> f64 {
+        if self.special != 0.0 || self.special.is_nan() {
+            return self.special;
+        }
+        let p = &self.partials;
+        let Some(mut n) = p.len().checked_sub(1) else {
+            return 0.0;
+        };
+        let mut hi = p[n];
+        let mut lo = 0.0;
+        // From the top, until the sum becomes inexact.
+        while n > 0 {
+            n -= 1;
+            let (x, y) = (hi, p[n]);
+            hi = x + y;
+            lo = y - (hi - x);
+            if lo != 0.0 {
+                break;
+            }
+        }
+        // Half-even rounding across the partials below: they may tip a tie.
+        if n > 0 && ((lo < 0.0 && p[n - 1] < 0.0) || (lo > 0.0 && p[n - 1] > 0.0)) {
+            let y = lo * 2.0;
+            let x = hi + y;
+            if y == x - hi {
+                hi = x;
+            }
+        }
+        hi
+    }
 }
 
 /// Node `n`'s name.
@@ -671,33 +783,16 @@ pub fn node_name(names: &[String], n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predict::stream::predict_stream_with;
+    use crate::predict::stream::{StreamNet, predict_stream_with};
     use crate::predict::{Assumptions, predict_run_with};
     use crate::profile::Profile;
     use crate::trace::RunTrace;
 
-    /// The network's events without the collective operations, which the streamed
-    /// prediction does not report yet.
-    struct NetOnly<'a>(&'a mut NetAggregates);
-
-    impl NetEvents for NetOnly<'_> {
-        fn flow(&mut self, src: u32, dst: u32, bytes: u64) {
-            self.0.flow(src, dst, bytes);
-        }
-        fn interval(&mut self, start: f64, end: f64, arcs: &[NetArc]) {
-            self.0.interval(start, end, arcs);
-        }
-    }
-
     /// The batch prediction's figures through the accumulators fed as the stream feeds
-    /// them (the intervals' owners predicted after them), collectives where `colls`.
-    fn batch(run: &RunTrace, pred: &RunPrediction, colls: bool) -> NetReport {
+    /// them (the intervals' owners predicted after them).
+    fn batch(run: &RunTrace, pred: &RunPrediction) -> NetReport {
         let mut agg = NetAggregates::new(pred.placement.nodes(), 10);
-        if colls {
-            feed(pred, &mut agg);
-        } else {
-            feed(pred, &mut NetOnly(&mut agg));
-        }
+        feed(pred, &mut agg);
         for (ri, (rk, cs)) in run.ranks.iter().zip(&pred.calls).enumerate() {
             for (i, (r, c)) in rk.records.iter().zip(cs).enumerate() {
                 agg.call((ri as u32, i as u32), super::super::call_e_rel(r, c));
@@ -716,7 +811,7 @@ mod tests {
     /// after) give the batch reports' figures: hotspots.json's lists, the page's matrix,
     /// summary.json's graph errors.
     fn check_batch(run: &RunTrace, pred: &RunPrediction, at: &str) {
-        let got = batch(run, pred, true);
+        let got = batch(run, pred);
         let h = super::super::hotspots::compute(run, pred, 10);
         let want = NetReport {
             intervals: h.intervals,
@@ -728,12 +823,39 @@ mod tests {
         assert!(same(&got, &want), "{at}:\n got  {got:?}\n want {want:?}");
     }
 
+    /// A [`StreamedNet`] that also keeps the collective operations it is told of.
+    struct Told {
+        net: StreamedNet,
+        ops: Vec<(CollOp, Vec<NodePair>)>,
+    }
+
+    impl NetSink for Told {
+        fn added(&mut self, src: u32, dst: u32, bytes: u64) {
+            self.net.added(src, dst, bytes);
+        }
+        fn closed(&mut self, start: f64, end: f64, flows: &[InFlight]) {
+            self.net.closed(start, end, flows);
+        }
+    }
+
+    impl StreamNet for Told {
+        fn call(&mut self, rank: u32, rec: u32, measured_s: f64, c: &CallPrediction) {
+            self.net.call(rank, rec, measured_s, c);
+        }
+        fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
+            self.ops.push((*op, pairs.to_vec()));
+            self.net.collective(op, pairs);
+        }
+    }
+
     /// Random runs written to spools (clock offsets, some long, some with a rank's spool
-    /// lost), under `gige` with the built-in profile and a calibrated profile's factors and
-    /// without a model: the streamed prediction's network figures (top intervals, node
-    /// pairs and nodes, matrix, graph errors) are the batch ones to the bit, the
-    /// collective operations apart (not streamed yet); and the batch figures through the
-    /// accumulators are the batch reports'.
+    /// lost; collectives from random roots, nonblocking barriers), under `gige` with the
+    /// built-in profile and a calibrated profile's factors and without a model: the
+    /// streamed prediction tells each collective operation of the batch prediction once,
+    /// the same (span, penalty, members' contention, node pairs) to the bit, and its
+    /// network figures (top intervals, node pairs and nodes, matrix, graph errors) are the
+    /// batch ones to the bit; and the batch figures through the accumulators are the
+    /// batch reports'.
     #[test]
     fn the_streamed_network_figures_are_the_batch_ones() {
         let mut rnd = crate::testing::xorshift(0x5eed_0f4e_7a66);
@@ -744,10 +866,25 @@ mod tests {
         calibrated.penalty.through = 1.2;
         calibrated.penalty.port_capacity = Some(1.0);
         calibrated.penalty.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
+        calibrated.alltoall_gamma =
+            crate::model::alltoall::GammaTable(vec![(1, 2.0), (1 << 22, 2.0)]);
         let assume = Assumptions::default();
         let (mut intervals, mut graphs, mut excess, mut most_held) = (0usize, 0u64, 0usize, 0);
+        // Operations, those with inter-node pairs, with contention, ranked in the top.
+        let (mut ops, mut inter_ops, mut contended, mut ranked) = (0usize, 0, 0, 0);
         for case in 0..80 {
-            crate::testing::write_random_case(&mut rnd, &dir, case, 70, 20);
+            let mut run = crate::testing::write_random_case(&mut rnd, &dir, case, 70, 20);
+            // Every other case with its all-reduces as all-to-alls, the one collective whose
+            // model (γ = 2 in the calibrated profile) adds to its contention-free time.
+            if case % 2 == 0 {
+                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
+                    if r.call == crate::trace::call::MPI_Allreduce {
+                        r.call = crate::trace::call::MPI_Alltoall;
+                    }
+                }
+                // (No spool is lost in these: `write_random_case` loses one in odd cases.)
+                crate::testing::write_run(&dir, &run);
+            }
             let loaded = crate::trace::load_run(&dir).unwrap();
             for (profile, model) in [
                 (&builtin, "gige"),
@@ -757,8 +894,11 @@ mod tests {
                 let at = format!("case {case}, {model}, reverse {}", profile.penalty.reverse);
                 let pred = predict_run_with(&loaded, profile, Some(model), &assume).unwrap();
                 check_batch(&loaded, &pred, &at);
-                let want = batch(&loaded, &pred, false);
-                let mut sink = StreamedNet::new(pred.placement.nodes(), 10);
+                let want = batch(&loaded, &pred);
+                let mut told = Told {
+                    net: StreamedNet::new(pred.placement.nodes(), 10),
+                    ops: Vec::new(),
+                };
                 let mut n = 0;
                 predict_stream_with(
                     &dir,
@@ -766,9 +906,32 @@ mod tests {
                     Some(model),
                     &assume,
                     &mut |_, _, _, _| n += 1,
-                    Some(&mut sink),
+                    Some(&mut told),
                 )
                 .unwrap();
+                // Each operation once, as the batch has it (by first member).
+                let mut streamed: HashMap<(u32, u32), _> = HashMap::new();
+                for (op, pairs) in told.ops {
+                    let first = op.first;
+                    assert!(
+                        streamed.insert(first, (op, pairs)).is_none(),
+                        "{at}: {first:?} twice"
+                    );
+                }
+                assert_eq!(streamed.len(), pred.collectives.len(), "{at}");
+                for (i, op) in pred.collectives.iter().enumerate() {
+                    let pairs = pred.coll_traffic.of(i);
+                    let got = streamed.get(&op.first).map(|(o, p)| (o, p.as_slice()));
+                    assert_eq!(
+                        format!("{got:?}"),
+                        format!("{:?}", Some((op, pairs))),
+                        "{at}: operation {i}"
+                    );
+                    ops += 1;
+                    inter_ops += usize::from(pairs.iter().any(|p| p.0 != p.1));
+                    contended += usize::from(op.contention_s > 0.0);
+                }
+                let sink = told.net;
                 assert_eq!(sink.agg.graphs.held(), 0, "{at}");
                 most_held = most_held.max(sink.agg.graphs.most_held);
                 let got = sink.agg.finish(&pred.placement.names);
@@ -783,6 +946,11 @@ mod tests {
                     .iter()
                     .filter(|i| i.excess_bytes > 0.0)
                     .count();
+                ranked += got
+                    .intervals
+                    .iter()
+                    .filter(|i| i.operation.is_some())
+                    .count();
             }
         }
         std::fs::remove_dir_all(&dir).ok();
@@ -791,6 +959,56 @@ mod tests {
             "{intervals} intervals, {graphs} with errors, {excess} ranked with excess, \
              {most_held} held at most"
         );
+        assert!(
+            ops > 1_000 && inter_ops > 300 && contended > 50 && ranked > 40,
+            "{ops} operations, {inter_ops} between nodes, {contended} with contention, \
+             {ranked} ranked"
+        );
+    }
+
+    /// An exact sum's value is the correctly rounded sum of its terms whatever their
+    /// order: Python's `math.fsum` figures where plain addition is off, the exact integer
+    /// sum of integer terms rounded once, and the same bits over shuffled orders.
+    #[test]
+    fn an_exact_sum_does_not_depend_on_the_order() {
+        let of = |xs: &[f64]| {
+            let mut s = ExactSum::default();
+            for &x in xs {
+                s.add(x);
+            }
+            s.value()
+        };
+        assert_eq!(of(&[0.1; 10]), 1.0);
+        assert_ne!([0.1f64; 10].iter().sum::<f64>(), 1.0);
+        // A tie (1e16 + 1) tipped up by the smallest term, in either order.
+        assert_eq!(of(&[1e-16, 1.0, 1e16]), 1.0000000000000002e16);
+        assert_eq!(of(&[1e16, 1.0, 1e-16]), 1.0000000000000002e16);
+        assert_eq!(of(&[1e100, 1.0, -1e100, 1e-100]), 1.0);
+        assert_eq!(of(&[]), 0.0);
+        assert_eq!(of(&[1.0, f64::INFINITY, 2.0]), f64::INFINITY);
+        assert!(of(&[f64::INFINITY, 1.0, f64::NEG_INFINITY]).is_nan());
+        let mut rnd = crate::testing::xorshift(0x0dd_5ca1e);
+        for _ in 0..500 {
+            let n = 1 + rnd(60) as usize;
+            // Integer terms of 30 bits scaled by up to 2^40, either sign: their exact sum
+            // fits an i128, whose conversion rounds half to even.
+            let mut xs: Vec<f64> = Vec::with_capacity(n);
+            let mut exact: i128 = 0;
+            for _ in 0..n {
+                let m = rnd(1 << 30) as i128 * if rnd(3) == 0 { -1 } else { 1 };
+                let t = m << rnd(41);
+                exact += t;
+                xs.push(t as f64);
+            }
+            let want = of(&xs);
+            assert_eq!(want.to_bits(), (exact as f64).to_bits(), "{xs:?}");
+            for _ in 0..4 {
+                for k in (1..xs.len()).rev() {
+                    xs.swap(k, rnd(k as u64 + 1) as usize);
+                }
+                assert_eq!(of(&xs).to_bits(), want.to_bits(), "{xs:?}");
+            }
+        }
     }
 
     /// A long ring (4 ranks on 4 nodes, 20,000 records): the streamed network figures
@@ -804,7 +1022,7 @@ mod tests {
         let profile = Profile::builtin_default();
         let assume = Assumptions::default();
         let pred = predict_run_with(&loaded, &profile, Some("gige"), &assume).unwrap();
-        let want = batch(&loaded, &pred, false);
+        let want = batch(&loaded, &pred);
         let mut sink = StreamedNet::new(pred.placement.nodes(), 10);
         predict_stream_with(
             &dir,

@@ -1,6 +1,8 @@
-//! `calls.csv` written as the run is predicted (`pmpi-predict analyze --stream`), the same
-//! bytes as the batch report's, in memory bounded by what is in flight and a fixed sort
-//! buffer, not by the run's length (docs/engine.md, "calls.csv as the run is predicted").
+//! The report written as the run is predicted (`pmpi-predict analyze --stream`, and
+//! MPI_Finalize above a size): `calls.csv` the same bytes as the batch report's,
+//! `summary.json`, `hotspots.json` and `report.html` the same figures, in memory bounded by
+//! what is in flight and fixed buffers, not by the run's length (docs/engine.md, "calls.csv
+//! as the run is predicted", "The reports in one pass").
 //!
 //! The prediction hands records over in the order both replays finish them, and a record
 //! can finish long after the later records of its rank (a call forced at the end of a
@@ -14,8 +16,10 @@
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
+use super::hotspots::{self, Hotspots};
+use super::netagg::StreamedNet;
 use crate::error::Error;
-use crate::predict::stream::{StreamStats, predict_stream};
+use crate::predict::stream::{StreamStats, predict_stream_with};
 use crate::predict::{Assumptions, CallPrediction};
 use crate::profile::Profile;
 use crate::replay::Reason;
@@ -37,12 +41,15 @@ type Key = (i64, u32, u32);
 /// Bytes of one spooled prediction: its key, then the prediction.
 const ENTRY: usize = 16 + 1 + 8 + 8 + 2 * (1 + 8 + 4) + 8 + 1;
 
+/// Entries of each hotspot list, as the batch report's.
+const TOP: usize = 10;
+
 /// Read buffer of one sorted run during the merge.
 const READ_BUFFER: usize = 1 << 16;
 
-/// What writing calls.csv as the run is predicted did.
-#[derive(Debug, Clone, Default)]
-pub struct StreamedCalls {
+/// What writing the report as the run is predicted did.
+#[derive(Debug, Clone)]
+pub struct StreamedReport {
     /// Rows written.
     pub records: u64,
     pub ranks: usize,
@@ -51,24 +58,35 @@ pub struct StreamedCalls {
     /// Sorted runs spilled to disk (0: the predictions fitted in one sort buffer).
     pub spilled_runs: usize,
     pub prediction: StreamStats,
-    /// What the rows gave the other reports (summary.json is written from them).
+    /// What the rows gave the other reports.
     pub figures: CallFigures,
+    pub hotspots: Hotspots,
+    /// What the finalize banner and `analyze` say (as the batch report's).
+    pub stats: super::ReportStats,
 }
 
-/// Writes `dir/calls.csv` as [`super::write_report_with`] would (byte for byte), predicting
-/// the run as it is read, and `dir/summary.json` from its rows: the batch report's but
-/// `prediction.e_abs_graphs_percent`, which needs the replay's network and is left out.
-pub fn write_calls_csv_streamed(
+/// Writes `dir/calls.csv` as [`super::write_report_with`] would (byte for byte),
+/// predicting the run as it is read, and from its rows and the replay's network
+/// `summary.json`, `hotspots.json` and `report.html` (the batch report's figures).
+pub fn write_report_streamed(
     dir: &Path,
     opts: &super::ReportOptions,
-) -> Result<StreamedCalls, Error> {
+) -> Result<StreamedReport, Error> {
     let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
     let sizes = Sizes {
         run_len: SORT_RUN,
         e_rel_held: callagg::IN_MEMORY,
     };
-    write_with(dir, &profile, model.as_deref(), &source, &assume, sizes)
+    let r = write_with(dir, &profile, model.as_deref(), &source, &assume, sizes)?;
+    if opts.print_hotspots {
+        if opts.brief {
+            eprint!("{}", hotspots::brief(&r.hotspots));
+        } else {
+            eprint!("{}", hotspots::text(&r.hotspots, 5));
+        }
+    }
+    Ok(r)
 }
 
 /// What the streamed path holds in memory before it spills to disk.
@@ -80,7 +98,7 @@ struct Sizes {
     e_rel_held: usize,
 }
 
-/// [`write_calls_csv_streamed`] with the profile resolved (`source`: where it came from).
+/// [`write_report_streamed`] with the profile resolved (`source`: where it came from).
 fn write_with(
     dir: &Path,
     profile: &Profile,
@@ -88,7 +106,7 @@ fn write_with(
     source: &str,
     assume: &Assumptions,
     sizes: Sizes,
-) -> Result<StreamedCalls, Error> {
+) -> Result<StreamedReport, Error> {
     let run_len = sizes.run_len;
     let mut spill = Spill {
         dir: dir.to_path_buf(),
@@ -96,17 +114,27 @@ fn write_with(
     };
     let mut buf: Vec<(Key, CallPrediction)> = Vec::new();
     let mut failed = None;
-    let prediction = predict_stream(dir, profile, model, assume, &mut |ri, rec, at, c| {
-        if failed.is_some() {
-            return;
-        }
-        buf.push(((at, ri, rec), c));
-        if buf.len() >= run_len
-            && let Err(e) = spill.write_run(&mut buf)
-        {
-            failed = Some(e);
-        }
-    })?;
+    // The placement the prediction replays the run on (from the ranks' metadata alone).
+    let placement = crate::topo::placement::Placement::from_run(&RunOrder::open(dir)?.shell());
+    let mut net = StreamedNet::new(placement.nodes(), TOP);
+    let prediction = predict_stream_with(
+        dir,
+        profile,
+        model,
+        assume,
+        &mut |ri, rec, at, c| {
+            if failed.is_some() {
+                return;
+            }
+            buf.push(((at, ri, rec), c));
+            if buf.len() >= run_len
+                && let Err(e) = spill.write_run(&mut buf)
+            {
+                failed = Some(e);
+            }
+        },
+        Some(&mut net),
+    )?;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -145,26 +173,62 @@ fn write_with(
     let model_name = crate::predict::penalty_model(profile, model)
         .map_err(Error::Input)?
         .map_or_else(|| "none".to_string(), |m| m.name().to_string());
+    let makespans = [
+        prediction.makespan_measured,
+        prediction.makespan,
+        prediction.makespan_free,
+    ];
+    let netr = net.agg.finish(&placement.names);
     let mut summary = super::summary(&shell, &figures);
-    summary["prediction"] = super::prediction_summary(
-        &shell,
-        &figures,
-        &model_name,
-        source,
-        [
-            prediction.makespan_measured,
-            prediction.makespan,
-            prediction.makespan_free,
-        ],
-    );
+    summary["prediction"] =
+        super::prediction_summary(&shell, &figures, &model_name, source, makespans);
+    summary["prediction"]["e_abs_graphs_percent"] = netr.graphs;
     super::write_json(&dir.join("summary.json"), &summary)?;
-    Ok(StreamedCalls {
+    let hs = Hotspots {
+        model: model_name.clone(),
+        intervals: netr.intervals,
+        node_pairs: netr.node_pairs,
+        nodes: netr.nodes,
+        ranks: hotspots::rank_losses(&shell, &placement, &figures, TOP),
+        waited_for: hotspots::waited_for(&figures, TOP),
+    };
+    super::write_json(
+        &dir.join("hotspots.json"),
+        &serde_json::to_value(&hs).map_err(|e| Error::Internal(e.to_string()))?,
+    )?;
+    // The page: a failure there is one stderr line, never the report's.
+    let rep = super::html::Replayed {
+        placement: &placement,
+        model: &model_name,
+        makespans,
+        matrix: netr.matrix,
+    };
+    let page = dir.join("report.html");
+    super::html::guarded(&page, &|| {
+        super::html::write_html(&page, &shell, &rep, &figures, &summary, &hs, source)
+    });
+    let stats = super::ReportStats {
+        records: records as usize,
+        ranks: shell.ranks.len(),
+        complete: shell.complete(),
+        dropped: shell
+            .ranks
+            .iter()
+            .map(|r| r.meta.dropped + r.meta.lost)
+            .sum(),
+        accuracy: super::accuracy::of_figures(&figures, makespans),
+        model: model_name,
+        cpu_sharing: super::cpu_sharing(&shell),
+    };
+    Ok(StreamedReport {
         records,
         ranks: order.metas.len(),
         complete: shell.complete(),
         spilled_runs: spill.files.len(),
         prediction,
         figures,
+        hotspots: hs,
+        stats,
     })
 }
 
@@ -395,7 +459,6 @@ mod tests {
     /// report's; and no temporary file stays.
     #[test]
     fn the_streamed_calls_csv_is_the_batch_one() {
-        use crate::report::{hotspots, html};
         let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0001);
         let dir = std::env::temp_dir().join(format!("pmpi-rows-{}", std::process::id()));
         let profile = Profile::builtin_default();
@@ -415,10 +478,10 @@ mod tests {
                 let json =
                     |f: &str| -> serde_json::Value { serde_json::from_slice(&read(f)).unwrap() };
                 let batch = read("calls.csv");
-                let mut batch_summary = json("summary.json");
+                let batch_summary = json("summary.json");
                 let batch_hotspots = json("hotspots.json");
                 let batch_page = page_data(&dir);
-                for f in ["calls.csv", "summary.json"] {
+                for f in ["calls.csv", "summary.json", "hotspots.json", "report.html"] {
                     std::fs::remove_file(dir.join(f)).unwrap();
                 }
                 let sizes = Sizes {
@@ -439,42 +502,15 @@ mod tests {
                     batch == streamed,
                     "case {case}, {model}, {sizes:?}: calls.csv differs"
                 );
-                let summary = json("summary.json");
-                let graphs = batch_summary["prediction"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("e_abs_graphs_percent");
-                assert!(graphs.is_some());
-                assert_eq!(summary, batch_summary, "case {case}, {model}, {sizes:?}");
-                let order = RunOrder::open(&dir).unwrap();
-                let shell = order.loaded_shell(&dir);
-                let placement = crate::topo::placement::Placement::from_run(&shell);
+                let at = format!("case {case}, {model}, {sizes:?}");
+                assert_eq!(json("summary.json"), batch_summary, "{at}");
+                let hs = json("hotspots.json");
+                let page = page_data(&dir);
+                assert_eq!(hs, batch_hotspots, "{at}");
+                assert_eq!(page, batch_page, "{at}");
+                let ranks = hs["ranks"].as_array().unwrap();
+                let waited_for = hs["waited_for"].as_array().unwrap();
                 let figs = &s.figures;
-                // The page reads the summary in memory (the file's numbers, parsed, may
-                // be a unit in the last place off).
-                let in_memory = crate::report::summary(&shell, figs);
-                let ranks = hotspots::rank_losses(&shell, &placement, figs, 10);
-                let waited_for = hotspots::waited_for(figs, 10);
-                assert_eq!(
-                    as_written(&ranks),
-                    batch_hotspots["ranks"],
-                    "case {case}, {model}"
-                );
-                assert_eq!(
-                    as_written(&waited_for),
-                    batch_hotspots["waited_for"],
-                    "case {case}, {model}"
-                );
-                assert_eq!(
-                    as_written(html::page_ranks(&shell, &placement, figs, &in_memory)),
-                    batch_page["ranks"],
-                    "case {case}, {model}"
-                );
-                assert_eq!(
-                    as_written(html::page_families(figs)),
-                    batch_page["families"],
-                    "case {case}, {model}"
-                );
                 rows += s.records;
                 spilled += s.spilled_runs;
                 lost += ranks.len();

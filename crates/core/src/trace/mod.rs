@@ -827,7 +827,12 @@ impl RunTrace {
     /// Seconds from `origin` (see [`RunTrace::origin_ns`]) to the local time `t` of the
     /// rank described by `meta`, on rank 0's clock.
     pub fn seconds_since(meta: &RankMeta, t: u64, origin: i64) -> f64 {
-        meta.to_global_ns(t).saturating_sub(origin) as f64 * 1e-9
+        RunTrace::seconds_from(meta.to_global_ns(t), origin)
+    }
+
+    /// Seconds from `origin` to `ns`, both on rank 0's clock.
+    pub fn seconds_from(ns: i64, origin: i64) -> f64 {
+        ns.saturating_sub(origin) as f64 * 1e-9
     }
 
     /// Origin of `start_s`, in ns on rank 0's clock.

@@ -18,7 +18,7 @@ use crate::error::Error;
 use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The smallest reorder buffer tried (records).
@@ -32,10 +32,8 @@ type Key = (u64, bool, u32);
 /// A spool's call records in call order, with their per-peer bytes.
 pub struct CallOrder {
     records: Records,
-    /// Buffered records by [`Key`], with their slot in `slots`.
-    heap: Reorder<u32>,
-    slots: Vec<Record>,
-    free: Vec<u32>,
+    /// Buffered records by [`Key`].
+    heap: Reorder<Record>,
     window: usize,
     /// Continuations out of the buffer whose call has not come out yet, by the call's
     /// (entry, thread, call number).
@@ -75,9 +73,7 @@ impl CallOrder {
         }
         Ok(CallOrder {
             records: Records::open(path)?,
-            heap: Reorder::default(),
-            slots: Vec::with_capacity(window + 1),
-            free: Vec::new(),
+            heap: Reorder::with_capacity(window + 1),
             window,
             conts: BTreeMap::new(),
             threads,
@@ -101,23 +97,11 @@ impl CallOrder {
                 let Some((k, r)) = self.records.next()? else {
                     break;
                 };
-                let slot = match self.free.pop() {
-                    Some(s) => {
-                        self.slots[s as usize] = r;
-                        s
-                    }
-                    None => {
-                        self.slots.push(r);
-                        self.slots.len() as u32 - 1
-                    }
-                };
-                self.heap.push(k, slot);
+                self.heap.push(k, r);
             }
-            let Some(((_, call, n), slot)) = self.heap.pop() else {
+            let Some(((_, call, n), r)) = self.heap.pop() else {
                 return Ok(None);
             };
-            self.free.push(slot);
-            let r = self.slots[slot as usize];
             if !call {
                 let key = (r.t_start, r.thread, r.reserved);
                 self.conts.entry(key).or_default().push(r);
@@ -281,7 +265,10 @@ impl RunOrder {
             }
             ready.push_back(c);
         }
-        ready.make_contiguous().sort_by_key(|c| c.rec);
+        // Most instants hold one call.
+        if ready.len() > 1 {
+            ready.make_contiguous().sort_by_key(|c| c.rec);
+        }
         Ok(Some(at))
     }
 }
@@ -345,10 +332,45 @@ fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Resu
 
 /// A reorder buffer for items that come nearly in key order: those in order queue at the
 /// back of a run (no heap work: most records of a spool), the others wait in a heap; the
-/// smaller of the two fronts leaves, so items leave smallest first, as from one heap.
+/// smaller of the two fronts leaves, so items leave smallest first, as from one heap. (The
+/// items are held in it, not in slots beside it: a record is moved once in and once out.)
 struct Reorder<T> {
     run: VecDeque<(Key, T)>,
-    late: BinaryHeap<Reverse<(Key, T)>>,
+    late: BinaryHeap<Reverse<ByKey<T>>>,
+}
+
+/// An item ordered by its key alone (a spool's keys are distinct).
+struct ByKey<T>(Key, T);
+
+impl<T> PartialEq for ByKey<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+
+impl<T> Eq for ByKey<T> {}
+
+impl<T> PartialOrd for ByKey<T> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl<T> Ord for ByKey<T> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&o.0)
+    }
+}
+
+impl<T> Reorder<T> {
+    /// For `n` items in order without growing (a run of the spool's records: as much
+    /// memory as the buffer holds, not the next power of two).
+    fn with_capacity(n: usize) -> Self {
+        Reorder {
+            run: VecDeque::with_capacity(n),
+            late: BinaryHeap::new(),
+        }
+    }
 }
 
 impl<T> Default for Reorder<T> {
@@ -360,12 +382,12 @@ impl<T> Default for Reorder<T> {
     }
 }
 
-impl<T: Ord> Reorder<T> {
+impl<T> Reorder<T> {
     fn push(&mut self, k: Key, t: T) {
         if self.run.back().is_none_or(|b| b.0 <= k) {
             self.run.push_back((k, t));
         } else {
-            self.late.push(Reverse((k, t)));
+            self.late.push(Reverse(ByKey(k, t)));
         }
     }
 
@@ -376,7 +398,7 @@ impl<T: Ord> Reorder<T> {
             (Some(_), None) => false,
         };
         if late_first {
-            self.late.pop().map(|Reverse(x)| x)
+            self.late.pop().map(|Reverse(ByKey(k, t))| (k, t))
         } else {
             self.run.pop_front()
         }
@@ -390,7 +412,12 @@ impl<T: Ord> Reorder<T> {
 /// A spool's records in spool order, settled and keyed, read a block at a time.
 struct Records {
     path: PathBuf,
-    file: BufReader<std::fs::File>,
+    file: std::fs::File,
+    /// Bytes read and not yet taken: `buf[at..len]` (whole records are parsed in place,
+    /// not copied out one by one through a `BufReader`). 18 KB: a reader is open per rank.
+    buf: Box<[u8]>,
+    at: usize,
+    len: usize,
     /// Call and continuation records read so far (the next ones' numbers).
     calls: u32,
     conts: u32,
@@ -398,8 +425,12 @@ struct Records {
 
 impl Records {
     fn open(path: &Path) -> Result<Records, Error> {
-        let f = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
-        let mut file = BufReader::with_capacity(256 * RECORD_SIZE, f);
+        Records::with_buffer(path, 256 * RECORD_SIZE)
+    }
+
+    /// [`Records::open`] with a buffer of `bytes` (at least a record).
+    fn with_buffer(path: &Path, bytes: usize) -> Result<Records, Error> {
+        let mut file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
         let mut head = [0u8; SPOOL_HEADER];
         file.read_exact(&mut head)
             .map_err(|e| Error::read(path, e))?;
@@ -407,6 +438,9 @@ impl Records {
         Ok(Records {
             path: path.to_path_buf(),
             file,
+            buf: vec![0; bytes.max(RECORD_SIZE)].into_boxed_slice(),
+            at: 0,
+            len: 0,
             calls: 0,
             conts: 0,
         })
@@ -414,14 +448,16 @@ impl Records {
 
     /// The next record (settled, as a loaded spool's) and its key; None at the end (a
     /// final record cut short included).
+    #[inline]
     fn next(&mut self) -> Result<Option<(Key, Record)>, Error> {
-        let mut b = [0u8; RECORD_SIZE];
-        match self.file.read_exact(&mut b) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-            Err(e) => return Err(Error::read(&self.path, e)),
+        if self.len - self.at < RECORD_SIZE && !self.fill()? {
+            return Ok(None);
         }
-        let r = Record::from_bytes(&b).settle();
+        let b = self.buf[self.at..self.at + RECORD_SIZE]
+            .try_into()
+            .expect("a whole record");
+        self.at += RECORD_SIZE;
+        let r = Record::from_bytes(b).settle();
         let call = !r.is_continuation();
         let n = if call {
             &mut self.calls
@@ -431,12 +467,77 @@ impl Records {
         *n += 1;
         Ok(Some(((r.t_start, call, *n - 1), r)))
     }
+
+    /// Reads on until the buffer holds a whole record; false at the end of the file (a
+    /// final record cut short left unread).
+    #[inline(never)]
+    fn fill(&mut self) -> Result<bool, Error> {
+        self.buf.copy_within(self.at..self.len, 0);
+        self.len -= self.at;
+        self.at = 0;
+        while self.len < RECORD_SIZE {
+            match self.file.read(&mut self.buf[self.len..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => self.len += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::read(&self.path, e)),
+            }
+        }
+        Ok(true)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::trace::{FLAG_ARCS, FLAG_NONBLOCKING};
+
+    /// A spool of 2,500 records with a final record cut short (a killed writer), read with
+    /// buffers of whole records and of parts of them (records split across reads): every
+    /// whole record, settled, in spool order, as the loader reads them, and not the cut one.
+    #[test]
+    fn a_spool_is_read_whole_records_whatever_the_buffer() {
+        let dir = std::env::temp_dir().join(format!("pmpi-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let recs: Vec<Record> = (0..2500u64)
+            .map(|i| Record {
+                t_start: 1_000 + i * 10,
+                t_end: 1_005 + i * 10,
+                t_posted: if i % 7 == 0 {
+                    990 + i * 10
+                } else {
+                    1_005 + i * 10
+                },
+                thread: (i % 3) as u16,
+                call: 3,
+                flags: if i % 7 == 0 {
+                    crate::trace::FLAG_POLLED
+                } else {
+                    0
+                },
+                tag: i as i32,
+                ..Default::default()
+            })
+            .collect();
+        crate::trace::write_spool(&dir, 0, &recs).unwrap();
+        let path = crate::trace::spool_path(&dir, 0);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&[0xab; RECORD_SIZE - 30]);
+        std::fs::write(&path, &bytes).unwrap();
+        let want = crate::trace::read_spool(std::fs::File::open(&path).unwrap(), &path).unwrap();
+        assert_eq!(want.records.len(), recs.len());
+        assert!(want.records.iter().any(|r| r.t_start != r.t_posted));
+        for buffer in [RECORD_SIZE, 100, 1000, 7 * RECORD_SIZE, 1024 * RECORD_SIZE] {
+            let mut r = Records::with_buffer(&path, buffer).unwrap();
+            let mut got = Vec::new();
+            while let Some(((t, call, n), rec)) = r.next().unwrap() {
+                assert_eq!((t, call, n as usize), (rec.t_start, true, got.len()));
+                got.push(rec);
+            }
+            assert_eq!(got, want.records, "a buffer of {buffer} bytes");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     /// A run of four ranks written to spools (requests in flight, clock offsets, entries
     /// at one instant across ranks, a rank without a spool), read back across ranks: the
