@@ -18,8 +18,8 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Predict the run as it is read: memory bounded by the messages in flight, not the
-    /// run's length. Writes calls.csv, summary.json, hotspots.json and report.html (not
-    /// trace.json yet).
+    /// run's length, the same five files (trace.json needs temporary disk: about 400
+    /// bytes a record).
     #[arg(long)]
     pub stream: bool,
 }
@@ -55,7 +55,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     if a.stream {
         let s = crate::report::stream::write_report_streamed(&a.dir, &opts)?;
         println!(
-            "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json and report.html in {} (--stream: no trace.json)",
+            "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json, report.html and trace.json in {} (predicted as the run was read)",
             s.records,
             s.ranks,
             incomplete(s.complete),

@@ -215,8 +215,7 @@ pub struct ReportStats {
 /// Above this many bytes of spooled records, the report is written as the run is read
 /// ([`stream::write_report_streamed`]: memory bounded by what is in flight, about 60-75 MB)
 /// rather than from the run loaded whole (about 300 bytes of memory per 72-byte record at
-/// the peak: 16 MB of spools, 233,000 records, take about 70 MB either way). The batch
-/// path alone writes trace.json.
+/// the peak: 16 MB of spools, 233,000 records, take about 70 MB either way).
 pub const BATCH_MAX_BYTES: u64 = 16 << 20;
 
 /// Bytes of the spool files (`*.spool`) in `dir`.
@@ -235,11 +234,14 @@ pub fn spool_bytes(dir: &Path) -> u64 {
 /// Writes the report of the run in `dir` there, configured from the environment (the
 /// layer's entry point at MPI_Finalize): from the run loaded whole up to
 /// `PMPI_PREDICT_BATCH_MAX_MB` of spools ([`BATCH_MAX_BYTES`] by default), as it is read
-/// beyond (then without trace.json, which it says once on stderr unless
-/// `PMPI_PREDICT_QUIET`).
+/// beyond (which it says once on stderr unless `PMPI_PREDICT_QUIET`): the same files.
 pub fn write_report(dir: &Path) -> Result<ReportStats, Error> {
     let batch_max = crate::config::Config::from_env().0.batch_max_mb;
-    write_report_sized(dir, &ReportOptions::from_env(), batch_max.saturating_mul(1 << 20))
+    write_report_sized(
+        dir,
+        &ReportOptions::from_env(),
+        batch_max.saturating_mul(1 << 20),
+    )
 }
 
 /// [`write_report`] with the options given and the batch path up to `batch_max` bytes of
@@ -256,9 +258,8 @@ pub fn write_report_sized(
     let s = stream::write_report_streamed(dir, opts)?;
     if opts.print_hotspots {
         eprintln!(
-            "pmpi-predict: {} MB of records analysed as they were read (bounded memory); trace.json is written only by `pmpi-predict analyze {}` (the run loaded whole)",
-            bytes >> 20,
-            dir.display()
+            "pmpi-predict: {} MB of records analysed as they were read (bounded memory)",
+            bytes >> 20
         );
     }
     Ok(s.stats)

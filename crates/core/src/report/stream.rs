@@ -16,6 +16,7 @@
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
+use super::chrome_trace::{StreamedTrace, TraceExtent};
 use super::hotspots::{self, Hotspots};
 use super::netagg::StreamedNet;
 use crate::error::Error;
@@ -147,6 +148,29 @@ fn write_with(
         shell.ranks.len(),
         Some((dir.to_path_buf(), sizes.e_rel_held)),
     );
+    let model_name = crate::predict::penalty_model(profile, model)
+        .map_err(Error::Input)?
+        .map_or_else(|| "none".to_string(), |m| m.name().to_string());
+    // trace.json: a failure there is one stderr line, never the report's.
+    let trace_max_mb = crate::config::Config::from_env().0.trace_max_mb;
+    let tj_path = dir.join("trace.json");
+    let not_written = |e: Error| eprintln!("pmpi-predict: {e}; {} not written", tj_path.display());
+    let mut tj = if trace_max_mb > 0 {
+        TraceExtent::read(dir, &shell)
+            .and_then(|extent| {
+                StreamedTrace::create(
+                    &tj_path,
+                    &shell,
+                    extent,
+                    &model_name,
+                    trace_max_mb.saturating_mul(1_000_000),
+                )
+            })
+            .map_err(not_written)
+            .ok()
+    } else {
+        None
+    };
     let path = dir.join("calls.csv");
     let mut w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut records = 0u64;
@@ -161,6 +185,12 @@ fn write_with(
         }
         w.row(&order.metas[ri], &call.record, at, &c)?;
         agg.add(ri, &order.metas[ri], &call.record, &c)?;
+        if let Some(t) = &mut tj
+            && let Err(e) = t.row(ri, &order.metas[ri], call.rec, &call.record, &c)
+        {
+            not_written(e);
+            tj = None;
+        }
         records += 1;
     }
     if let Some((k, _)) = merge.next()? {
@@ -170,9 +200,6 @@ fn write_with(
     }
     w.finish()?;
     let figures = agg.finish()?;
-    let model_name = crate::predict::penalty_model(profile, model)
-        .map_err(Error::Input)?
-        .map_or_else(|| "none".to_string(), |m| m.name().to_string());
     let makespans = [
         prediction.makespan_measured,
         prediction.makespan,
@@ -207,6 +234,13 @@ fn write_with(
     super::html::guarded(&page, &|| {
         super::html::write_html(&page, &shell, &rep, &figures, &summary, &hs, source)
     });
+    if let Some(t) = tj {
+        let t = std::cell::RefCell::new(Some(t));
+        super::html::guarded(&tj_path, &|| match t.borrow_mut().take() {
+            Some(t) => t.finish().map(|_| ()),
+            None => Ok(()),
+        });
+    }
     let stats = super::ReportStats {
         records: records as usize,
         ranks: shell.ranks.len(),
@@ -443,22 +477,16 @@ mod tests {
         serde_json::from_str(&page[from..to]).unwrap()
     }
 
-    /// `v` as the files give it: written and parsed again (serde_json's parser may give a
-    /// number one unit in the last place off; the text itself is compared this way).
-    fn as_written(v: impl serde::Serialize) -> serde_json::Value {
-        serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap()
-    }
-
     /// Random runs (as the streamed prediction's test makes them: clock offsets, long
     /// runs, a rank's spool lost), under `gige` and without a model, with sorted runs of 1
     /// to 3,000 predictions (many spilled runs, one, none) and E_rel values held 3, 50 or 1 M
-    /// at a time (spilled and selected from files, or not): the streamed calls.csv is the
-    /// batch report's, byte for byte; its summary.json is the batch one but
-    /// `e_abs_graphs_percent`, every figure to the bit; hotspots.json's `ranks` and
+    /// at a time (spilled and selected from files, or not): the streamed calls.csv and
+    /// trace.json are the batch report's, byte for byte; its summary.json, hotspots.json
+    /// and page data are the batch ones, every figure to the bit; hotspots.json's `ranks` and
     /// `waited_for` and the page's ranks and call families from its figures are the batch
     /// report's; and no temporary file stays.
     #[test]
-    fn the_streamed_calls_csv_is_the_batch_one() {
+    fn the_streamed_report_is_the_batch_one() {
         let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0001);
         let dir = std::env::temp_dir().join(format!("pmpi-rows-{}", std::process::id()));
         let profile = Profile::builtin_default();
@@ -481,7 +509,14 @@ mod tests {
                 let batch_summary = json("summary.json");
                 let batch_hotspots = json("hotspots.json");
                 let batch_page = page_data(&dir);
-                for f in ["calls.csv", "summary.json", "hotspots.json", "report.html"] {
+                let batch_trace = read("trace.json");
+                for f in [
+                    "calls.csv",
+                    "summary.json",
+                    "hotspots.json",
+                    "report.html",
+                    "trace.json",
+                ] {
                     std::fs::remove_file(dir.join(f)).unwrap();
                 }
                 let sizes = Sizes {
@@ -508,6 +543,10 @@ mod tests {
                 let page = page_data(&dir);
                 assert_eq!(hs, batch_hotspots, "{at}");
                 assert_eq!(page, batch_page, "{at}");
+                assert!(
+                    read("trace.json") == batch_trace,
+                    "{at}: trace.json differs"
+                );
                 let ranks = hs["ranks"].as_array().unwrap();
                 let waited_for = hs["waited_for"].as_array().unwrap();
                 let figs = &s.figures;
@@ -521,7 +560,7 @@ mod tests {
                     .filter_map(|e| e.ok())
                     .filter(|e| {
                         let n = e.file_name().to_string_lossy().into_owned();
-                        n.contains(".sort-") || n.contains(".erel-")
+                        n.contains(".sort-") || n.contains(".erel-") || n.contains("trace.json.")
                     })
                     .collect();
                 assert!(left.is_empty(), "case {case}: {left:?} left");
