@@ -13,6 +13,17 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
+/// The built-in profile with a calibrated profile's factors: opposite and onward flows
+/// slower, ports capped, each contended flow drawn its own factor.
+pub(crate) fn calibrated_profile() -> crate::profile::Profile {
+    let mut p = crate::profile::Profile::builtin_default();
+    p.penalty.reverse = 2.0;
+    p.penalty.through = 1.2;
+    p.penalty.port_capacity = Some(1.0);
+    p.penalty.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
+    p
+}
+
 /// Writes `run`'s spools and metadata to `dir`, emptied first (a run the reader can read).
 pub(crate) fn write_run(dir: &std::path::Path, run: &RunTrace) {
     std::fs::remove_dir_all(dir).ok();

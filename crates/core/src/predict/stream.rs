@@ -212,11 +212,7 @@ mod tests {
         let mut rnd = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
         let dir = std::env::temp_dir().join(format!("pmpi-stream-{}", std::process::id()));
         let builtin = Profile::builtin_default();
-        let mut calibrated = builtin.clone();
-        calibrated.penalty.reverse = 2.0;
-        calibrated.penalty.through = 1.2;
-        calibrated.penalty.port_capacity = Some(1.0);
-        calibrated.penalty.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
+        let calibrated = crate::testing::calibrated_profile();
         let assume = Assumptions::default();
         let (mut records, mut waited, mut contended, mut forced) = (0usize, 0usize, 0usize, 0usize);
         for case in 0..240 {

@@ -861,11 +861,7 @@ mod tests {
         let mut rnd = crate::testing::xorshift(0x5eed_0f4e_7a66);
         let dir = std::env::temp_dir().join(format!("pmpi-netagg-{}", std::process::id()));
         let builtin = Profile::builtin_default();
-        let mut calibrated = builtin.clone();
-        calibrated.penalty.reverse = 2.0;
-        calibrated.penalty.through = 1.2;
-        calibrated.penalty.port_capacity = Some(1.0);
-        calibrated.penalty.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
+        let mut calibrated = crate::testing::calibrated_profile();
         calibrated.alltoall_gamma =
             crate::model::alltoall::GammaTable(vec![(1, 2.0), (1 << 22, 2.0)]);
         let assume = Assumptions::default();
