@@ -538,69 +538,16 @@ impl Sampling {
     }
 }
 
-/// Writes trace.json to `path`: the header, the fixed events, what `body` writes (the kept slices and flows; it returns the flows
-/// written), the closing event; says on stderr when it sampled.
-fn write_file(
-    path: &Path,
-    model: &str,
-    max_bytes: u64,
-    fixed: &str,
-    s: &Sampling,
-    body: &mut dyn FnMut(&mut BufWriter<std::fs::File>) -> Result<usize, Error>,
-) -> Result<TraceStats, Error> {
-    let (n, kept_calls, sampled) = (s.total_calls, s.kept_calls, s.sampled());
-    let file = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
-    let mut w = BufWriter::new(file);
-    let io = |e: std::io::Error| Error::write(path, e);
-    writeln!(
-        w,
-        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{sampled},\"kept_calls\":{kept_calls},\"total_calls\":{n},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}}},\"traceEvents\":[",
-        jstr(model),
-        s.stride.unwrap_or(0),
-    )
-    .map_err(io)?;
-    w.write_all(fixed.as_bytes()).map_err(io)?;
-    let flows = body(&mut w)?;
-    // Every event above ends with ",\n"; this one closes the array without a trailing comma.
-    writeln!(
-        w,
-        "{{\"ph\":\"M\",\"name\":\"trace_end\",\"pid\":0,\"tid\":0,\"args\":{{}}}}]}}"
-    )
-    .map_err(io)?;
-    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
-    let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if sampled {
-        eprintln!(
-            "pmpi-predict: trace.json would be {:.1} MB, above the cap of {:.1} MB (PMPI_PREDICT_TRACE_MAX_MB): kept {kept_calls} of {n} calls ({} of {WINDOWS} time windows; see otherData)",
-            s.would_be as f64 / 1e6,
-            max_bytes as f64 / 1e6,
-            s.stride
-                .map_or("none".to_string(), |k| format!("one in {k}")),
-        );
-    }
-    Ok(TraceStats {
-        bytes,
-        total_calls: n,
-        kept_calls,
-        flows,
-        stride: s.stride.unwrap_or(0),
-        sampled,
-    })
-}
-
 /// Writes trace.json to `path`, at most about `max_bytes` long: the slices in
 /// [`super::Timeline`] order, then the flow arrows in the order [`FlowMatch`] completes
-/// them, as [`StreamedTrace`] writes them from a row stream.
+/// them. Two passes over the rows, as the streamed report makes them: [`TraceCount`]
+/// sizes every window, [`TraceWriter`] writes the kept ones.
 pub fn write_trace(
     path: &Path,
     run: &RunTrace,
     pred: &RunPrediction,
     max_bytes: u64,
 ) -> Result<TraceStats, Error> {
-    let placement = Placement::from_run(run);
-    let extent = TraceExtent::of_run(run);
-    let frame = Frame::new(run, &placement, &extent);
-    let mut tally = Tally::new(run, &placement, &extent);
     let pred_of = |ri: usize, i: usize| -> CallPrediction {
         pred.calls
             .get(ri)
@@ -608,67 +555,17 @@ pub fn write_trace(
             .copied()
             .unwrap_or_default()
     };
-    // Sizes first (nothing is kept per record): the slices, and the flows matched again
-    // over the same rows, as the streamed writer does; then the file, the flows matched
-    // once more (told in the same order).
-    let mut buf: Vec<u8> = Vec::new();
-    let mut flows = FlowMatch::new(run, &placement);
-    let mut flow_bytes = vec![0u64; WINDOWS];
-    let mut n = 0u64;
-    let mut flow_buf: Vec<u8> = Vec::new();
-    let mut size_flow = |a: End, b: End| {
-        n += 1;
-        flow_buf.clear();
-        flow_events(n, a, b, &mut flow_buf);
-        flow_bytes[a.window as usize] += flow_buf.len() as u64 + 1;
-    };
+    let mut count = TraceCount::new(run, TraceExtent::of_run(run));
     for (_, ri, i) in super::Timeline::new(run) {
         let rk = &run.ranks[ri];
-        let r = &rk.records[i];
-        buf.clear();
-        let w = frame.slice(ri, &rk.meta, r, &pred_of(ri, i), &mut buf);
-        tally.add(&frame, ri, &rk.meta, r, w, buf.len());
-        flows.row(r, frame.end(ri, &rk.meta, r, i as u32), &mut size_flow);
+        count.row(ri, &rk.meta, i as u32, &rk.records[i], &pred_of(ri, i))?;
     }
-    flows.finish(&mut size_flow);
-    tally.flow_bytes = flow_bytes;
-    let fixed = tally.fixed(run, &placement, &frame);
-    let s = tally.sampling(fixed.len(), max_bytes);
-    let io = |e: std::io::Error| Error::write(path, e);
-    write_file(path, &pred.model, max_bytes, &fixed, &s, &mut |w| {
-        for (_, ri, i) in super::Timeline::new(run) {
-            let rk = &run.ranks[ri];
-            let r = &rk.records[i];
-            // Only the kept slices are formatted again.
-            if !s.keep(frame.window_at(span(&rk.meta, r, frame.origin).0)) {
-                continue;
-            }
-            buf.clear();
-            frame.slice(ri, &rk.meta, r, &pred_of(ri, i), &mut buf);
-            w.write_all(&buf).map_err(io)?;
-        }
-        let (mut n, mut written, mut failed) = (0u64, 0, None);
-        let mut write_flow = |a: End, b: End| {
-            n += 1;
-            if failed.is_some() || !s.keep(a.window as usize) || !s.keep(b.window as usize) {
-                return;
-            }
-            buf.clear();
-            flow_events(n, a, b, &mut buf);
-            match w.write_all(&buf) {
-                Ok(()) => written += 1,
-                Err(e) => failed = Some(io(e)),
-            }
-        };
-        let mut flows = FlowMatch::new(run, &placement);
-        for (_, ri, i) in super::Timeline::new(run) {
-            let rk = &run.ranks[ri];
-            let r = &rk.records[i];
-            flows.row(r, frame.end(ri, &rk.meta, r, i as u32), &mut write_flow);
-        }
-        flows.finish(&mut write_flow);
-        failed.map_or(Ok(written), Err)
-    })
+    let mut w = count.plan(&pred.model, max_bytes).create(path)?;
+    for (_, ri, i) in super::Timeline::new(run) {
+        let rk = &run.ranks[ri];
+        w.row(ri, &rk.meta, i as u32, &rk.records[i], &pred_of(ri, i))?;
+    }
+    w.finish()
 }
 
 /// A flow's two events (flow `id`), bound to their enclosing slices at the slices'
@@ -889,125 +786,126 @@ impl FlowMatch {
     }
 }
 
-/// trace.json written from rows that come one at a time in [`super::Timeline`] order
-/// (`analyze --stream`'s row loop), in memory bounded by ranks × threads, nodes × bins,
-/// the windows and the messages in flight: the batch writer's file ([`write_trace`]).
-///
-/// Windows are by start time, so in that order each window's slices are one contiguous
-/// byte range: every slice goes to a temporary file next to trace.json (its path with
-/// `.slices` added) as it comes, every flow arrow, once [`FlowMatch`] has both its ends,
-/// to another (`.flows`, with its two windows); [`StreamedTrace::finish`] chooses the
-/// stride and copies the kept windows' ranges and the flows whose both ends are kept
-/// after the header, metadata and counters. The temporary files go when the writer does,
-/// also on an error or when it is dropped unfinished.
-pub struct StreamedTrace {
-    path: PathBuf,
-    run: RunTrace,
-    placement: Placement,
+/// What both passes over the rows hold: where slices go, the flows matched again (told
+/// with their ids, in the order they complete), the window reached.
+struct Pass {
     frame: Frame,
-    tally: Tally,
     flows: FlowMatch,
-    model: String,
-    max_bytes: u64,
-    slices: Spooled,
-    flow_file: Spooled,
-    /// Flows told so far (the next one's id is one more).
+    ranks: usize,
+    /// Rows and flows seen so far (a flow's id is its number).
+    rows: usize,
     flow_count: u64,
-    buf: Vec<u8>,
     /// The window of the last slice (they must not go back).
     window: usize,
+    buf: Vec<u8>,
 }
 
-/// A temporary file being written; removed when dropped.
-struct Spooled {
-    path: PathBuf,
-    w: Option<BufWriter<std::fs::File>>,
-}
-
-impl Spooled {
-    fn create(path: PathBuf) -> Result<Spooled, Error> {
-        let file = std::fs::File::create(&path).map_err(|e| Error::write(&path, e))?;
-        Ok(Spooled {
-            w: Some(BufWriter::with_capacity(1 << 16, file)),
-            path,
-        })
-    }
-
-    fn write(&mut self, b: &[u8]) -> Result<(), Error> {
-        match &mut self.w {
-            Some(w) => w.write_all(b).map_err(|e| Error::write(&self.path, e)),
-            None => Err(Error::Internal(format!("{} closed", self.path.display()))),
+impl Pass {
+    fn new(run: &RunTrace, placement: &Placement, extent: &TraceExtent) -> Pass {
+        Pass {
+            frame: Frame::new(run, placement, extent),
+            flows: FlowMatch::new(run, placement),
+            ranks: run.ranks.len(),
+            rows: 0,
+            flow_count: 0,
+            window: 0,
+            buf: Vec::with_capacity(512),
         }
     }
 
-    /// Flushes what was written and opens it for reading.
-    fn reopen(&mut self) -> Result<std::io::BufReader<std::fs::File>, Error> {
-        if let Some(w) = self.w.take() {
-            w.into_inner()
-                .map_err(|e| Error::write(&self.path, e.into_error()))?;
+    /// The window of the slice of record `r` of rank index `ri`, if that row may come
+    /// next.
+    fn window(&mut self, ri: usize, meta: &RankMeta, r: &Record) -> Result<usize, Error> {
+        if ri >= self.ranks {
+            return Err(Error::Internal(format!(
+                "trace.json: rank index {ri} of {}",
+                self.ranks
+            )));
         }
-        let f = std::fs::File::open(&self.path).map_err(|e| Error::read(&self.path, e))?;
-        Ok(std::io::BufReader::with_capacity(1 << 16, f))
+        let w = self.frame.window_at(span(meta, r, self.frame.origin).0);
+        if w < self.window {
+            return Err(Error::Internal(format!(
+                "trace.json: a slice of window {w} after window {}: rows out of order",
+                self.window
+            )));
+        }
+        self.window = w;
+        self.rows += 1;
+        Ok(w)
+    }
+
+    /// Record number `rec` of rank index `ri` to the flow matcher; `tell` gets each flow
+    /// it completes (id, ends) and a buffer to format it in.
+    fn flows(
+        &mut self,
+        ri: usize,
+        meta: &RankMeta,
+        rec: u32,
+        r: &Record,
+        tell: &mut dyn FnMut(u64, End, End, &mut Vec<u8>),
+    ) {
+        let me = self.frame.end(ri, meta, r, rec);
+        let (count, buf) = (&mut self.flow_count, &mut self.buf);
+        self.flows.row(r, me, &mut |a, b| {
+            *count += 1;
+            tell(*count, a, b, buf);
+        });
+    }
+
+    /// The end of the rows: the flows left ([`FlowMatch::finish`]).
+    fn finish(&mut self, tell: &mut dyn FnMut(u64, End, End, &mut Vec<u8>)) {
+        let (count, buf) = (&mut self.flow_count, &mut self.buf);
+        self.flows.finish(&mut |a, b| {
+            *count += 1;
+            tell(*count, a, b, buf);
+        });
     }
 }
 
-impl Drop for Spooled {
-    fn drop(&mut self) {
-        self.w = None;
-        std::fs::remove_file(&self.path).ok();
+/// The run's metadata alone (a loaded run's records are not needed for its tracks).
+fn shell_of(run: &RunTrace) -> RunTrace {
+    RunTrace {
+        ranks: run
+            .ranks
+            .iter()
+            .map(|rk| crate::trace::RankTrace {
+                meta: rk.meta.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        world_size: run.world_size,
+        missing: Vec::new(),
     }
 }
 
-impl StreamedTrace {
-    /// Starts trace.json at `path` for the run whose metadata `shell` holds
-    /// ([`crate::trace::order::RunOrder::loaded_shell`]), of extent `extent`
-    /// ([`TraceExtent::read`]), predicted under `model` (its name), at most about
-    /// `max_bytes` long. Nothing is written to `path` before [`StreamedTrace::finish`].
-    pub fn create(
-        path: &Path,
-        shell: &RunTrace,
-        extent: TraceExtent,
-        model: &str,
-        max_bytes: u64,
-    ) -> Result<StreamedTrace, Error> {
-        let beside = |ext: &str| {
-            let mut name = path.as_os_str().to_os_string();
-            name.push(ext);
-            PathBuf::from(name)
-        };
-        let slices = Spooled::create(beside(".slices"))?;
-        let flow_file = Spooled::create(beside(".flows"))?;
-        let run = RunTrace {
-            ranks: shell
-                .ranks
-                .iter()
-                .map(|rk| crate::trace::RankTrace {
-                    meta: rk.meta.clone(),
-                    ..Default::default()
-                })
-                .collect(),
-            world_size: shell.world_size,
-            missing: Vec::new(),
-        };
+/// trace.json's first pass: the rows, one at a time in [`super::Timeline`] order (the
+/// loaded run's, or `analyze --stream`'s row loop), each slice and flow formatted into one
+/// reused buffer and only counted: the tracks, the counters, each window's bytes. Nothing
+/// is written; memory bounded by ranks × threads, nodes × bins, the windows and the
+/// messages in flight. [`TraceCount::plan`] chooses the windows kept; a second pass over
+/// the same rows ([`TraceWriter`]) writes them.
+pub struct TraceCount {
+    run: RunTrace,
+    placement: Placement,
+    extent: TraceExtent,
+    pass: Pass,
+    tally: Tally,
+}
+
+impl TraceCount {
+    /// For the run whose metadata `shell` holds (a loaded run, or
+    /// [`crate::trace::order::RunOrder::loaded_shell`]), of extent `extent`
+    /// ([`TraceExtent::of_run`], [`TraceExtent::read`]).
+    pub fn new(shell: &RunTrace, extent: TraceExtent) -> TraceCount {
+        let run = shell_of(shell);
         let placement = Placement::from_run(&run);
-        let frame = Frame::new(&run, &placement, &extent);
-        let tally = Tally::new(&run, &placement, &extent);
-        let flows = FlowMatch::new(&run, &placement);
-        Ok(StreamedTrace {
-            path: path.to_path_buf(),
+        TraceCount {
+            pass: Pass::new(&run, &placement, &extent),
+            tally: Tally::new(&run, &placement, &extent),
             run,
             placement,
-            frame,
-            tally,
-            flows,
-            model: model.to_string(),
-            max_bytes,
-            slices,
-            flow_file,
-            flow_count: 0,
-            buf: Vec::with_capacity(512),
-            window: 0,
-        })
+            extent,
+        }
     }
 
     /// The slice of record number `rec` of rank index `ri`, `r` (its rank's metadata
@@ -1020,127 +918,254 @@ impl StreamedTrace {
         r: &Record,
         p: &CallPrediction,
     ) -> Result<(), Error> {
-        if ri >= self.run.ranks.len() {
-            return Err(Error::Internal(format!(
-                "streamed trace.json: rank index {ri} of {}",
-                self.run.ranks.len()
-            )));
-        }
-        self.buf.clear();
-        let w = self.frame.slice(ri, meta, r, p, &mut self.buf);
-        if w < self.window {
-            return Err(Error::Internal(format!(
-                "streamed trace.json: a slice of window {w} after window {}: rows out of order",
-                self.window
-            )));
-        }
-        self.window = w;
-        self.tally.add(&self.frame, ri, meta, r, w, self.buf.len());
-        self.slices.write(&self.buf)?;
-        let me = self.frame.end(ri, meta, r, rec);
-        let mut out = FlowOut {
-            file: &mut self.flow_file,
-            count: &mut self.flow_count,
-            bytes: &mut self.tally.flow_bytes,
-            buf: &mut self.buf,
-            failed: None,
-        };
-        self.flows.row(r, me, &mut |a, b| out.flow(a, b));
-        out.failed.map_or(Ok(()), Err)
+        let w = self.pass.window(ri, meta, r)?;
+        let buf = &mut self.pass.buf;
+        buf.clear();
+        self.pass.frame.slice(ri, meta, r, p, buf);
+        self.tally
+            .add(&self.pass.frame, ri, meta, r, w, self.pass.buf.len());
+        let bytes = &mut self.tally.flow_bytes;
+        self.pass.flows(ri, meta, rec, r, &mut |id, a, b, buf| {
+            count_flow(bytes, id, a, b, buf)
+        });
+        Ok(())
     }
 
-    /// Writes trace.json: header, metadata, counters, the kept windows' slices, the
-    /// flows both of whose ends are kept.
-    pub fn finish(mut self) -> Result<TraceStats, Error> {
-        let mut out = FlowOut {
-            file: &mut self.flow_file,
-            count: &mut self.flow_count,
-            bytes: &mut self.tally.flow_bytes,
-            buf: &mut self.buf,
-            failed: None,
-        };
-        self.flows.finish(&mut |a, b| out.flow(a, b));
-        if let Some(e) = out.failed {
-            return Err(e);
+    /// Which windows trace.json keeps to stay within about `max_bytes` (the run predicted
+    /// under `model`, its name).
+    pub fn plan(mut self, model: &str, max_bytes: u64) -> TracePlan {
+        let bytes = &mut self.tally.flow_bytes;
+        self.pass
+            .finish(&mut |id, a, b, buf| count_flow(bytes, id, a, b, buf));
+        let fixed = self
+            .tally
+            .fixed(&self.run, &self.placement, &self.pass.frame);
+        let sampling = self.tally.sampling(fixed.len(), max_bytes);
+        let slice_bytes = (0..WINDOWS)
+            .filter(|&w| sampling.keep(w))
+            .map(|w| self.tally.window_len[w])
+            .sum();
+        TracePlan {
+            header: header(model, max_bytes, &sampling),
+            fixed,
+            sampling,
+            slice_bytes,
+            rows: self.pass.rows,
+            flows: self.pass.flow_count,
+            max_bytes,
+            run: self.run,
+            placement: self.placement,
+            extent: self.extent,
         }
-        let fixed = self.tally.fixed(&self.run, &self.placement, &self.frame);
-        let s = self.tally.sampling(fixed.len(), self.max_bytes);
-        let mut slices = self.slices.reopen()?;
-        let mut flows = self.flow_file.reopen()?;
-        let (path, tally) = (&self.path, &self.tally);
-        let (slices_path, flows_path) = (&self.slices.path, &self.flow_file.path);
-        let buf = &mut self.buf;
-        write_file(path, &self.model, self.max_bytes, &fixed, &s, &mut |w| {
-            use std::io::{Read, Seek, SeekFrom};
-            let mut at = 0u64;
-            for win in 0..WINDOWS {
-                let len = tally.window_len[win];
-                if len > 0 && s.keep(win) {
-                    slices
-                        .seek(SeekFrom::Start(at))
-                        .map_err(|e| Error::read(slices_path, e))?;
-                    let copied = std::io::copy(&mut (&mut slices).take(len), w)
-                        .map_err(|e| Error::write(path, e))?;
-                    if copied != len {
-                        return Err(Error::Internal(format!(
-                            "{} ended early: {copied} of {len} bytes of window {win}",
-                            slices_path.display()
-                        )));
-                    }
-                }
-                at += len;
-            }
-            // The flows: (sender's window, receiver's window, length), then the events.
-            let mut written = 0;
-            let mut head = [0u8; 12];
-            loop {
-                match flows.read_exact(&mut head) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                    Err(e) => return Err(Error::read(flows_path, e)),
-                }
-                let word = |i: usize| {
-                    u32::from_le_bytes(head[4 * i..4 * i + 4].try_into().expect("4 bytes"))
-                };
-                buf.resize(word(2) as usize, 0);
-                flows
-                    .read_exact(buf)
-                    .map_err(|e| Error::read(flows_path, e))?;
-                if s.keep(word(0) as usize) && s.keep(word(1) as usize) {
-                    w.write_all(buf).map_err(|e| Error::write(path, e))?;
-                    written += 1;
-                }
-            }
-            Ok(written)
+    }
+}
+
+/// Counts flow `id`'s bytes in its sender's window (and one more, as a budget).
+fn count_flow(bytes: &mut [u64], id: u64, a: End, b: End, buf: &mut Vec<u8>) {
+    buf.clear();
+    flow_events(id, a, b, buf);
+    bytes[a.window as usize] += buf.len() as u64 + 1;
+}
+
+/// trace.json's first line: how the file was made (`otherData`).
+fn header(model: &str, max_bytes: u64, s: &Sampling) -> String {
+    format!(
+        "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"pmpi-predict\",\"model\":{},\"sampled\":{},\"kept_calls\":{},\"total_calls\":{},\"window_stride\":{},\"windows\":{WINDOWS},\"max_bytes\":{max_bytes}}},\"traceEvents\":[\n",
+        jstr(model),
+        s.sampled(),
+        s.kept_calls,
+        s.total_calls,
+        s.stride.unwrap_or(0),
+    )
+}
+
+/// What the first pass decided: the file's first line and fixed events, the windows
+/// kept and the bytes their slices take, what the second pass must see again.
+pub struct TracePlan {
+    run: RunTrace,
+    placement: Placement,
+    extent: TraceExtent,
+    header: String,
+    fixed: String,
+    sampling: Sampling,
+    /// The kept slices' bytes: the flows start after them.
+    slice_bytes: u64,
+    /// Rows and flows the first pass saw.
+    rows: usize,
+    flows: u64,
+    max_bytes: u64,
+}
+
+impl TracePlan {
+    /// Creates trace.json at `path` and writes its first line and fixed events; the rows
+    /// come next ([`TraceWriter::row`]).
+    pub fn create(self, path: &Path) -> Result<TraceWriter, Error> {
+        let io = |e: std::io::Error| Error::write(path, e);
+        let file = std::fs::File::create(path).map_err(io)?;
+        let guard = Unfinished(Some(path.to_path_buf()));
+        // The kept slices go after the fixed part, the flows after them: two handles on
+        // the file, each writing its range in order, so no event waits elsewhere.
+        let flows_at = (self.header.len() + self.fixed.len()) as u64 + self.slice_bytes;
+        let mut flows = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        std::io::Seek::seek(&mut flows, std::io::SeekFrom::Start(flows_at)).map_err(io)?;
+        let mut slices = BufWriter::with_capacity(1 << 16, file);
+        slices.write_all(self.header.as_bytes()).map_err(io)?;
+        slices.write_all(self.fixed.as_bytes()).map_err(io)?;
+        Ok(TraceWriter {
+            path: path.to_path_buf(),
+            pass: Pass::new(&self.run, &self.placement, &self.extent),
+            slices,
+            flows: BufWriter::with_capacity(1 << 16, flows),
+            slices_written: 0,
+            flows_written: 0,
+            plan: self,
+            guard,
         })
     }
 }
 
-/// Where the streamed writer puts each flow as [`FlowMatch`] tells it.
-struct FlowOut<'a> {
-    file: &'a mut Spooled,
-    count: &'a mut u64,
-    bytes: &'a mut Vec<u64>,
-    buf: &'a mut Vec<u8>,
-    failed: Option<Error>,
+/// Removes a trace.json left unfinished (an error, or the writer dropped).
+struct Unfinished(Option<PathBuf>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            std::fs::remove_file(p).ok();
+        }
+    }
 }
 
-impl FlowOut<'_> {
-    fn flow(&mut self, a: End, b: End) {
-        *self.count += 1;
-        if self.failed.is_some() {
+/// trace.json's second pass: the same rows again, in the same order, with the same
+/// predictions; the kept windows' slices and the flows both of whose ends are kept are
+/// written straight to the file, each at its place. No temporary file; the file goes if
+/// the writer fails or is dropped unfinished.
+pub struct TraceWriter {
+    path: PathBuf,
+    plan: TracePlan,
+    pass: Pass,
+    slices: BufWriter<std::fs::File>,
+    flows: BufWriter<std::fs::File>,
+    slices_written: u64,
+    flows_written: usize,
+    /// Last: the handles above are closed before it removes the file.
+    guard: Unfinished,
+}
+
+impl TraceWriter {
+    /// The row [`TraceCount::row`] was given at this place.
+    pub fn row(
+        &mut self,
+        ri: usize,
+        meta: &RankMeta,
+        rec: u32,
+        r: &Record,
+        p: &CallPrediction,
+    ) -> Result<(), Error> {
+        let w = self.pass.window(ri, meta, r)?;
+        let io = |e: std::io::Error| Error::write(&self.path, e);
+        let s = &self.plan.sampling;
+        if s.keep(w) {
+            let buf = &mut self.pass.buf;
+            buf.clear();
+            self.pass.frame.slice(ri, meta, r, p, buf);
+            self.slices.write_all(buf).map_err(io)?;
+            self.slices_written += buf.len() as u64;
+        }
+        let mut out = KeptFlows {
+            keep: s,
+            w: &mut self.flows,
+            written: &mut self.flows_written,
+            failed: None,
+        };
+        self.pass.flows(ri, meta, rec, r, &mut |id, a, b, buf| {
+            out.flow(id, a, b, buf)
+        });
+        out.failed.map_or(Ok(()), |e| Err(io(e)))
+    }
+
+    /// The flows left, the closing event; says on stderr when it sampled.
+    pub fn finish(mut self) -> Result<TraceStats, Error> {
+        let path = self.path.clone();
+        let io = |e: std::io::Error| Error::write(&path, e);
+        let plan = &self.plan;
+        let mut out = KeptFlows {
+            keep: &plan.sampling,
+            w: &mut self.flows,
+            written: &mut self.flows_written,
+            failed: None,
+        };
+        self.pass
+            .finish(&mut |id, a, b, buf| out.flow(id, a, b, buf));
+        if let Some(e) = out.failed {
+            return Err(io(e));
+        }
+        let seen = (self.pass.rows, self.slices_written, self.pass.flow_count);
+        let counted = (plan.rows, plan.slice_bytes, plan.flows);
+        if seen != counted {
+            return Err(Error::Internal(format!(
+                "trace.json: the second pass saw {seen:?} (rows, kept slice bytes, flows), the first {counted:?}"
+            )));
+        }
+        self.slices.flush().map_err(io)?;
+        // Every event above ends with ",\n"; this one closes the array without a trailing
+        // comma.
+        self.flows
+            .write_all(b"{\"ph\":\"M\",\"name\":\"trace_end\",\"pid\":0,\"tid\":0,\"args\":{}}]}\n")
+            .map_err(io)?;
+        self.flows.flush().map_err(io)?;
+        let bytes = self
+            .flows
+            .get_ref()
+            .metadata()
+            .map(|m| m.len())
+            .unwrap_or(0);
+        self.guard.0 = None;
+        let s = &plan.sampling;
+        let (n, kept_calls, sampled) = (s.total_calls, s.kept_calls, s.sampled());
+        if sampled {
+            eprintln!(
+                "pmpi-predict: trace.json would be {:.1} MB, above the cap of {:.1} MB (PMPI_PREDICT_TRACE_MAX_MB): kept {kept_calls} of {n} calls ({} of {WINDOWS} time windows; see otherData)",
+                s.would_be as f64 / 1e6,
+                plan.max_bytes as f64 / 1e6,
+                s.stride
+                    .map_or("none".to_string(), |k| format!("one in {k}")),
+            );
+        }
+        Ok(TraceStats {
+            bytes,
+            total_calls: n,
+            kept_calls,
+            flows: self.flows_written,
+            stride: s.stride.unwrap_or(0),
+            sampled,
+        })
+    }
+}
+
+/// Where the second pass writes each flow [`FlowMatch`] tells, if both its ends are kept.
+struct KeptFlows<'a> {
+    keep: &'a Sampling,
+    w: &'a mut BufWriter<std::fs::File>,
+    written: &'a mut usize,
+    failed: Option<std::io::Error>,
+}
+
+impl KeptFlows<'_> {
+    fn flow(&mut self, id: u64, a: End, b: End, buf: &mut Vec<u8>) {
+        if self.failed.is_some()
+            || !self.keep.keep(a.window as usize)
+            || !self.keep.keep(b.window as usize)
+        {
             return;
         }
-        self.buf.clear();
-        self.buf.extend_from_slice(&a.window.to_le_bytes());
-        self.buf.extend_from_slice(&b.window.to_le_bytes());
-        self.buf.extend_from_slice(&[0; 4]);
-        flow_events(*self.count, a, b, self.buf);
-        let len = self.buf.len() - 12;
-        self.buf[8..12].copy_from_slice(&(len as u32).to_le_bytes());
-        self.bytes[a.window as usize] += len as u64 + 1;
-        if let Err(e) = self.file.write(self.buf) {
-            self.failed = Some(e);
+        buf.clear();
+        flow_events(id, a, b, buf);
+        match self.w.write_all(buf) {
+            Ok(()) => *self.written += 1,
+            Err(e) => self.failed = Some(e),
         }
     }
 }
@@ -1196,9 +1221,33 @@ mod tests {
         );
     }
 
-    /// The streamed writer fed the rows of `run` (loaded from `dir`) predicted as `pred`,
-    /// from the loaded run in `Timeline` order or from a second read of the spools in
-    /// time order (`RunOrder`, as `analyze --stream`'s row loop gives them).
+    /// The rows of `run` (loaded from `dir`) predicted as `pred` to `f`, from the loaded
+    /// run in `Timeline` order or from a read of the spools in time order (`RunOrder`, as
+    /// `analyze --stream`'s row loop gives them).
+    fn each_row(
+        dir: &Path,
+        run: &RunTrace,
+        pred: &RunPrediction,
+        from_spools: bool,
+        f: &mut dyn FnMut(usize, &RankMeta, u32, &Record, &CallPrediction),
+    ) {
+        if from_spools {
+            let mut order = crate::trace::order::RunOrder::open(dir).unwrap();
+            while let Some((_, ri, call)) = order.next_call().unwrap() {
+                let p = pred.calls[ri][call.rec as usize];
+                f(ri, &order.metas[ri], call.rec, &call.record, &p);
+            }
+        } else {
+            for (_, ri, i) in crate::report::Timeline::new(run) {
+                let rk = &run.ranks[ri];
+                f(ri, &rk.meta, i as u32, &rk.records[i], &pred.calls[ri][i]);
+            }
+        }
+    }
+
+    /// The streamed writer's two passes ([`TraceCount`], [`TraceWriter`]) fed the rows of
+    /// `run` (loaded from `dir`) predicted as `pred` by [`each_row`], the run's metadata
+    /// and extent read from `dir` as the streamed report reads them.
     fn write_streamed(
         dir: &Path,
         run: &RunTrace,
@@ -1207,26 +1256,19 @@ mod tests {
         from_spools: bool,
     ) -> TraceStats {
         use crate::trace::order::RunOrder;
-        let mut order = RunOrder::open(dir).unwrap();
-        let shell = order.loaded_shell(dir);
+        let shell = RunOrder::open(dir).unwrap().loaded_shell(dir);
         let extent = TraceExtent::read(dir, &shell).unwrap();
         assert_eq!(extent, TraceExtent::of_run(run));
         let path = dir.join("trace.json");
-        let mut st = StreamedTrace::create(&path, &shell, extent, &pred.model, max_bytes).unwrap();
-        if from_spools {
-            while let Some((_, ri, call)) = order.next_call().unwrap() {
-                let p = pred.calls[ri][call.rec as usize];
-                st.row(ri, &order.metas[ri], call.rec, &call.record, &p)
-                    .unwrap();
-            }
-        } else {
-            for (_, ri, i) in crate::report::Timeline::new(run) {
-                let rk = &run.ranks[ri];
-                st.row(ri, &rk.meta, i as u32, &rk.records[i], &pred.calls[ri][i])
-                    .unwrap();
-            }
-        }
-        st.finish().unwrap()
+        let mut count = TraceCount::new(&shell, extent);
+        each_row(dir, run, pred, from_spools, &mut |ri, meta, rec, r, p| {
+            count.row(ri, meta, rec, r, p).unwrap()
+        });
+        let mut w = count.plan(&pred.model, max_bytes).create(&path).unwrap();
+        each_row(dir, run, pred, from_spools, &mut |ri, meta, rec, r, p| {
+            w.row(ri, meta, rec, r, p).unwrap()
+        });
+        w.finish().unwrap()
     }
 
     /// The arrows [`FlowMatch`] finds over the rows of `run` in Timeline order, by global
@@ -1369,8 +1411,10 @@ mod tests {
         );
     }
 
-    /// A writer that fails (rows out of order, trace.json not creatable) or is dropped
-    /// unfinished leaves no temporary file, and writes no trace.json but the one it could.
+    /// Neither pass writes a temporary file; a pass that fails (rows out of order, a rank
+    /// index out of range, a second pass that saw other rows than the first, trace.json
+    /// not creatable) or a writer dropped unfinished leaves no trace.json, and a whole
+    /// second pass leaves one that parses.
     #[test]
     fn the_temporary_file_goes_on_every_path() {
         let mut rnd = crate::testing::xorshift(0x7ace_5eed_0000_0002);
@@ -1380,45 +1424,106 @@ mod tests {
         let p = CallPrediction::default();
         let extent = TraceExtent::of_run(&run);
         let path = dir.join("trace.json");
-        let temp = dir.join("trace.json.slices");
-        let flows = dir.join("trace.json.flows");
+        // The names in `dir` that start with "trace.json".
+        let traces = || -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("trace.json"))
+                .collect();
+            v.sort();
+            v
+        };
         let rows: Vec<(usize, usize)> = crate::report::Timeline::new(&run)
             .map(|(_, ri, i)| (ri, i))
             .collect();
         assert!(rows.len() > 10);
-        // The last row first, then the first: out of order.
-        let mut st = StreamedTrace::create(&path, &run, extent, "gige", u64::MAX).unwrap();
-        assert!(temp.exists() && flows.exists());
-        let row = |st: &mut StreamedTrace, (ri, i): (usize, usize)| {
-            let rk = &run.ranks[ri];
-            st.row(ri, &rk.meta, i as u32, &rk.records[i], &p)
-        };
-        row(&mut st, rows[rows.len() - 1]).unwrap();
-        let e = row(&mut st, rows[0]).unwrap_err();
-        assert!(e.to_string().contains("out of order"), "{e}");
+        let (last, first) = (rows[rows.len() - 1], rows[0]);
         let r0 = &run.ranks[0];
+        let counted = || {
+            let mut c = TraceCount::new(&run, extent);
+            for &(ri, i) in &rows {
+                let rk = &run.ranks[ri];
+                c.row(ri, &rk.meta, i as u32, &rk.records[i], &p).unwrap();
+            }
+            c.plan("gige", u64::MAX)
+        };
+        // The first pass: the last row, then the first (out of order), then a rank
+        // index out of range; nothing written.
+        let mut c = TraceCount::new(&run, extent);
+        let rk = &run.ranks[last.0];
+        c.row(last.0, &rk.meta, last.1 as u32, &rk.records[last.1], &p)
+            .unwrap();
+        let rk = &run.ranks[first.0];
+        let e = c
+            .row(first.0, &rk.meta, first.1 as u32, &rk.records[first.1], &p)
+            .unwrap_err();
+        assert!(e.to_string().contains("out of order"), "{e}");
         assert!(
-            st.row(run.ranks.len(), &r0.meta, 0, &r0.records[0], &p)
+            c.row(run.ranks.len(), &r0.meta, 0, &r0.records[0], &p)
                 .is_err()
         );
-        drop(st);
-        assert!(!temp.exists() && !flows.exists() && !path.exists());
-        // trace.json cannot be created (a directory of that name).
-        std::fs::create_dir(&path).unwrap();
-        let mut st = StreamedTrace::create(&path, &run, extent, "gige", u64::MAX).unwrap();
-        for &ri_i in &rows {
-            row(&mut st, ri_i).unwrap();
+        drop(c);
+        assert_eq!(traces(), Vec::<String>::new());
+        // The second pass, the same faults: trace.json, being written, goes with it.
+        let mut w = counted().create(&path).unwrap();
+        assert_eq!(traces(), ["trace.json"]);
+        let rk = &run.ranks[last.0];
+        w.row(last.0, &rk.meta, last.1 as u32, &rk.records[last.1], &p)
+            .unwrap();
+        let rk = &run.ranks[first.0];
+        let e = w
+            .row(first.0, &rk.meta, first.1 as u32, &rk.records[first.1], &p)
+            .unwrap_err();
+        assert!(e.to_string().contains("out of order"), "{e}");
+        assert!(
+            w.row(run.ranks.len(), &r0.meta, 0, &r0.records[0], &p)
+                .is_err()
+        );
+        drop(w);
+        assert_eq!(traces(), Vec::<String>::new());
+        // A second pass given one row less than the first: its finish fails, the file goes.
+        let mut w = counted().create(&path).unwrap();
+        for &(ri, i) in &rows[1..] {
+            let rk = &run.ranks[ri];
+            w.row(ri, &rk.meta, i as u32, &rk.records[i], &p).unwrap();
         }
-        assert!(st.finish().is_err());
-        assert!(!temp.exists() && !flows.exists());
+        let e = w.finish().unwrap_err();
+        assert!(e.to_string().contains("second pass"), "{e}");
+        assert_eq!(traces(), Vec::<String>::new());
+        // Every row: the file, JSON, with every slice, and nothing beside it.
+        let mut w = counted().create(&path).unwrap();
+        for &(ri, i) in &rows {
+            let rk = &run.ranks[ri];
+            w.row(ri, &rk.meta, i as u32, &rk.records[i], &p).unwrap();
+        }
+        let s = w.finish().unwrap();
+        assert_eq!(traces(), ["trace.json"]);
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let slices = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .count();
+        assert_eq!((slices, s.kept_calls), (rows.len(), rows.len()));
+        std::fs::remove_file(&path).unwrap();
+        // trace.json cannot be created (a directory of that name): an error, the
+        // directory left as it was.
+        std::fs::create_dir(&path).unwrap();
+        assert!(counted().create(&path).is_err());
+        assert!(path.is_dir());
+        assert_eq!(traces(), ["trace.json"]);
         std::fs::remove_dir(&path).unwrap();
         std::fs::remove_dir_all(&dir).ok();
     }
 
     /// By hand on a recorded run (`PMPI_TRACE_RUN=DIR`, a copy: trace.json and its
     /// streamed twin are written there; `PMPI_TRACE_MAX_MB`, default 64): the streamed
-    /// prediction (`predict_stream`) fed to [`StreamedTrace`] from a second read of the
-    /// spools, as `analyze --stream` would, against the batch writer on the loaded run.
+    /// prediction (`predict_stream`) fed to [`TraceCount`] and [`TraceWriter`] from two
+    /// more reads of the spools, as `analyze --stream` would, against the batch writer on
+    /// the loaded run.
     #[test]
     #[ignore]
     fn streamed_trace_of_a_recorded_run() {
@@ -1448,17 +1553,25 @@ mod tests {
                 },
             )
             .unwrap();
-            let mut order = RunOrder::open(&dir).unwrap();
-            let shell = order.loaded_shell(&dir);
+            let shell = RunOrder::open(&dir).unwrap().loaded_shell(&dir);
             let extent = TraceExtent::read(&dir, &shell).unwrap();
             let streamed = dir.join(format!("trace.streamed-{model}.json"));
-            let mut st = StreamedTrace::create(&streamed, &shell, extent, model, cap).unwrap();
+            let mut count = TraceCount::new(&shell, extent);
+            let mut order = RunOrder::open(&dir).unwrap();
             while let Some((_, ri, call)) = order.next_call().unwrap() {
                 let c = preds[&(ri as u32, call.rec)];
-                st.row(ri, &order.metas[ri], call.rec, &call.record, &c)
+                count
+                    .row(ri, &order.metas[ri], call.rec, &call.record, &c)
                     .unwrap();
             }
-            let s = st.finish().unwrap();
+            let mut w = count.plan(model, cap).create(&streamed).unwrap();
+            let mut order = RunOrder::open(&dir).unwrap();
+            while let Some((_, ri, call)) = order.next_call().unwrap() {
+                let c = preds[&(ri as u32, call.rec)];
+                w.row(ri, &order.metas[ri], call.rec, &call.record, &c)
+                    .unwrap();
+            }
+            let s = w.finish().unwrap();
             let run = crate::trace::load_run(&dir).unwrap();
             let pred = predict_run_with(&run, &profile, Some(model), &assume).unwrap();
             let batch = dir.join(format!("trace.batch-{model}.json"));
@@ -1470,9 +1583,9 @@ mod tests {
     }
 
     /// By hand, the streamed writer's own cost on a written run (`PMPI_TRACE_RUN=DIR`):
-    /// the extent's read, a second read in time order and every row written with a
-    /// default prediction (`PMPI_TRACE_ONLY_READ` set: the time-ordered read alone), to
-    /// run under `/usr/bin/time`.
+    /// the extent's read, then two reads in time order, every row counted, then written
+    /// with a default prediction (`PMPI_TRACE_ONLY_READ` set: one time-ordered read
+    /// alone), to run under `/usr/bin/time`.
     #[test]
     #[ignore]
     fn streamed_trace_cost() {
@@ -1494,19 +1607,27 @@ mod tests {
         }
         let extent = TraceExtent::read(&dir, &shell).unwrap();
         let t1 = t0.elapsed();
-        let path = dir.join("trace.cost.json");
-        let mut st =
-            StreamedTrace::create(&path, &shell, extent, "gige", DEFAULT_MAX_MB * 1_000_000)
-                .unwrap();
+        let mut count = TraceCount::new(&shell, extent);
         while let Some((_, ri, call)) = order.next_call().unwrap() {
-            st.row(ri, &order.metas[ri], call.rec, &call.record, &p)
+            count
+                .row(ri, &order.metas[ri], call.rec, &call.record, &p)
                 .unwrap();
             rows += 1;
         }
         let t2 = t0.elapsed();
-        let s = st.finish().unwrap();
+        let path = dir.join("trace.cost.json");
+        let mut w = count
+            .plan("gige", DEFAULT_MAX_MB * 1_000_000)
+            .create(&path)
+            .unwrap();
+        let mut order = RunOrder::open(&dir).unwrap();
+        while let Some((_, ri, call)) = order.next_call().unwrap() {
+            w.row(ri, &order.metas[ri], call.rec, &call.record, &p)
+                .unwrap();
+        }
+        let s = w.finish().unwrap();
         eprintln!(
-            "{rows} rows: extent {t1:.2?}, rows {:.2?}, finish {:.2?}; {s:?}",
+            "{rows} rows: extent {t1:.2?}, counted {:.2?}, written {:.2?}; {s:?}",
             t2 - t1,
             t0.elapsed() - t2
         );

@@ -16,7 +16,7 @@
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
-use super::chrome_trace::{StreamedTrace, TraceExtent};
+use super::chrome_trace::{TraceCount, TraceExtent};
 use super::hotspots::{self, Hotspots};
 use super::netagg::StreamedNet;
 use crate::error::Error;
@@ -25,7 +25,7 @@ use crate::predict::{Assumptions, CallPrediction};
 use crate::profile::Profile;
 use crate::replay::Reason;
 use crate::replay::wait::{Wait, WaitKind};
-use crate::trace::order::RunOrder;
+use crate::trace::order::{Call, RunOrder};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -79,7 +79,19 @@ pub fn write_report_streamed(
         run_len: SORT_RUN,
         e_rel_held: callagg::IN_MEMORY,
     };
-    let r = write_with(dir, &profile, model.as_deref(), &source, &assume, sizes)?;
+    let trace_max_bytes = crate::config::Config::from_env()
+        .0
+        .trace_max_mb
+        .saturating_mul(1_000_000);
+    let r = write_with(
+        dir,
+        &profile,
+        model.as_deref(),
+        &source,
+        &assume,
+        sizes,
+        trace_max_bytes,
+    )?;
     if opts.print_hotspots {
         if opts.brief {
             eprint!("{}", hotspots::brief(&r.hotspots));
@@ -99,7 +111,8 @@ struct Sizes {
     e_rel_held: usize,
 }
 
-/// [`write_report_streamed`] with the profile resolved (`source`: where it came from).
+/// [`write_report_streamed`] with the profile resolved (`source`: where it came from) and
+/// trace.json's cap (`PMPI_PREDICT_TRACE_MAX_MB` in bytes; 0: no trace.json).
 fn write_with(
     dir: &Path,
     profile: &Profile,
@@ -107,6 +120,7 @@ fn write_with(
     source: &str,
     assume: &Assumptions,
     sizes: Sizes,
+    trace_max_bytes: u64,
 ) -> Result<StreamedReport, Error> {
     let run_len = sizes.run_len;
     let mut spill = Spill {
@@ -141,9 +155,8 @@ fn write_with(
     }
     // The last predictions stay in memory: one more source of the merge.
     buf.sort_unstable_by_key(|e| e.0);
-    let mut merge = Merge::open(&spill.files, buf)?;
-    let mut order = RunOrder::open(dir)?;
-    let shell = order.loaded_shell(dir);
+    let mut rows = Rows::open(dir, &spill.files, &buf)?;
+    let shell = rows.order.loaded_shell(dir);
     let mut agg = CallAggregates::new(
         shell.ranks.len(),
         Some((dir.to_path_buf(), sizes.e_rel_held)),
@@ -151,21 +164,14 @@ fn write_with(
     let model_name = crate::predict::penalty_model(profile, model)
         .map_err(Error::Input)?
         .map_or_else(|| "none".to_string(), |m| m.name().to_string());
-    // trace.json: a failure there is one stderr line, never the report's.
-    let trace_max_mb = crate::config::Config::from_env().0.trace_max_mb;
+    // trace.json, in two passes over the rows: this one sizes its windows (nothing
+    // written), one more at the end writes the kept ones (docs/reports.md). A failure
+    // there is one stderr line, never the report's.
     let tj_path = dir.join("trace.json");
     let not_written = |e: Error| eprintln!("pmpi-predict: {e}; {} not written", tj_path.display());
-    let mut tj = if trace_max_mb > 0 {
+    let mut tj = if trace_max_bytes > 0 {
         TraceExtent::read(dir, &shell)
-            .and_then(|extent| {
-                StreamedTrace::create(
-                    &tj_path,
-                    &shell,
-                    extent,
-                    &model_name,
-                    trace_max_mb.saturating_mul(1_000_000),
-                )
-            })
+            .map(|extent| TraceCount::new(&shell, extent))
             .map_err(not_written)
             .ok()
     } else {
@@ -174,29 +180,17 @@ fn write_with(
     let path = dir.join("calls.csv");
     let mut w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut records = 0u64;
-    let lost = |what: String| Error::Internal(format!("streamed calls.csv: {what}"));
-    while let Some((at, ri, call)) = order.next_call()? {
-        let key = (at, ri as u32, call.rec);
-        let Some((k, c)) = merge.next()? else {
-            return Err(lost(format!("no prediction for record {key:?}")));
-        };
-        if k != key {
-            return Err(lost(format!("prediction of {k:?} where {key:?} was due")));
-        }
-        w.row(&order.metas[ri], &call.record, at, &c)?;
-        agg.add(ri, &order.metas[ri], &call.record, &c)?;
+    while let Some((at, ri, call, c)) = rows.next()? {
+        let meta = &rows.order.metas[ri];
+        w.row(meta, &call.record, at, &c)?;
+        agg.add(ri, meta, &call.record, &c)?;
         if let Some(t) = &mut tj
-            && let Err(e) = t.row(ri, &order.metas[ri], call.rec, &call.record, &c)
+            && let Err(e) = t.row(ri, meta, call.rec, &call.record, &c)
         {
             not_written(e);
             tj = None;
         }
         records += 1;
-    }
-    if let Some((k, _)) = merge.next()? {
-        return Err(lost(format!(
-            "prediction of {k:?}, a record not read again"
-        )));
     }
     w.finish()?;
     let figures = agg.finish()?;
@@ -236,9 +230,16 @@ fn write_with(
     });
     if let Some(t) = tj {
         let t = std::cell::RefCell::new(Some(t));
-        super::html::guarded(&tj_path, &|| match t.borrow_mut().take() {
-            Some(t) => t.finish().map(|_| ()),
-            None => Ok(()),
+        super::html::guarded(&tj_path, &|| {
+            let Some(t) = t.borrow_mut().take() else {
+                return Ok(());
+            };
+            let mut w = t.plan(&model_name, trace_max_bytes).create(&tj_path)?;
+            let mut rows = Rows::open(dir, &spill.files, &buf)?;
+            while let Some((_, ri, call, c)) = rows.next()? {
+                w.row(ri, &rows.order.metas[ri], call.rec, &call.record, &c)?;
+            }
+            w.finish().map(|_| ())
         });
     }
     let stats = super::ReportStats {
@@ -256,7 +257,7 @@ fn write_with(
     };
     Ok(StreamedReport {
         records,
-        ranks: order.metas.len(),
+        ranks: shell.ranks.len(),
         complete: shell.complete(),
         spilled_runs: spill.files.len(),
         prediction,
@@ -360,15 +361,15 @@ fn decode(e: &[u8; ENTRY]) -> Option<(Key, CallPrediction)> {
 }
 
 /// A source of the merge: a sorted run on disk, or the last one, in memory.
-enum Source {
+enum Source<'a> {
     File(PathBuf, BufReader<std::fs::File>),
-    Memory(std::vec::IntoIter<(Key, CallPrediction)>),
+    Memory(std::slice::Iter<'a, (Key, CallPrediction)>),
 }
 
-impl Source {
+impl Source<'_> {
     fn next(&mut self) -> Result<Option<(Key, CallPrediction)>, Error> {
         match self {
-            Source::Memory(it) => Ok(it.next()),
+            Source::Memory(it) => Ok(it.next().copied()),
             Source::File(path, r) => {
                 let mut e = [0u8; ENTRY];
                 match r.read_exact(&mut e) {
@@ -383,15 +384,16 @@ impl Source {
     }
 }
 
-/// The k-way merge of the sorted runs: one entry per run held, the least key first.
-struct Merge {
-    sources: Vec<Source>,
+/// The k-way merge of the sorted runs: one entry per run held, the least key first. The
+/// runs are only read, so that they can be merged again (trace.json's second pass).
+struct Merge<'a> {
+    sources: Vec<Source<'a>>,
     heads: Vec<Option<CallPrediction>>,
     heap: BinaryHeap<Reverse<(Key, usize)>>,
 }
 
-impl Merge {
-    fn open(files: &[PathBuf], last: Vec<(Key, CallPrediction)>) -> Result<Merge, Error> {
+impl<'a> Merge<'a> {
+    fn open(files: &[PathBuf], last: &'a [(Key, CallPrediction)]) -> Result<Merge<'a>, Error> {
         let mut sources = Vec::with_capacity(files.len() + 1);
         for f in files {
             let file = std::fs::File::open(f).map_err(|e| Error::read(f, e))?;
@@ -400,7 +402,7 @@ impl Merge {
                 BufReader::with_capacity(READ_BUFFER, file),
             ));
         }
-        sources.push(Source::Memory(last.into_iter()));
+        sources.push(Source::Memory(last.iter()));
         let mut m = Merge {
             heads: vec![None; sources.len()],
             sources,
@@ -430,6 +432,47 @@ impl Merge {
             .expect("a source on the heap has its head");
         self.advance(s)?;
         Ok(Some((k, c)))
+    }
+}
+
+/// The rows in calls.csv's order: the run read again in time order (`RunOrder`) zipped
+/// with the merged predictions, each checked to be its record's.
+struct Rows<'a> {
+    order: RunOrder,
+    merge: Merge<'a>,
+}
+
+impl<'a> Rows<'a> {
+    fn open(
+        dir: &Path,
+        files: &[PathBuf],
+        last: &'a [(Key, CallPrediction)],
+    ) -> Result<Rows<'a>, Error> {
+        Ok(Rows {
+            merge: Merge::open(files, last)?,
+            order: RunOrder::open(dir)?,
+        })
+    }
+
+    /// The next row: entry on rank 0's clock, rank index, call, its prediction.
+    fn next(&mut self) -> Result<Option<(i64, usize, Call, CallPrediction)>, Error> {
+        let lost = |what: String| Error::Internal(format!("streamed calls.csv: {what}"));
+        let Some((at, ri, call)) = self.order.next_call()? else {
+            return match self.merge.next()? {
+                Some((k, _)) => Err(lost(format!(
+                    "prediction of {k:?}, a record not read again"
+                ))),
+                None => Ok(None),
+            };
+        };
+        let key = (at, ri as u32, call.rec);
+        let Some((k, c)) = self.merge.next()? else {
+            return Err(lost(format!("no prediction for record {key:?}")));
+        };
+        if k != key {
+            return Err(lost(format!("prediction of {k:?} where {key:?} was due")));
+        }
+        Ok(Some((at, ri, call, c)))
     }
 }
 
@@ -493,6 +536,11 @@ mod tests {
         let assume = Assumptions::default();
         let (mut rows, mut spilled, mut e_rel_spilled) = (0u64, 0usize, 0usize);
         let (mut lost, mut waited) = (0usize, 0usize);
+        // The batch report's cap.
+        let trace_max_bytes = crate::config::Config::from_env()
+            .0
+            .trace_max_mb
+            .saturating_mul(1_000_000);
         for case in 0..60 {
             crate::testing::write_random_case(&mut rnd, &dir, case, 50, 20);
             for model in ["gige", "none"] {
@@ -530,6 +578,7 @@ mod tests {
                     "builtin-default",
                     &assume,
                     sizes,
+                    trace_max_bytes,
                 )
                 .unwrap();
                 let streamed = read("calls.csv");
