@@ -621,4 +621,131 @@ mod tests {
             "{rows} rows, {spilled} runs, {lost} ranks losing, {waited} waited for, {e_rel_spilled} groups spilled"
         );
     }
+
+    /// The temporary files of a streamed report in `dir`: sorted runs, E_rel values,
+    /// anything beside trace.json.
+    fn temporary(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".sort-") || n.contains(".erel-") || n.contains("trace.json."))
+            .collect()
+    }
+
+    /// Random runs (the test above's, some with sorted runs spilled) with trace.json's cap
+    /// from everything to nothing kept, passed to the streamed report: its trace.json is
+    /// the batch writer's at that cap (`write_trace` on the loaded run and its batch
+    /// prediction) byte for byte, sampled at strides above 1, flows cut, nothing kept;
+    /// and no temporary file stays.
+    #[test]
+    fn the_streamed_trace_is_sampled_as_the_batch_one() {
+        use crate::predict::predict_run_with;
+        use crate::report::chrome_trace::write_trace;
+        let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0002);
+        let dir = std::env::temp_dir().join(format!("pmpi-rowscap-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        let (mut files, mut strided, mut none_kept, mut flows_cut) = (0, 0, 0, 0);
+        for case in 0..16 {
+            crate::testing::write_random_case(&mut rnd, &dir, case, 8, 10);
+            let run = crate::trace::load_run(&dir).unwrap();
+            for model in ["gige", "none"] {
+                let pred = predict_run_with(&run, &profile, Some(model), &assume).unwrap();
+                let path = dir.join("trace.json");
+                let whole = write_trace(&path, &run, &pred, u64::MAX).unwrap();
+                for cap in [u64::MAX, whole.bytes / 3, whole.bytes / 25, 1] {
+                    let batch_stats = write_trace(&path, &run, &pred, cap).unwrap();
+                    let batch = std::fs::read(&path).unwrap();
+                    std::fs::remove_file(&path).unwrap();
+                    let sizes = Sizes {
+                        run_len: [5, 3000][case % 2],
+                        e_rel_held: callagg::IN_MEMORY,
+                    };
+                    write_with(
+                        &dir,
+                        &profile,
+                        Some(model),
+                        "builtin-default",
+                        &assume,
+                        sizes,
+                        cap,
+                    )
+                    .unwrap();
+                    let at = format!("case {case}, {model}, cap {cap}");
+                    assert!(
+                        std::fs::read(&path).unwrap() == batch,
+                        "{at}: trace.json differs"
+                    );
+                    assert_eq!(temporary(&dir), Vec::<String>::new(), "{at}");
+                    files += 1;
+                    strided += usize::from(batch_stats.stride > 1);
+                    none_kept += usize::from(batch_stats.kept_calls == 0);
+                    flows_cut +=
+                        usize::from(batch_stats.flows > 0 && batch_stats.flows < whole.flows);
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        eprintln!(
+            "{files} files, {strided} sampled, {none_kept} with nothing kept, {flows_cut} with flows cut"
+        );
+        assert!(
+            files == 128 && strided > 60 && none_kept > 30 && flows_cut > 15,
+            "{files} files, {strided} sampled, {none_kept} with nothing kept, {flows_cut} with flows cut"
+        );
+    }
+
+    /// A streamed report that fails (calls.csv cannot be created: a directory of that
+    /// name) after its predictions were spilled leaves no temporary file; one whose
+    /// trace.json cannot be written (a directory too) writes the other four files and
+    /// leaves none either.
+    #[test]
+    fn no_temporary_file_stays_on_an_error() {
+        let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0003);
+        let dir = std::env::temp_dir().join(format!("pmpi-rowserr-{}", std::process::id()));
+        crate::testing::write_random_case(&mut rnd, &dir, 1, 50, 1);
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        let sizes = Sizes {
+            run_len: 3,
+            e_rel_held: 3,
+        };
+        let write = |cap: u64| {
+            write_with(
+                &dir,
+                &profile,
+                Some("gige"),
+                "builtin-default",
+                &assume,
+                sizes,
+                cap,
+            )
+        };
+        // Spilled runs and values to select from files, as below.
+        let s = write(u64::MAX).unwrap();
+        assert!(s.spilled_runs > 10 && s.figures.e_rel_spilled > 0, "{s:?}");
+        for f in [
+            "calls.csv",
+            "summary.json",
+            "hotspots.json",
+            "report.html",
+            "trace.json",
+        ] {
+            std::fs::remove_file(dir.join(f)).unwrap();
+        }
+        std::fs::create_dir(dir.join("calls.csv")).unwrap();
+        assert!(write(u64::MAX).is_err());
+        assert_eq!(temporary(&dir), Vec::<String>::new());
+        assert!(!dir.join("trace.json").exists());
+        std::fs::remove_dir(dir.join("calls.csv")).unwrap();
+        std::fs::create_dir(dir.join("trace.json")).unwrap();
+        write(u64::MAX).unwrap();
+        assert_eq!(temporary(&dir), Vec::<String>::new());
+        for f in ["calls.csv", "summary.json", "hotspots.json", "report.html"] {
+            assert!(dir.join(f).is_file(), "{f}");
+        }
+        assert!(dir.join("trace.json").is_dir());
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
