@@ -786,6 +786,9 @@ impl FlowMatch {
     }
 }
 
+/// Told each flow a pass completes: its id, its ends, a buffer to format it in.
+type TellFlow<'a> = dyn FnMut(u64, End, End, &mut Vec<u8>) + 'a;
+
 /// What both passes over the rows hold: where slices go, the flows matched again (told
 /// with their ids, in the order they complete), the window reached.
 struct Pass {
@@ -836,14 +839,7 @@ impl Pass {
 
     /// Record number `rec` of rank index `ri` to the flow matcher; `tell` gets each flow
     /// it completes (id, ends) and a buffer to format it in.
-    fn flows(
-        &mut self,
-        ri: usize,
-        meta: &RankMeta,
-        rec: u32,
-        r: &Record,
-        tell: &mut dyn FnMut(u64, End, End, &mut Vec<u8>),
-    ) {
+    fn flows(&mut self, ri: usize, meta: &RankMeta, rec: u32, r: &Record, tell: &mut TellFlow) {
         let me = self.frame.end(ri, meta, r, rec);
         let (count, buf) = (&mut self.flow_count, &mut self.buf);
         self.flows.row(r, me, &mut |a, b| {
@@ -853,7 +849,7 @@ impl Pass {
     }
 
     /// The end of the rows: the flows left ([`FlowMatch::finish`]).
-    fn finish(&mut self, tell: &mut dyn FnMut(u64, End, End, &mut Vec<u8>)) {
+    fn finish(&mut self, tell: &mut TellFlow) {
         let (count, buf) = (&mut self.flow_count, &mut self.buf);
         self.flows.finish(&mut |a, b| {
             *count += 1;
