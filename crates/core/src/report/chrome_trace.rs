@@ -4,9 +4,10 @@
 //! with the prediction in its args, every matched point-to-point message a flow arrow
 //! from the send to the call that received it, and per node a bandwidth counter.
 //!
-//! The file is streamed; above a size cap whole time windows are kept at a stride (so
-//! what is shown is complete within each window and every flow keeps both ends) and the
-//! sampling is said in `otherData` and on stderr.
+//! The file is written in two passes over the calls in time order, the first counting
+//! (nothing kept per call), the second writing; above a size cap whole time windows are
+//! kept at a stride (so what is shown is complete within each window and every flow keeps
+//! both ends) and the sampling is said in `otherData` and on stderr.
 
 use crate::error::Error;
 use crate::graph;

@@ -12,7 +12,9 @@
 //! of fixed-size entries to a temporary file next to `calls.csv`; at the end a k-way
 //! merge of the runs (one entry and one read buffer per run) gives the predictions in
 //! file order, zipped with a second read of the run in the same order (`RunOrder`, the
-//! reader the replays use), which gives each row its record.
+//! reader the replays use), which gives each row its record. trace.json counts its
+//! windows in that pass and is written in one more over the same rows (the runs merged
+//! again, the run read again), so that none of its slices waits on disk.
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
