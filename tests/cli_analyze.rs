@@ -424,13 +424,7 @@ fn analyze_stream_writes_the_batch_report() {
         let dir = make_run(name, finalized);
         let out = analyze_quiet(&dir);
         assert_eq!(out.status.code(), Some(0));
-        let files = [
-            "calls.csv",
-            "summary.json",
-            "hotspots.json",
-            "report.html",
-            "trace.json",
-        ];
+        let files = pmpi_core::report::REPORT_FILES;
         let batch: Vec<Vec<u8>> = files
             .iter()
             .map(|f| std::fs::read(dir.join(f)).unwrap())

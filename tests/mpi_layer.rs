@@ -383,13 +383,7 @@ fn above_the_batch_size_the_finalize_report_is_streamed() {
         1,
         "{err}"
     );
-    let files = [
-        "calls.csv",
-        "summary.json",
-        "hotspots.json",
-        "report.html",
-        "trace.json",
-    ];
+    let files = pmpi_core::report::REPORT_FILES;
     let streamed: Vec<Vec<u8>> = files
         .iter()
         .map(|f| std::fs::read(out.join(f)).unwrap())

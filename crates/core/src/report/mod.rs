@@ -165,6 +165,15 @@ pub fn banner_finalize(s: &ReportStats, seconds: f64, dir: &Path) -> String {
     text
 }
 
+/// The files of a report, as `analyze` and rank 0 at MPI_Finalize write them.
+pub const REPORT_FILES: [&str; 5] = [
+    "calls.csv",
+    "summary.json",
+    "hotspots.json",
+    "report.html",
+    "trace.json",
+];
+
 /// Columns of `calls.csv`, in order. The first eleven are the stable interface.
 pub const CSV_COLUMNS: &[&str] = &[
     "rank",

@@ -560,13 +560,7 @@ mod tests {
                 let batch_hotspots = json("hotspots.json");
                 let batch_page = page_data(&dir);
                 let batch_trace = read("trace.json");
-                for f in [
-                    "calls.csv",
-                    "summary.json",
-                    "hotspots.json",
-                    "report.html",
-                    "trace.json",
-                ] {
+                for f in crate::report::REPORT_FILES {
                     std::fs::remove_file(dir.join(f)).unwrap();
                 }
                 let sizes = Sizes {
@@ -727,13 +721,7 @@ mod tests {
         // Spilled runs and values to select from files, as below.
         let s = write(u64::MAX).unwrap();
         assert!(s.spilled_runs > 10 && s.figures.e_rel_spilled > 0, "{s:?}");
-        for f in [
-            "calls.csv",
-            "summary.json",
-            "hotspots.json",
-            "report.html",
-            "trace.json",
-        ] {
+        for f in crate::report::REPORT_FILES {
             std::fs::remove_file(dir.join(f)).unwrap();
         }
         std::fs::create_dir(dir.join("calls.csv")).unwrap();
