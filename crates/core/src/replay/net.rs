@@ -140,7 +140,8 @@ pub struct Net<'m> {
     pens: Vec<f64>,
     /// Inter-node flows in flight leaving and entering each node, and how many of these
     /// counts are above 1: while none is, the model's penalties may be known without it
-    /// ([`PenaltyModel::disjoint_penalty`]).
+    /// ([`PenaltyModel::disjoint_penalty`]). Counted only for such a model.
+    disjoint: Option<f64>,
     out_deg: Vec<u32>,
     in_deg: Vec<u32>,
     shared_ports: u32,
@@ -217,6 +218,7 @@ impl<'m> Net<'m> {
             graph: CommGraph::default(),
             graph_slots: Vec::new(),
             pens: Vec::new(),
+            disjoint: model.and_then(|m| m.disjoint_penalty()),
             out_deg: Vec::new(),
             in_deg: Vec::new(),
             shared_ports: 0,
@@ -388,7 +390,9 @@ impl<'m> Net<'m> {
         self.finish = None;
         if !intra {
             self.dirty = true;
-            self.count_ports(src, dst, true);
+            if self.disjoint.is_some() {
+                self.count_ports(src, dst, true);
+            }
         }
         id
     }
@@ -437,7 +441,7 @@ impl<'m> Net<'m> {
                 .filter(|&i| !self.flows[i as usize].intra),
         );
         let valid = |p: f64| if p.is_finite() && p > 0.0 { p } else { 1.0 };
-        match m.disjoint_penalty() {
+        match self.disjoint {
             // No port shared: the model's answer is known without the graph.
             Some(p) if self.shared_ports == 0 => {
                 for &i in &ids {
@@ -653,7 +657,9 @@ impl<'m> Net<'m> {
                 done.push(f.id);
                 if !f.intra {
                     self.dirty = true;
-                    self.count_ports(f.src, f.dst, false);
+                    if self.disjoint.is_some() {
+                        self.count_ports(f.src, f.dst, false);
+                    }
                 }
             } else {
                 let f = &mut self.flows[i as usize];
