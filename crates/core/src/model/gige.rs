@@ -162,6 +162,11 @@ impl PenaltyModel for GigabitEthernet {
             out.push(po.max(pi));
         }
     }
+
+    /// Every degree is 1, so both sides are 1 (`side`'s first branch).
+    fn disjoint_penalty(&self) -> Option<f64> {
+        Some(1.0)
+    }
 }
 
 /// Largest graph [`GigabitEthernet::penalties_into`] counts directly.
@@ -196,6 +201,40 @@ mod tests {
                 want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
                 "{g:?}"
             );
+        }
+    }
+
+    #[test]
+    fn graphs_without_a_shared_port_get_the_disjoint_penalty() {
+        let m = GigabitEthernet::default();
+        let want = m.disjoint_penalty().unwrap();
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut out = Vec::new();
+        for _ in 0..500 {
+            // A permutation of the nodes without fixed points gives arcs of distinct
+            // sources and distinct destinations; keep a random prefix of them.
+            let nodes = rng.u32(2..40);
+            let shift = rng.u32(1..nodes);
+            let mut srcs: Vec<u32> = (0..nodes).collect();
+            rng.shuffle(&mut srcs);
+            let keep = rng.usize(0..=nodes as usize);
+            let g = CommGraph {
+                edges: srcs[..keep]
+                    .iter()
+                    .map(|&src| Edge {
+                        src,
+                        dst: (src + shift) % nodes,
+                        bytes: 1,
+                    })
+                    .collect(),
+            };
+            m.penalties_into(&g, &mut out);
+            assert_eq!(out.len(), keep);
+            assert!(
+                out.iter().all(|p| p.to_bits() == want.to_bits()),
+                "{g:?}: {out:?}"
+            );
+            assert_eq!(m.penalties(&g), out);
         }
     }
 }

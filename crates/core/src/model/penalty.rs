@@ -24,6 +24,14 @@ pub trait PenaltyModel: Send + Sync {
         out.clear();
         out.extend(self.penalties(g));
     }
+
+    /// The penalty the model gives every arc of any graph whose arcs share no source and
+    /// no destination, if it is one value whatever the graph (`None`: ask `penalties`).
+    /// The replay keeps its ports' degrees as flows come and go and skips the model while
+    /// no port is shared, as on a ring exchange.
+    fn disjoint_penalty(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Names accepted by [`penalty_model_by_name`] (the [`ModelName`]s, in order).

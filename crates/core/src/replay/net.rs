@@ -138,6 +138,13 @@ pub struct Net<'m> {
     graph_slots: Vec<u32>,
     /// Scratch: the model's penalties of the current graph.
     pens: Vec<f64>,
+    /// Inter-node flows in flight leaving and entering each node, and how many of these
+    /// counts are above 1: while none is, the model's penalties may be known without it
+    /// ([`PenaltyModel::disjoint_penalty`]). Counted only for such a model.
+    disjoint: Option<f64>,
+    out_deg: Vec<u32>,
+    in_deg: Vec<u32>,
+    shared_ports: u32,
     /// Log the intervals (off for a replay whose network nobody reads).
     logging: bool,
     /// Cluster of each node where clusters share a wide-area link, and how the messages
@@ -211,6 +218,10 @@ impl<'m> Net<'m> {
             graph: CommGraph::default(),
             graph_slots: Vec::new(),
             pens: Vec::new(),
+            disjoint: model.and_then(|m| m.disjoint_penalty()),
+            out_deg: Vec::new(),
+            in_deg: Vec::new(),
+            shared_ports: 0,
             logging: true,
             backbone: None,
             reverse: 1.0,
@@ -379,8 +390,38 @@ impl<'m> Net<'m> {
         self.finish = None;
         if !intra {
             self.dirty = true;
+            if self.disjoint.is_some() {
+                self.count_ports(src, dst, true);
+            }
         }
         id
+    }
+
+    /// Counts an inter-node flow from `src` to `dst` in (`add`) or out of the ports'
+    /// degrees, keeping the number of shared ports.
+    fn count_ports(&mut self, src: u32, dst: u32, add: bool) {
+        let n = src.max(dst) as usize + 1;
+        if self.out_deg.len() < n {
+            self.out_deg.resize(n, 0);
+            self.in_deg.resize(n, 0);
+        }
+        for d in [
+            &mut self.out_deg[src as usize],
+            &mut self.in_deg[dst as usize],
+        ] {
+            // A port is shared while its degree is 2 or more: count the crossings of 1↔2.
+            if add {
+                *d += 1;
+                if *d == 2 {
+                    self.shared_ports += 1;
+                }
+            } else {
+                if *d == 2 {
+                    self.shared_ports -= 1;
+                }
+                *d -= 1;
+            }
+        }
     }
 
     fn refresh(&mut self) {
@@ -391,7 +432,6 @@ impl<'m> Net<'m> {
         let Some(m) = self.model else {
             return;
         };
-        self.graph.edges.clear();
         let mut ids = std::mem::take(&mut self.graph_slots);
         ids.clear();
         ids.extend(
@@ -400,17 +440,29 @@ impl<'m> Net<'m> {
                 .copied()
                 .filter(|&i| !self.flows[i as usize].intra),
         );
-        self.graph.edges.extend(ids.iter().map(|&i| {
-            let f = &self.flows[i as usize];
-            Edge {
-                src: f.src,
-                dst: f.dst,
-                bytes: f.bytes,
+        let valid = |p: f64| if p.is_finite() && p > 0.0 { p } else { 1.0 };
+        match self.disjoint {
+            // No port shared: the model's answer is known without the graph.
+            Some(p) if self.shared_ports == 0 => {
+                for &i in &ids {
+                    self.flows[i as usize].pen = valid(p);
+                }
             }
-        }));
-        m.penalties_into(&self.graph, &mut self.pens);
-        for (&i, &p) in ids.iter().zip(&self.pens) {
-            self.flows[i as usize].pen = if p.is_finite() && p > 0.0 { p } else { 1.0 };
+            _ => {
+                self.graph.edges.clear();
+                self.graph.edges.extend(ids.iter().map(|&i| {
+                    let f = &self.flows[i as usize];
+                    Edge {
+                        src: f.src,
+                        dst: f.dst,
+                        bytes: f.bytes,
+                    }
+                }));
+                m.penalties_into(&self.graph, &mut self.pens);
+                for (&i, &p) in ids.iter().zip(&self.pens) {
+                    self.flows[i as usize].pen = valid(p);
+                }
+            }
         }
         if self.reverse > 1.0 || self.through > 1.0 {
             self.pairs.clear();
@@ -601,10 +653,13 @@ impl<'m> Net<'m> {
             if self.now + left <= t || left <= dt * (1.0 + EPS) + 1e-15 {
                 self.active.swap_remove(k);
                 self.free_slots.push(i);
-                let f = &self.flows[i as usize];
+                let f = self.flows[i as usize];
                 done.push(f.id);
                 if !f.intra {
                     self.dirty = true;
+                    if self.disjoint.is_some() {
+                        self.count_ports(f.src, f.dst, false);
+                    }
                 }
             } else {
                 let f = &mut self.flows[i as usize];
@@ -662,6 +717,76 @@ mod tests {
         let fair = Crossing::fair(2.0);
         assert_eq!(fair.penalty(4, 1), 2.0);
         assert_eq!(fair.penalty(1, 0), 0.5);
+    }
+
+    /// gige without its shortcut: every interval's penalties from the model.
+    struct AlwaysAsk(GigabitEthernet);
+
+    impl PenaltyModel for AlwaysAsk {
+        fn name(&self) -> &str {
+            "gige-always"
+        }
+        fn penalties(&self, g: &CommGraph) -> Vec<f64> {
+            self.0.penalties(g)
+        }
+        fn penalties_into(&self, g: &CommGraph, out: &mut Vec<f64>) {
+            self.0.penalties_into(g, out)
+        }
+    }
+
+    #[test]
+    fn skipping_the_model_while_no_port_is_shared_changes_no_time() {
+        // Random flows among a few nodes, added between finishes, some sharing ports and
+        // some not: the network that skips the model while no port is shared gives every
+        // flow the same end, to the bit, and logs the same intervals and penalties.
+        let gige = GigabitEthernet::default();
+        let always = AlwaysAsk(gige);
+        let mut rng = fastrand::Rng::with_seed(5);
+        let (mut skipped_some, mut shared_some) = (false, false);
+        for _ in 0..300 {
+            let nodes = rng.u32(2..7);
+            let mut fast = Net::new(Some(&gige));
+            let mut slow = Net::new(Some(&always));
+            let (mut ends_fast, mut ends_slow) = (Vec::new(), Vec::new());
+            let mut done = Vec::new();
+            for _ in 0..rng.usize(1..30) {
+                for _ in 0..rng.usize(0..3) {
+                    let src = rng.u32(0..nodes);
+                    let dst = rng.u32(0..nodes);
+                    let tref = rng.f64() + 1e-3;
+                    fast.add(src, dst, 100, tref);
+                    slow.add(src, dst, 100, tref);
+                }
+                fast.refresh();
+                skipped_some |= fast.shared_ports == 0 && fast.active.len() > 1;
+                shared_some |= fast.shared_ports > 0;
+                let t = fast.next_finish();
+                assert_eq!(t.to_bits(), slow.next_finish().to_bits());
+                if t.is_finite() {
+                    fast.advance(t, &mut done);
+                    ends_fast.extend(done.iter().map(|&i| (i, t.to_bits())));
+                    slow.advance(t, &mut done);
+                    ends_slow.extend(done.iter().map(|&i| (i, t.to_bits())));
+                }
+            }
+            ends_fast.extend(
+                run_all(&mut fast)
+                    .into_iter()
+                    .map(|(i, t)| (i, t.to_bits())),
+            );
+            ends_slow.extend(
+                run_all(&mut slow)
+                    .into_iter()
+                    .map(|(i, t)| (i, t.to_bits())),
+            );
+            assert_eq!(ends_fast, ends_slow);
+            assert_eq!(fast.log.intervals, slow.log.intervals);
+            assert_eq!(fast.log.arcs, slow.log.arcs);
+            // Everything finished: no port counted any more.
+            assert_eq!(fast.shared_ports, 0);
+            assert!(fast.out_deg.iter().chain(&fast.in_deg).all(|&d| d == 0));
+        }
+        assert!(skipped_some && shared_some);
     }
 
     #[test]
