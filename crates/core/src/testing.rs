@@ -69,15 +69,31 @@ pub(crate) fn write_random_case(
     long_from: usize,
     scale: u64,
 ) -> RunTrace {
+    let run = random_case(rnd, case, long_from, scale);
+    write_case(dir, case, &run);
+    run
+}
+
+/// The run of [`write_random_case`], not written yet (a test may change its calls first).
+pub(crate) fn random_case(
+    rnd: &mut impl FnMut(u64) -> u64,
+    case: usize,
+    long_from: usize,
+    scale: u64,
+) -> RunTrace {
     let mut run = random_run_of(rnd, if case < long_from { 1 } else { scale });
     if case % 2 == 1 {
         offset_clocks(&mut run, rnd);
     }
-    write_run(dir, &run);
+    run
+}
+
+/// Writes case `case`'s run to `dir` as [`write_random_case`] does.
+pub(crate) fn write_case(dir: &std::path::Path, case: usize, run: &RunTrace) {
+    write_run(dir, run);
     if case % 10 == 3 {
         std::fs::remove_file(crate::trace::spool_path(dir, 1)).unwrap();
     }
-    run
 }
 
 /// Gives every rank of `run` a clock offset within ±2 µs, so that its ranks are read in

@@ -384,12 +384,24 @@ pub fn coll_cost_under(
     inst: &Instance,
     cond: &Conditions,
 ) -> CollCost {
+    let ranks = inst.members.iter().map(|&g| plan.rank_of(g));
+    coll_cost_of_ranks(profile, assume, inst, ranks, cond)
+}
+
+/// [`coll_cost_under`] of an instance whose members' WORLD ranks are `ranks` (the batch
+/// path's from its plan, the streamed one's from its window).
+pub(crate) fn coll_cost_of_ranks(
+    profile: &Profile,
+    assume: &Assumptions,
+    inst: &Instance,
+    ranks: impl Iterator<Item = i32>,
+    cond: &Conditions,
+) -> CollCost {
     let Some(cl) = &cond.clusters else {
         return coll_cost(profile, assume, inst);
     };
     let mut per: std::collections::BTreeMap<u32, u64> = Default::default();
-    for &g in &inst.members {
-        let rank = plan.rank_of(g);
+    for rank in ranks {
         if let Some(n) = cond.placement.node(rank) {
             *per.entry(cl.of(n)).or_default() += 1;
         }

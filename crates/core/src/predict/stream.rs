@@ -3,9 +3,13 @@
 //! ([`replay_windows`]), each record's [`CallPrediction`] handed over once both have
 //! finished it (docs/engine.md, "Both replays over one read").
 
-use super::{Assumptions, CallPrediction, CollOp, coll_cost, penalty_model};
+use super::{
+    AlltoallAlgo, Assumptions, CallPrediction, CollOp, Conditions, coll_cost_of_ranks,
+    penalty_model,
+};
 use crate::error::Error;
 use crate::graph::NodePair;
+use crate::model::PenaltyModel;
 use crate::profile::Profile;
 use crate::replay::net::{InFlight, NetSink};
 use crate::replay::window::{Finished, Side, Stats, replay_windows};
@@ -85,13 +89,56 @@ pub fn predict_stream_with(
 ) -> Result<StreamStats, Error> {
     let model = penalty_model(profile, model_override).map_err(Error::Input)?;
     let order = RunOrder::open(dir)?;
-    // The placement and protocol of the loaded run, from the metadata alone.
-    let shell = order.shell();
+    // The recorded placement, from the metadata alone, and no clusters: as
+    // `predict_run_with`.
+    let cond = Conditions {
+        placement: Placement::from_run(&order.shell()),
+        clusters: None,
+        alltoall: AlltoallAlgo::Direct,
+    };
+    stream_under(order, profile, model, assume, &cond, out, net)
+}
+
+/// The what-if replay in bounded memory: predicts the run in `dir` under `cond` (another
+/// placement, clusters joined by a wide-area link, the all-to-all algorithm across them)
+/// as [`super::predict_run_under`] does on the run loaded whole (the same
+/// [`CallPrediction`] for every record and the same makespans, to the bit), handing each
+/// record to `out` and telling `net` as [`predict_stream_with`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn predict_stream_under(
+    dir: &std::path::Path,
+    profile: &Profile,
+    model_override: Option<&str>,
+    assume: &Assumptions,
+    cond: &Conditions,
+    out: &mut dyn FnMut(u32, u32, i64, CallPrediction),
+    net: Option<&mut dyn StreamNet>,
+) -> Result<StreamStats, Error> {
+    let model = penalty_model(profile, model_override).map_err(Error::Input)?;
+    let order = RunOrder::open(dir)?;
+    stream_under(order, profile, model, assume, cond, out, net)
+}
+
+/// Both replays of the run `order` reads under `cond` ([`predict_stream_under`]).
+#[allow(clippy::too_many_arguments)]
+fn stream_under(
+    order: RunOrder,
+    profile: &Profile,
+    model: Option<Box<dyn PenaltyModel>>,
+    assume: &Assumptions,
+    cond: &Conditions,
+    out: &mut dyn FnMut(u32, u32, i64, CallPrediction),
+    net: Option<&mut dyn StreamNet>,
+) -> Result<StreamStats, Error> {
+    // The protocol of the recorded library, from the metadata alone; the nodes, the
+    // paths' parameters and the collectives' costs of the conditions, as `predict_plan`.
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = Protocol::for_library_with(library, Some(profile));
-    let placement = Placement::from_run(&shell);
-    let p2p = P2p::from_profile(profile, None);
-    let cost = |i: &crate::replay::Instance| coll_cost(profile, assume, i);
+    let placement = &cond.placement;
+    let p2p = P2p::from_profile(profile, cond.clusters.clone());
+    let cost = |i: &crate::replay::Instance, ranks: &[i32]| {
+        coll_cost_of_ranks(profile, assume, i, ranks.iter().copied(), cond)
+    };
     let stats = RefCell::new(StreamStats::default());
     // Records one replay finished and the other not yet: the contention-free durations
     // (the faster replay's, most of them) apart from the figures, so that the map most
@@ -158,7 +205,7 @@ pub fn predict_stream_with(
             collectives: None,
         });
     }
-    let replays = replay_windows(order, &placement, protocol, &p2p, &cost, sides)?;
+    let replays = replay_windows(order, placement, protocol, &p2p, &cost, sides)?;
     let mut stats = stats.into_inner();
     stats.replays = replays;
     stats.makespan = makespan;
@@ -175,7 +222,7 @@ pub fn predict_stream_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predict::{Wait, predict_run_with};
+    use crate::predict::{RunPrediction, Wait, predict_run_with};
     use crate::testing::write_run;
 
     /// Two figures are the same when their bits are (any NaN is the same as any NaN).
@@ -200,6 +247,53 @@ mod tests {
             && a.reason == b.reason
     }
 
+    /// What [`check_stream`] saw: records, those with a wait, with contention, forced.
+    #[derive(Default)]
+    struct Seen {
+        records: usize,
+        waited: usize,
+        contended: usize,
+        forced: usize,
+    }
+
+    /// Runs `stream` (a streamed prediction handing its records to the sink it is given)
+    /// and asserts that every record is handed over once with `batch`'s prediction, and
+    /// that the makespans are `batch`'s, to the bit.
+    fn check_stream(
+        batch: &RunPrediction,
+        at: &str,
+        seen: &mut Seen,
+        stream: impl FnOnce(&mut dyn FnMut(u32, u32, i64, CallPrediction)) -> StreamStats,
+    ) {
+        let mut got: Vec<Vec<Option<CallPrediction>>> =
+            batch.calls.iter().map(|r| vec![None; r.len()]).collect();
+        let stats = stream(&mut |ri, rec, _, c| {
+            let slot = &mut got[ri as usize][rec as usize];
+            assert!(slot.is_none(), "{at}: ({ri}, {rec}) twice");
+            *slot = Some(c);
+        });
+        for (a, b) in [
+            (stats.makespan, batch.makespan),
+            (stats.makespan_free, batch.makespan_free),
+            (stats.makespan_measured, batch.makespan_measured),
+        ] {
+            assert!(same(a, b), "{at}: makespans {stats:?}");
+        }
+        for (ri, (want, got)) in batch.calls.iter().zip(&got).enumerate() {
+            for (rec, (w, g)) in want.iter().zip(got).enumerate() {
+                let g = g.unwrap_or_else(|| panic!("{at}, record ({ri}, {rec}): never predicted"));
+                assert!(
+                    same_prediction(w, &g),
+                    "{at}, record ({ri}, {rec}):\n batch  {w:?}\n stream {g:?}"
+                );
+                seen.records += 1;
+                seen.waited += usize::from(w.wait.seconds > 0.0 || w.measured_wait.seconds > 0.0);
+                seen.contended += usize::from(w.contention > 0.0);
+                seen.forced += usize::from(w.reason == crate::replay::Reason::Unresolved);
+            }
+        }
+    }
+
     /// Random runs (point-to-point calls of every kind, waits, probes, two threads,
     /// collectives from random roots, nonblocking barriers; some with clock offsets, some
     /// long, some with a rank's spool lost), written to spools and predicted as they are read back: every record's
@@ -214,7 +308,7 @@ mod tests {
         let builtin = Profile::builtin_default();
         let calibrated = crate::testing::calibrated_profile();
         let assume = Assumptions::default();
-        let (mut records, mut waited, mut contended, mut forced) = (0usize, 0usize, 0usize, 0usize);
+        let mut seen = Seen::default();
         for case in 0..240 {
             crate::testing::write_random_case(&mut rnd, &dir, case, 220, 30);
             let loaded = crate::trace::load_run(&dir).unwrap();
@@ -224,46 +318,171 @@ mod tests {
                 (&builtin, "none"),
             ] {
                 let batch = predict_run_with(&loaded, profile, Some(model), &assume).unwrap();
-                let mut got: Vec<Vec<Option<CallPrediction>>> =
-                    batch.calls.iter().map(|r| vec![None; r.len()]).collect();
-                let stats =
-                    predict_stream(&dir, profile, Some(model), &assume, &mut |ri, rec, _, c| {
-                        let slot = &mut got[ri as usize][rec as usize];
-                        assert!(slot.is_none(), "case {case}: ({ri}, {rec}) twice");
-                        *slot = Some(c);
-                    })
-                    .unwrap();
-                for (a, b) in [
-                    (stats.makespan, batch.makespan),
-                    (stats.makespan_free, batch.makespan_free),
-                    (stats.makespan_measured, batch.makespan_measured),
-                ] {
-                    assert!(same(a, b), "case {case}, {model}: makespans {stats:?}");
+                let at = format!("case {case}, {model}, reverse {}", profile.penalty.reverse);
+                check_stream(&batch, &at, &mut seen, |out| {
+                    predict_stream(&dir, profile, Some(model), &assume, out).unwrap()
+                });
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        let Seen {
+            records,
+            waited,
+            contended,
+            forced,
+        } = seen;
+        assert!(
+            records > 10_000 && waited > 1_000 && contended > 100 && forced > 1_000,
+            "{records} records, {waited} waited, {contended} contended, {forced} forced"
+        );
+    }
+
+    /// A random placement of `world` ranks (rrn, rrp or shuffled, on fewer nodes than
+    /// ranks, as many, or more) and, every other time where it has two nodes or more, two
+    /// clusters (its first nodes and the others) joined by a slow wide-area link: shared
+    /// equally, on a faster backbone, or with measured crossing penalties.
+    fn random_conditions(rnd: &mut impl FnMut(u64) -> u64, world: usize) -> Conditions {
+        use crate::replay::whatif::{PlacementSpec, parse_clusters, place};
+        let spec = match rnd(3) {
+            0 => PlacementSpec::Rrn,
+            1 => PlacementSpec::Rrp,
+            _ => PlacementSpec::Random(rnd(1000)),
+        };
+        let nodes = 1 + rnd(world as u64 + 1) as usize;
+        let cores = world.div_ceil(nodes).max(1);
+        let placement = place(&spec, world, nodes, cores).unwrap();
+        let clusters = (placement.nodes() >= 2 && rnd(2) == 0).then(|| {
+            let cut = 1 + rnd(placement.nodes() as u64 - 1) as usize;
+            let names = |ns: &[String]| {
+                ns.iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let wan = match rnd(3) {
+                0 => "",
+                1 => r#", "backbone_beta": 2.5e-8"#,
+                _ => r#", "crossing": {"bytes": 65536, "one_way": [1.0, 1.8, 2.9], "both_ways": [1.2, 2.5]}"#,
+            };
+            let spec = format!(
+                r#"{{"clusters": {{"A": [{}], "B": [{}]}}, "wan": {{"alpha": 0.002, "beta": 1e-7{wan}}}}}"#,
+                names(&placement.names[..cut]),
+                names(&placement.names[cut..]),
+            );
+            parse_clusters(&spec, &placement).unwrap()
+        });
+        let alltoall = if rnd(2) == 0 {
+            AlltoallAlgo::Direct
+        } else {
+            AlltoallAlgo::LocalGroup
+        };
+        Conditions {
+            placement,
+            clusters,
+            alltoall,
+        }
+    }
+
+    /// The what-if replay streamed: random runs (as above, every other one with its
+    /// barriers as all-to-alls of 64 KiB, the collective the clusters' all-to-all
+    /// algorithm times) under random placements, with and without two clusters, the
+    /// direct and the Local Group all-to-all: every record's prediction and the makespans
+    /// are `predict_run_under`'s of the loaded run under the same conditions, to the bit,
+    /// under `gige` (built-in and calibrated profiles) and without a model. The conditions
+    /// change the predictions (against the recorded placement), and the algorithm the
+    /// predictions of runs whose all-to-alls cross the clusters.
+    #[test]
+    fn the_streamed_what_if_prediction_is_the_batch_one() {
+        use crate::predict::predict_run_under;
+        let mut rnd = crate::testing::xorshift(0x51de_c0de_2026_1126);
+        let dir = std::env::temp_dir().join(format!("pmpi-stream-whatif-{}", std::process::id()));
+        let builtin = Profile::builtin_default();
+        let calibrated = crate::testing::calibrated_profile();
+        let assume = Assumptions::default();
+        let mut seen = Seen::default();
+        // Cases with clusters, with Local Group; records whose prediction the conditions
+        // moved; records whose prediction the all-to-all algorithm changed.
+        let (mut clustered, mut local_group, mut moved, mut by_algo) = (0, 0, 0usize, 0usize);
+        for case in 0..160 {
+            let mut run = crate::testing::random_case(&mut rnd, case, 150, 20);
+            if case % 2 == 0 {
+                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
+                    if r.call == crate::trace::call::MPI_Barrier {
+                        r.call = crate::trace::call::MPI_Alltoall;
+                        r.bytes_send = 65536 * u64::from(r.comm_size);
+                        r.bytes_recv = r.bytes_send;
+                    }
                 }
-                for (ri, (want, got)) in batch.calls.iter().zip(&got).enumerate() {
-                    for (rec, (w, g)) in want.iter().zip(got).enumerate() {
-                        let at = format!(
-                            "case {case}, {model}, reverse {}, record ({ri}, {rec})",
-                            profile.penalty.reverse
-                        );
-                        let g = g.unwrap_or_else(|| panic!("{at}: never predicted"));
-                        assert!(
-                            same_prediction(w, &g),
-                            "{at}:\n batch  {w:?}\n stream {g:?}"
-                        );
-                        records += 1;
-                        waited +=
-                            usize::from(w.wait.seconds > 0.0 || w.measured_wait.seconds > 0.0);
-                        contended += usize::from(w.contention > 0.0);
-                        forced += usize::from(w.reason == crate::replay::Reason::Unresolved);
+            }
+            crate::testing::write_case(&dir, case, &run);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            let world = Placement::from_run(&loaded).node_of_rank.len();
+            let cond = random_conditions(&mut rnd, world);
+            clustered += usize::from(cond.clusters.is_some());
+            local_group += usize::from(cond.alltoall == AlltoallAlgo::LocalGroup);
+            for (profile, model) in [
+                (&builtin, "gige"),
+                (&calibrated, "gige"),
+                (&builtin, "none"),
+            ] {
+                let batch =
+                    predict_run_under(&loaded, profile, Some(model), &assume, &cond).unwrap();
+                let at = format!(
+                    "case {case}, {model}, reverse {}, {:?} {} clusters {:?} {}",
+                    profile.penalty.reverse,
+                    cond.placement.node_of_rank,
+                    cond.placement.nodes(),
+                    cond.clusters.as_ref().map(|c| &c.cluster_of_node),
+                    cond.alltoall,
+                );
+                check_stream(&batch, &at, &mut seen, |out| {
+                    predict_stream_under(&dir, profile, Some(model), &assume, &cond, out, None)
+                        .unwrap()
+                });
+                if std::ptr::eq(profile, &builtin) && model == "gige" {
+                    let differ = |other: &RunPrediction| {
+                        batch
+                            .calls
+                            .iter()
+                            .flatten()
+                            .zip(other.calls.iter().flatten())
+                            .filter(|(a, b)| !same_prediction(a, b))
+                            .count()
+                    };
+                    let recorded = predict_run_with(&loaded, profile, Some(model), &assume);
+                    moved += differ(&recorded.unwrap());
+                    if cond.clusters.is_some() {
+                        let other = Conditions {
+                            alltoall: match cond.alltoall {
+                                AlltoallAlgo::Direct => AlltoallAlgo::LocalGroup,
+                                AlltoallAlgo::LocalGroup => AlltoallAlgo::Direct,
+                            },
+                            ..cond.clone()
+                        };
+                        let o = predict_run_under(&loaded, profile, Some(model), &assume, &other);
+                        by_algo += differ(&o.unwrap());
                     }
                 }
             }
         }
         std::fs::remove_dir_all(&dir).ok();
+        let Seen {
+            records,
+            waited,
+            contended,
+            forced,
+        } = seen;
         assert!(
-            records > 10_000 && waited > 1_000 && contended > 100 && forced > 1_000,
-            "{records} records, {waited} waited, {contended} contended, {forced} forced"
+            records > 10_000
+                && waited > 1_000
+                && contended > 100
+                && forced > 1_000
+                && clustered > 40
+                && local_group > 40
+                && moved > 1_000
+                && by_algo > 10,
+            "{records} records, {waited} waited, {contended} contended, {forced} forced, \
+             {clustered} clustered, {local_group} local group, {moved} moved, {by_algo} by algorithm"
         );
     }
 

@@ -99,8 +99,13 @@ pub fn replay_window(
         net: None,
         collectives: None,
     };
-    Ok(replay_windows(order, placement, protocol, p2p, cost, vec![side])?[0])
+    let cost = |i: &Instance, _: &[i32]| cost(i);
+    Ok(replay_windows(order, placement, protocol, p2p, &cost, vec![side])?[0])
 }
+
+/// The time of a collective operation, from its [`Instance`] and its members' WORLD ranks
+/// in member order (the instance's `members` are the window's slots, not global ids).
+pub type CostFn<'a> = &'a dyn Fn(&Instance, &[i32]) -> CollCost;
 
 /// One of the replays [`replay_windows`] runs over one read of the run.
 pub struct Side<'a> {
@@ -154,7 +159,7 @@ pub fn replay_windows(
     placement: &Placement,
     protocol: super::Protocol,
     p2p: &P2p,
-    cost: &dyn Fn(&Instance) -> CollCost,
+    cost: CostFn,
     sides: Vec<Side>,
 ) -> Result<Vec<Stats>, Error> {
     let n = sides.len();
@@ -544,7 +549,7 @@ struct Window<'a> {
     side: usize,
     figures: bool,
     world_ranks: Vec<i32>,
-    cost: &'a dyn Fn(&Instance) -> CollCost,
+    cost: CostFn<'a>,
     finished: &'a mut dyn FnMut(Finished),
     err: Option<Error>,
     eof: bool,
@@ -603,7 +608,7 @@ impl<'a> Window<'a> {
     fn new(
         reader: Rc<RefCell<Reader>>,
         side: usize,
-        cost: &'a dyn Fn(&Instance) -> CollCost,
+        cost: CostFn<'a>,
         figures: bool,
         finished: &'a mut dyn FnMut(Finished),
     ) -> Window<'a> {
@@ -1049,19 +1054,21 @@ impl<'a> Window<'a> {
                     multi_node,
                     max_per_node,
                 };
-                let cost = (self.cost)(&instance);
                 let recs = &self.recs;
                 let world = &self.world_ranks;
                 let slot = &mut self.insts[i as usize];
                 let at = |k: usize| &recs[instance.members[k] as usize];
                 let count = instance.members.len();
+                // The members' WORLD ranks first: the cost under other conditions counts
+                // them by cluster.
+                slot.ranks.clear();
+                slot.ranks
+                    .extend((0..count).map(|k| world[at(k).id.0 as usize]));
+                let cost = (self.cost)(&instance, &slot.ranks);
                 slot.starts.clear();
                 slot.starts.resize(count, f64::NAN);
                 slot.m_starts.clear();
                 slot.m_starts.extend((0..count).map(|k| at(k).m_start));
-                slot.ranks.clear();
-                slot.ranks
-                    .extend((0..count).map(|k| world[at(k).id.0 as usize]));
                 let m_starts = &slot.m_starts;
                 slot.m_entries = entry_order(count, root, |k| m_starts[k]);
                 slot.entries = None;
