@@ -327,3 +327,52 @@ pub(crate) fn ring_run(n: i32, per_rank: u64) -> RunTrace {
             .collect(),
     }
 }
+
+/// A random placement of `world` ranks (rrn, rrp or shuffled, on fewer nodes than
+/// ranks, as many, or more) and, every other time where it has two nodes or more, two
+/// clusters (its first nodes and the others) joined by a slow wide-area link: shared
+/// equally, on a faster backbone, or with measured crossing penalties.
+pub(crate) fn random_conditions(
+    rnd: &mut impl FnMut(u64) -> u64,
+    world: usize,
+) -> crate::predict::Conditions {
+    use crate::replay::whatif::{PlacementSpec, parse_clusters, place};
+    let spec = match rnd(3) {
+        0 => PlacementSpec::Rrn,
+        1 => PlacementSpec::Rrp,
+        _ => PlacementSpec::Random(rnd(1000)),
+    };
+    let nodes = 1 + rnd(world as u64 + 1) as usize;
+    let cores = world.div_ceil(nodes).max(1);
+    let placement = place(&spec, world, nodes, cores).unwrap();
+    let clusters = (placement.nodes() >= 2 && rnd(2) == 0).then(|| {
+        let cut = 1 + rnd(placement.nodes() as u64 - 1) as usize;
+        let names = |ns: &[String]| {
+            ns.iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let wan = match rnd(3) {
+            0 => "",
+            1 => r#", "backbone_beta": 2.5e-8"#,
+            _ => r#", "crossing": {"bytes": 65536, "one_way": [1.0, 1.8, 2.9], "both_ways": [1.2, 2.5]}"#,
+        };
+        let spec = format!(
+            r#"{{"clusters": {{"A": [{}], "B": [{}]}}, "wan": {{"alpha": 0.002, "beta": 1e-7{wan}}}}}"#,
+            names(&placement.names[..cut]),
+            names(&placement.names[cut..]),
+        );
+        parse_clusters(&spec, &placement).unwrap()
+    });
+    let alltoall = if rnd(2) == 0 {
+        crate::predict::AlltoallAlgo::Direct
+    } else {
+        crate::predict::AlltoallAlgo::LocalGroup
+    };
+    crate::predict::Conditions {
+        placement,
+        clusters,
+        alltoall,
+    }
+}

@@ -337,52 +337,6 @@ mod tests {
         );
     }
 
-    /// A random placement of `world` ranks (rrn, rrp or shuffled, on fewer nodes than
-    /// ranks, as many, or more) and, every other time where it has two nodes or more, two
-    /// clusters (its first nodes and the others) joined by a slow wide-area link: shared
-    /// equally, on a faster backbone, or with measured crossing penalties.
-    fn random_conditions(rnd: &mut impl FnMut(u64) -> u64, world: usize) -> Conditions {
-        use crate::replay::whatif::{PlacementSpec, parse_clusters, place};
-        let spec = match rnd(3) {
-            0 => PlacementSpec::Rrn,
-            1 => PlacementSpec::Rrp,
-            _ => PlacementSpec::Random(rnd(1000)),
-        };
-        let nodes = 1 + rnd(world as u64 + 1) as usize;
-        let cores = world.div_ceil(nodes).max(1);
-        let placement = place(&spec, world, nodes, cores).unwrap();
-        let clusters = (placement.nodes() >= 2 && rnd(2) == 0).then(|| {
-            let cut = 1 + rnd(placement.nodes() as u64 - 1) as usize;
-            let names = |ns: &[String]| {
-                ns.iter()
-                    .map(|n| format!("{n:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let wan = match rnd(3) {
-                0 => "",
-                1 => r#", "backbone_beta": 2.5e-8"#,
-                _ => r#", "crossing": {"bytes": 65536, "one_way": [1.0, 1.8, 2.9], "both_ways": [1.2, 2.5]}"#,
-            };
-            let spec = format!(
-                r#"{{"clusters": {{"A": [{}], "B": [{}]}}, "wan": {{"alpha": 0.002, "beta": 1e-7{wan}}}}}"#,
-                names(&placement.names[..cut]),
-                names(&placement.names[cut..]),
-            );
-            parse_clusters(&spec, &placement).unwrap()
-        });
-        let alltoall = if rnd(2) == 0 {
-            AlltoallAlgo::Direct
-        } else {
-            AlltoallAlgo::LocalGroup
-        };
-        Conditions {
-            placement,
-            clusters,
-            alltoall,
-        }
-    }
-
     /// The what-if replay streamed: random runs (as above, every other one with its
     /// barriers as all-to-alls of 64 KiB, the collective the clusters' all-to-all
     /// algorithm times) under random placements, with and without two clusters, the
@@ -417,7 +371,7 @@ mod tests {
             crate::testing::write_case(&dir, case, &run);
             let loaded = crate::trace::load_run(&dir).unwrap();
             let world = Placement::from_run(&loaded).node_of_rank.len();
-            let cond = random_conditions(&mut rnd, world);
+            let cond = crate::testing::random_conditions(&mut rnd, world);
             clustered += usize::from(cond.clusters.is_some());
             local_group += usize::from(cond.alltoall == AlltoallAlgo::LocalGroup);
             for (profile, model) in [

@@ -848,6 +848,97 @@ mod tests {
         }
     }
 
+    /// What [`check_streamed`] saw: intervals, those with graph errors, ranked with
+    /// excess bytes, the most graphs held; collective operations, those with inter-node
+    /// pairs, with contention, ranked in the top.
+    #[derive(Default)]
+    struct Counts {
+        intervals: usize,
+        graphs: u64,
+        excess: usize,
+        most_held: usize,
+        ops: usize,
+        inter_ops: usize,
+        contended: usize,
+        ranked: usize,
+    }
+
+    /// Runs `stream` (a streamed prediction of `run` telling the [`Told`] it is given) and
+    /// asserts that it tells each collective operation of `pred` (the batch prediction
+    /// under the same conditions) once, the same to the bit, and that its network
+    /// figures are `pred`'s through the accumulators.
+    fn check_streamed(
+        run: &RunTrace,
+        pred: &RunPrediction,
+        at: &str,
+        c: &mut Counts,
+        stream: impl FnOnce(&mut Told),
+    ) {
+        check_batch(run, pred, at);
+        let want = batch(run, pred);
+        let mut told = Told {
+            net: StreamedNet::new(pred.placement.nodes(), 10),
+            ops: Vec::new(),
+        };
+        stream(&mut told);
+        // Each operation once, as the batch has it (by first member).
+        let mut streamed: HashMap<(u32, u32), _> = HashMap::new();
+        for (op, pairs) in told.ops {
+            let first = op.first;
+            assert!(
+                streamed.insert(first, (op, pairs)).is_none(),
+                "{at}: {first:?} twice"
+            );
+        }
+        assert_eq!(streamed.len(), pred.collectives.len(), "{at}");
+        for (i, op) in pred.collectives.iter().enumerate() {
+            let pairs = pred.coll_traffic.of(i);
+            let got = streamed.get(&op.first).map(|(o, p)| (o, p.as_slice()));
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{:?}", Some((op, pairs))),
+                "{at}: operation {i}"
+            );
+            c.ops += 1;
+            c.inter_ops += usize::from(pairs.iter().any(|p| p.0 != p.1));
+            c.contended += usize::from(op.contention_s > 0.0);
+        }
+        let sink = told.net;
+        assert_eq!(sink.agg.graphs.held(), 0, "{at}");
+        c.most_held = c.most_held.max(sink.agg.graphs.most_held);
+        let got = sink.agg.finish(&pred.placement.names);
+        assert!(
+            same(&got, &want),
+            "{at}:\n stream {got:?}\n batch  {want:?}"
+        );
+        c.intervals += pred.sim.intervals.len();
+        c.graphs += got.graphs["intervals"].as_u64().unwrap();
+        c.excess += got
+            .intervals
+            .iter()
+            .filter(|i| i.excess_bytes > 0.0)
+            .count();
+        c.ranked += got
+            .intervals
+            .iter()
+            .filter(|i| i.operation.is_some())
+            .count();
+    }
+
+    /// The profiles and models the network tests predict under: `gige` with the built-in
+    /// profile and a calibrated profile's factors (γ = 2: the all-to-all's model adds to
+    /// its contention-free time), and no model.
+    fn profiles() -> [(Profile, &'static str); 3] {
+        let mut calibrated = crate::testing::calibrated_profile();
+        calibrated.alltoall_gamma =
+            crate::model::alltoall::GammaTable(vec![(1, 2.0), (1 << 22, 2.0)]);
+        [
+            (Profile::builtin_default(), "gige"),
+            (calibrated, "gige"),
+            (Profile::builtin_default(), "none"),
+        ]
+    }
+
     /// Random runs written to spools (clock offsets, some long, some with a rank's spool
     /// lost; collectives from random roots, nonblocking barriers), under `gige` with the
     /// built-in profile and a calibrated profile's factors and without a model: the
@@ -860,14 +951,8 @@ mod tests {
     fn the_streamed_network_figures_are_the_batch_ones() {
         let mut rnd = crate::testing::xorshift(0x5eed_0f4e_7a66);
         let dir = std::env::temp_dir().join(format!("pmpi-netagg-{}", std::process::id()));
-        let builtin = Profile::builtin_default();
-        let mut calibrated = crate::testing::calibrated_profile();
-        calibrated.alltoall_gamma =
-            crate::model::alltoall::GammaTable(vec![(1, 2.0), (1 << 22, 2.0)]);
         let assume = Assumptions::default();
-        let (mut intervals, mut graphs, mut excess, mut most_held) = (0usize, 0u64, 0usize, 0);
-        // Operations, those with inter-node pairs, with contention, ranked in the top.
-        let (mut ops, mut inter_ops, mut contended, mut ranked) = (0usize, 0, 0, 0);
+        let mut c = Counts::default();
         for case in 0..80 {
             let mut run = crate::testing::write_random_case(&mut rnd, &dir, case, 70, 20);
             // Every other case with its all-reduces as all-to-alls, the one collective whose
@@ -882,74 +967,33 @@ mod tests {
                 crate::testing::write_run(&dir, &run);
             }
             let loaded = crate::trace::load_run(&dir).unwrap();
-            for (profile, model) in [
-                (&builtin, "gige"),
-                (&calibrated, "gige"),
-                (&builtin, "none"),
-            ] {
+            for (profile, model) in &profiles() {
                 let at = format!("case {case}, {model}, reverse {}", profile.penalty.reverse);
                 let pred = predict_run_with(&loaded, profile, Some(model), &assume).unwrap();
-                check_batch(&loaded, &pred, &at);
-                let want = batch(&loaded, &pred);
-                let mut told = Told {
-                    net: StreamedNet::new(pred.placement.nodes(), 10),
-                    ops: Vec::new(),
-                };
-                let mut n = 0;
-                predict_stream_with(
-                    &dir,
-                    profile,
-                    Some(model),
-                    &assume,
-                    &mut |_, _, _, _| n += 1,
-                    Some(&mut told),
-                )
-                .unwrap();
-                // Each operation once, as the batch has it (by first member).
-                let mut streamed: HashMap<(u32, u32), _> = HashMap::new();
-                for (op, pairs) in told.ops {
-                    let first = op.first;
-                    assert!(
-                        streamed.insert(first, (op, pairs)).is_none(),
-                        "{at}: {first:?} twice"
-                    );
-                }
-                assert_eq!(streamed.len(), pred.collectives.len(), "{at}");
-                for (i, op) in pred.collectives.iter().enumerate() {
-                    let pairs = pred.coll_traffic.of(i);
-                    let got = streamed.get(&op.first).map(|(o, p)| (o, p.as_slice()));
-                    assert_eq!(
-                        format!("{got:?}"),
-                        format!("{:?}", Some((op, pairs))),
-                        "{at}: operation {i}"
-                    );
-                    ops += 1;
-                    inter_ops += usize::from(pairs.iter().any(|p| p.0 != p.1));
-                    contended += usize::from(op.contention_s > 0.0);
-                }
-                let sink = told.net;
-                assert_eq!(sink.agg.graphs.held(), 0, "{at}");
-                most_held = most_held.max(sink.agg.graphs.most_held);
-                let got = sink.agg.finish(&pred.placement.names);
-                assert!(
-                    same(&got, &want),
-                    "{at}:\n stream {got:?}\n batch  {want:?}"
-                );
-                intervals += pred.sim.intervals.len();
-                graphs += got.graphs["intervals"].as_u64().unwrap();
-                excess += got
-                    .intervals
-                    .iter()
-                    .filter(|i| i.excess_bytes > 0.0)
-                    .count();
-                ranked += got
-                    .intervals
-                    .iter()
-                    .filter(|i| i.operation.is_some())
-                    .count();
+                check_streamed(&loaded, &pred, &at, &mut c, |told| {
+                    predict_stream_with(
+                        &dir,
+                        profile,
+                        Some(model),
+                        &assume,
+                        &mut |_, _, _, _| {},
+                        Some(told),
+                    )
+                    .unwrap();
+                });
             }
         }
         std::fs::remove_dir_all(&dir).ok();
+        let Counts {
+            intervals,
+            graphs,
+            excess,
+            most_held,
+            ops,
+            inter_ops,
+            contended,
+            ranked,
+        } = c;
         assert!(
             intervals > 5_000 && graphs > 2_000 && excess > 100,
             "{intervals} intervals, {graphs} with errors, {excess} ranked with excess, \
@@ -958,6 +1002,85 @@ mod tests {
         assert!(
             ops > 1_000 && inter_ops > 300 && contended > 50 && ranked > 40,
             "{ops} operations, {inter_ops} between nodes, {contended} with contention, \
+             {ranked} ranked"
+        );
+    }
+
+    /// The network figures of a what-if replay streamed (the network side of the new
+    /// run's hotspots): random runs (every other one with its all-reduces as all-to-alls)
+    /// under random placements, with and without two clusters, the direct and the Local
+    /// Group all-to-all, under the same profiles and models: each collective operation
+    /// and the network figures of `predict_stream_under` are `predict_run_under`'s, to the
+    /// bit.
+    #[test]
+    fn the_streamed_what_if_network_figures_are_the_batch_ones() {
+        use crate::predict::predict_run_under;
+        use crate::predict::stream::predict_stream_under;
+        let mut rnd = crate::testing::xorshift(0x0c1a_57e2_5d0e);
+        let dir = std::env::temp_dir().join(format!("pmpi-netagg-whatif-{}", std::process::id()));
+        let assume = Assumptions::default();
+        let mut c = Counts::default();
+        let mut clustered = 0;
+        for case in 0..80 {
+            let mut run = crate::testing::random_case(&mut rnd, case, 70, 20);
+            if case % 2 == 0 {
+                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
+                    if r.call == crate::trace::call::MPI_Allreduce {
+                        r.call = crate::trace::call::MPI_Alltoall;
+                    }
+                }
+            }
+            crate::testing::write_case(&dir, case, &run);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            let world = crate::topo::placement::Placement::from_run(&loaded)
+                .node_of_rank
+                .len();
+            let cond = crate::testing::random_conditions(&mut rnd, world);
+            clustered += usize::from(cond.clusters.is_some());
+            for (profile, model) in &profiles() {
+                let at = format!(
+                    "case {case}, {model}, reverse {}, {:?} clusters {:?} {}",
+                    profile.penalty.reverse,
+                    cond.placement.node_of_rank,
+                    cond.clusters.as_ref().map(|c| &c.cluster_of_node),
+                    cond.alltoall
+                );
+                let pred =
+                    predict_run_under(&loaded, profile, Some(model), &assume, &cond).unwrap();
+                check_streamed(&loaded, &pred, &at, &mut c, |told| {
+                    predict_stream_under(
+                        &dir,
+                        profile,
+                        Some(model),
+                        &assume,
+                        &cond,
+                        &mut |_, _, _, _| {},
+                        Some(told),
+                    )
+                    .unwrap();
+                });
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        let Counts {
+            intervals,
+            excess,
+            ops,
+            inter_ops,
+            contended,
+            ranked,
+            ..
+        } = c;
+        assert!(
+            clustered > 20
+                && intervals > 2_000
+                && excess > 50
+                && ops > 1_000
+                && inter_ops > 300
+                && contended > 50
+                && ranked > 20,
+            "{clustered} clustered, {intervals} intervals, {excess} ranked with excess, \
+             {ops} operations, {inter_ops} between nodes, {contended} with contention, \
              {ranked} ranked"
         );
     }
