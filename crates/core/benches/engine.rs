@@ -17,8 +17,9 @@
 //! that one only), with a digest of every record's prediction; with `--stream=DIR
 //! --batch`, `predict_run_with` on the run loaded whole, with the same digest (with
 //! `--net`, also the network's figures the reports derive, `report::netagg`, fed as the
-//! run is predicted, collective operations included, and a digest of them);
-//! `--profile=FILE` takes a calibrated profile instead of the built-in one).
+//! run is predicted, collective operations included, and a digest of them; with
+//! `--nodes=N [--two-clusters]`, under what-if conditions: `predict_stream_under` and
+//! `predict_run_under`, see [`whatif_arg`]); `--profile=FILE` takes a calibrated profile instead of the built-in one).
 
 use pmpi_core::predict::{Assumptions, RunPrediction, coll_cost, penalty_model, predict_run};
 use pmpi_core::profile::Profile;
@@ -412,7 +413,8 @@ fn window(dir: &std::path::Path) {
 /// of every record's prediction (the same whatever order they come in), under gige and
 /// without a model, or under `--model=NAME` alone.
 fn stream(dir: &std::path::Path) {
-    use pmpi_core::predict::{CallPrediction, predict_run_with, stream::predict_stream_with};
+    use pmpi_core::predict::stream::{predict_stream_under, predict_stream_with};
+    use pmpi_core::predict::{CallPrediction, predict_run_under, predict_run_with};
     use pmpi_core::report::netagg::{self, NetAggregates, StreamedNet};
     use std::hash::{Hash, Hasher};
     let profile = profile_arg();
@@ -462,7 +464,11 @@ fn stream(dir: &std::path::Path) {
         let (mut sum, mut n) = (0u64, 0u64);
         if batch {
             let run = trace::load_run(dir).expect("run readable");
-            let p = predict_run_with(&run, &profile, Some(model), &assume).expect("predicted");
+            let p = match whatif_arg(dir) {
+                Some(cond) => predict_run_under(&run, &profile, Some(model), &assume, &cond),
+                None => predict_run_with(&run, &profile, Some(model), &assume),
+            }
+            .expect("predicted");
             for (ri, calls) in p.calls.iter().enumerate() {
                 for (rec, c) in calls.iter().enumerate() {
                     eat(&mut sum, ri as u32, rec as u32, c);
@@ -489,21 +495,26 @@ fn stream(dir: &std::path::Path) {
         }
         // The run's nodes, as the streamed prediction places them.
         let order = trace::order::RunOrder::open(dir).expect("run readable");
-        let placement = Placement::from_run(&order.shell());
+        let cond = whatif_arg(dir);
+        let placement = match &cond {
+            Some(c) => c.placement.clone(),
+            None => Placement::from_run(&order.shell()),
+        };
         drop(order);
         let mut net = with_net.then(|| StreamedNet::new(placement.nodes(), 10));
-        let stats = predict_stream_with(
-            dir,
-            &profile,
-            Some(model),
-            &assume,
-            &mut |ri, rec, _, c| {
-                eat(&mut sum, ri, rec, &c);
-                n += 1;
-            },
-            net.as_mut()
-                .map(|s| s as &mut dyn pmpi_core::predict::stream::StreamNet),
-        )
+        let mut out = |ri, rec, _, c| {
+            eat(&mut sum, ri, rec, &c);
+            n += 1;
+        };
+        let sink = net
+            .as_mut()
+            .map(|s| s as &mut dyn pmpi_core::predict::stream::StreamNet);
+        let stats = match &cond {
+            Some(cond) => {
+                predict_stream_under(dir, &profile, Some(model), &assume, cond, &mut out, sink)
+            }
+            None => predict_stream_with(dir, &profile, Some(model), &assume, &mut out, sink),
+        }
         .expect("run predicted");
         let cpu = (cpu_ns() - c0) as f64 * 1e-9;
         let most =
@@ -602,4 +613,44 @@ fn digest(p: &RunPrediction) -> u64 {
         eat(x.to_bits());
     }
     h
+}
+
+/// The what-if conditions of `--stream=DIR`: with `--nodes=N`, the run's ranks round-robin
+/// on N nodes (`rrn`), and with `--two-clusters` those nodes split in two halves joined by
+/// a wide-area link (2 ms, 10 MB/s).
+fn whatif_arg(dir: &std::path::Path) -> Option<pmpi_core::predict::Conditions> {
+    use pmpi_core::replay::whatif::{PlacementSpec, parse_clusters, place};
+    let nodes: usize = std::env::args()
+        .find_map(|a| a.strip_prefix("--nodes=").map(String::from))?
+        .parse()
+        .expect("--nodes=N: a number");
+    let order = trace::order::RunOrder::open(dir).expect("run readable");
+    let world = Placement::from_run(&order.shell()).node_of_rank.len();
+    let placement = place(
+        &PlacementSpec::Rrn,
+        world,
+        nodes,
+        world.div_ceil(nodes).max(1),
+    )
+    .expect("placed");
+    let clusters = std::env::args().any(|a| a == "--two-clusters").then(|| {
+        let half = placement.nodes().div_ceil(2);
+        let names = |ns: &[String]| {
+            ns.iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let spec = format!(
+            r#"{{"clusters": {{"A": [{}], "B": [{}]}}, "wan": {{"alpha": 0.002, "beta": 1e-7}}}}"#,
+            names(&placement.names[..half]),
+            names(&placement.names[half..])
+        );
+        parse_clusters(&spec, &placement).expect("clusters")
+    });
+    Some(pmpi_core::predict::Conditions {
+        placement,
+        clusters,
+        alltoall: Default::default(),
+    })
 }
