@@ -157,13 +157,16 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
     out
 }
 
+/// Repetitions of pLogP's send/receive-overhead exchange per repetition of its streams.
+pub const OR_REPS: u32 = 4;
+
 /// Kielmann's pLogP measurements between `a` and `b` for each size: `os` = time of the
 /// send call; `or` = time of the receive call when the message has had time to arrive
 /// (the receiver waits twice the measured one-way time first, `one_way[i]`); streams of
 /// `k1 = 1` and `k2` back-to-back messages closed by an empty reply, `k2` large enough
 /// (4 to 256 messages, at least 256 KiB) that the stream outlasts any burst allowance of
 /// the network and `g` is the sustained gap. Returns the empty round trip and one point
-/// per size (minimum over `reps`).
+/// per size (minimum over `reps`; `os` and `or` over [`OR_REPS`] times as many).
 pub fn plogp(
     ctx: &Ctx,
     a: i32,
@@ -195,10 +198,15 @@ pub fn plogp(
     for (i, &s) in sizes.iter().enumerate() {
         let buf = &mut buf[..s];
         let (mut os, mut or, mut t1, mut t2) = (f64::INFINITY, f64::INFINITY, 0.0, 0.0);
-        let wait = 2.0 * one_way.get(i).copied().unwrap_or(0.0) + 100e-6;
+        // The receiver waits a millisecond beyond twice the one-way time, and the
+        // exchange is repeated OR_REPS times as often as the streams: where ranks share
+        // CPUs a sender descheduled past a shorter wait made o_r(0) 142 us in one
+        // calibration of 14 (5-25 us in the others), and each small receive of a run
+        // was predicted that much too long.
+        let wait = 2.0 * one_way.get(i).copied().unwrap_or(0.0) + 1e-3;
         let mut s1 = f64::INFINITY;
         let mut s2 = f64::INFINITY;
-        for _ in 0..reps.max(1) {
+        for _ in 0..OR_REPS * reps.max(1) {
             // os and or in one exchange: a times its send, b waits, then times its receive.
             if m.rank == a {
                 let t = Instant::now();
@@ -215,6 +223,8 @@ pub fn plogp(
                 or = or.min(t.elapsed().as_secs_f64());
                 m.send(&ack, a, 4, m.world);
             }
+        }
+        for _ in 0..reps.max(1) {
             for (k, best) in [(K1, &mut s1), (k2_of(s), &mut s2)] {
                 if m.rank == a {
                     let t = Instant::now();

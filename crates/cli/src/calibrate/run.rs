@@ -980,9 +980,13 @@ pub fn run(opts: &Options) -> i32 {
             sizes(&[0, 1024, 16384, 65536, 262144])
         };
         let reps = if q { 2 } else { 3 };
+        // The streams, and the overhead exchanges with their waits (`bench::plogp`).
         let est: f64 = grid
             .iter()
-            .map(|&m| reps as f64 * 8.0 * h.time_bytes(m as f64))
+            .map(|&m| {
+                let t = h.time_bytes(m as f64);
+                reps as f64 * (8.0 * t + bench::OR_REPS as f64 * (3.0 * t + 1e-3))
+            })
             .sum();
         if over(&pg, est) {
             pg.skip("pLogP", "time budget");
