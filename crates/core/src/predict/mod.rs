@@ -142,6 +142,11 @@ impl CollOp {
     }
 }
 
+/// The name reports give a penalty model: its own, "none" without one.
+pub fn model_name(model: Option<&dyn PenaltyModel>) -> String {
+    model.map_or_else(|| "none".to_string(), |m| m.name().to_string())
+}
+
 /// Resolves the penalty model: `override_name` (incl. "none") or the profile's choice.
 pub fn penalty_model(
     profile: &Profile,
@@ -545,9 +550,7 @@ fn predict_plan(
     assume: &Assumptions,
     cond: &Conditions,
 ) -> RunPrediction {
-    let model_name = model
-        .as_ref()
-        .map_or("none".to_string(), |m| m.name().to_string());
+    let model_name = model_name(model.as_deref());
     let costs: Vec<CollCost> = plan
         .instances
         .iter()

@@ -28,6 +28,8 @@ pub struct StreamStats {
     pub makespan: f64,
     pub makespan_free: f64,
     pub makespan_measured: f64,
+    /// The penalty model's name ([`super::model_name`]), as [`super::RunPrediction`]'s.
+    pub model: String,
 }
 
 /// The last of the finite times seen so far (0 before any), as the batch path's makespans.
@@ -216,6 +218,7 @@ fn stream_under(
         makespan
     };
     stats.makespan_measured = makespan_measured;
+    stats.model = super::model_name(model.as_deref());
     Ok(stats)
 }
 

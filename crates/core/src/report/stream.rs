@@ -163,9 +163,7 @@ fn write_with(
         shell.ranks.len(),
         Some((dir.to_path_buf(), sizes.e_rel_held)),
     );
-    let model_name = crate::predict::penalty_model(profile, model)
-        .map_err(Error::Input)?
-        .map_or_else(|| "none".to_string(), |m| m.name().to_string());
+    let model_name = prediction.model.clone();
     // trace.json, in two passes over the rows: this one sizes its windows (nothing
     // written), one more at the end writes the kept ones (docs/reports.md). A failure
     // there is one stderr line, never the report's.
