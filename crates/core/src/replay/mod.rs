@@ -1732,6 +1732,17 @@ impl<'a, S: Store> Engine<'a, S> {
         let f = self
             .net
             .add_owned(msg.src_node, msg.dst_node, msg.bytes, tref, owner);
+        if msg.src_rank >= 0 && msg.dst_rank >= 0 {
+            self.net.set_posting(
+                f,
+                net::Posting {
+                    src_rank: msg.src_rank as u32,
+                    dst_rank: msg.dst_rank as u32,
+                    send_post: self.s.msg_time(m, MsgTime::SendPost),
+                    recv_post: self.s.msg_time(m, MsgTime::RecvPost),
+                },
+            );
+        }
         self.s.set_flow(m, f);
     }
 
