@@ -421,12 +421,24 @@ fn the_streamed_replay_writes_the_batch_files() {
     )
     .unwrap();
     let cl = cl.to_str().unwrap();
-    let files = ["replay.json", "summary.json", "hotspots.json", "report.html"];
+    let files = [
+        "replay.json",
+        "summary.json",
+        "hotspots.json",
+        "report.html",
+    ];
     for args in [
         &[][..],
         &["--placement", "rrn", "--nodes", "2"],
         &["--clusters", cl],
-        &["--clusters", cl, "--alltoall", "local-group", "--model", "none"],
+        &[
+            "--clusters",
+            cl,
+            "--alltoall",
+            "local-group",
+            "--model",
+            "none",
+        ],
     ] {
         let (batch, streamed, limited) = (dir.join("b"), dir.join("s"), dir.join("l"));
         let b = replay(&dir, &[&["-o", batch.to_str().unwrap()], args].concat());
@@ -443,7 +455,11 @@ fn the_streamed_replay_writes_the_batch_files() {
             .unwrap();
         for (o, streamed) in [(&b, false), (&s, true), (&l, true)] {
             let out = String::from_utf8_lossy(&o.stdout);
-            assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             assert_eq!(
                 out.contains("(replayed as the run was read)"),
                 streamed,
@@ -475,7 +491,15 @@ fn the_streamed_replay_writes_the_batch_files() {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        assert_eq!(left, ["hotspots.json", "replay.json", "report.html", "summary.json"]);
+        assert_eq!(
+            left,
+            [
+                "hotspots.json",
+                "replay.json",
+                "report.html",
+                "summary.json"
+            ]
+        );
         for d in [&batch, &streamed, &limited] {
             std::fs::remove_dir_all(d).unwrap();
         }

@@ -171,15 +171,18 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
             .map_err(CliError::input)?;
         let figs = crate::report::callagg::CallAggregates::of_run(&run, &what.calls);
         let w = report::build(&run, &recorded, &what, &figs, conditions);
-        let summary = crate::report::write_summary_hotspots(
+        let summary =
+            crate::report::write_summary_hotspots(&out, &run, &what, &figs, &w.hotspots, &source)?;
+        crate::report::html::write_views(
             &out,
             &run,
             &what,
             &figs,
+            &summary,
             &w.hotspots,
             &source,
-        )?;
-        crate::report::html::write_views(&out, &run, &what, &figs, &summary, &w.hotspots, &source, 0);
+            0,
+        );
         w
     };
     let path = out.join("replay.json");

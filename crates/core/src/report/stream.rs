@@ -15,14 +15,19 @@
 //! reader the replays use), which gives each row its record. trace.json counts its
 //! windows in that pass and is written in one more over the same rows (the runs merged
 //! again, the run read again), so that none of its slices waits on disk.
+//!
+//! `pmpi-predict replay` above a size, or with `--stream` ([`replay_streamed`]), runs two
+//! predictions (as recorded, and under the what-if conditions), spills each to its own
+//! sorted runs, and merges both in lockstep with one more read of the run: replay.json
+//! and the new run's summary.json, hotspots.json and report.html, the batch replay's.
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
 use super::chrome_trace::{TraceCount, TraceExtent};
 use super::hotspots::{self, Hotspots};
 use super::netagg::StreamedNet;
-use crate::error::Error;
 use super::whatif::{Makespans, WhatIf, WhatIfAgg};
+use crate::error::Error;
 use crate::predict::stream::{StreamStats, predict_stream_under, predict_stream_with};
 use crate::predict::{Assumptions, CallPrediction, Conditions};
 use crate::profile::Profile;
@@ -41,6 +46,9 @@ pub const SORT_RUN: usize = 1 << 19;
 /// Where a row goes in calls.csv: (entry ns on rank 0's clock, rank index, record
 /// number), as `report::Timeline` orders a loaded run.
 type Key = (i64, u32, u32);
+
+/// A prediction with its row's key.
+type Entry = (Key, CallPrediction);
 
 /// Bytes of one spooled prediction: its key, then the prediction.
 const ENTRY: usize = 16 + 1 + 8 + 8 + 2 * (1 + 8 + 4) + 8 + 1;
@@ -334,13 +342,13 @@ fn predict_sorted(
     prefix: &'static str,
     run_len: usize,
     predict: impl FnOnce(&mut dyn FnMut(u32, u32, i64, CallPrediction)) -> Result<StreamStats, Error>,
-) -> Result<(StreamStats, Spill, Vec<(Key, CallPrediction)>), Error> {
+) -> Result<(StreamStats, Spill, Vec<Entry>), Error> {
     let mut spill = Spill {
         dir: dir.to_path_buf(),
         prefix,
         files: Vec::new(),
     };
-    let mut buf: Vec<(Key, CallPrediction)> = Vec::new();
+    let mut buf: Vec<Entry> = Vec::new();
     let mut failed = None;
     let prediction = predict(&mut |ri, rec, at, c| {
         if failed.is_some() {
@@ -587,7 +595,7 @@ struct Rows<'a> {
 }
 
 /// One sorted prediction of a run: its spilled runs and the last one, in memory.
-type Sorted<'a> = (&'a [PathBuf], &'a [(Key, CallPrediction)]);
+type Sorted<'a> = (&'a [PathBuf], &'a [Entry]);
 
 impl<'a> Rows<'a> {
     fn open(dir: &Path, predictions: &[Sorted<'a>]) -> Result<Rows<'a>, Error> {
@@ -943,7 +951,13 @@ mod tests {
                 let what =
                     predict_run_under(&loaded, &profile, Some(model), &assume, &cond).unwrap();
                 let figs = CallAggregates::of_run(&loaded, &what.calls);
-                let batch = crate::report::whatif::build(&loaded, &recorded, &what, &figs, conditions.clone());
+                let batch = crate::report::whatif::build(
+                    &loaded,
+                    &recorded,
+                    &what,
+                    &figs,
+                    conditions.clone(),
+                );
                 let summary = crate::report::write_summary_hotspots(
                     &batch_out,
                     &loaded,

@@ -145,7 +145,11 @@ pub fn build(
     }
     let makespan = Makespans::new(
         recorded.makespan,
-        [whatif.makespan_measured, whatif.makespan, whatif.makespan_free],
+        [
+            whatif.makespan_measured,
+            whatif.makespan,
+            whatif.makespan_free,
+        ],
     );
     let hotspots = hotspots::compute_with(run, whatif, figs, 10);
     a.finish(run, &whatif.placement, makespan, conditions, hotspots)
