@@ -406,3 +406,102 @@ fn bad_map_lines_exit_2_and_unreadable_files_74() {
         );
     }
 }
+
+/// `replay --stream`, and `replay` above `PMPI_PREDICT_BATCH_MAX_MB` of spools, replay
+/// the run as it is read and write the batch replay's replay.json, summary.json,
+/// hotspots.json and report.html byte for byte, as recorded, under another placement and
+/// across two clusters with either all-to-all algorithm; no temporary file stays.
+#[test]
+fn the_streamed_replay_writes_the_batch_files() {
+    let dir = make_run("replay-stream");
+    let cl = dir.join("clusters.json");
+    std::fs::write(
+        &cl,
+        r#"{"clusters": {"A": ["n0", "n2"], "B": ["n1", "n3"]}, "wan": {"alpha": 0.005, "beta": 1e-7}}"#,
+    )
+    .unwrap();
+    let cl = cl.to_str().unwrap();
+    let files = [
+        "replay.json",
+        "summary.json",
+        "hotspots.json",
+        "report.html",
+    ];
+    for args in [
+        &[][..],
+        &["--placement", "rrn", "--nodes", "2"],
+        &["--clusters", cl],
+        &[
+            "--clusters",
+            cl,
+            "--alltoall",
+            "local-group",
+            "--model",
+            "none",
+        ],
+    ] {
+        let (batch, streamed, limited) = (dir.join("b"), dir.join("s"), dir.join("l"));
+        let b = replay(&dir, &[&["-o", batch.to_str().unwrap()], args].concat());
+        let s = replay(
+            &dir,
+            &[&["-o", streamed.to_str().unwrap(), "--stream"], args].concat(),
+        );
+        let l = Command::new(common::cli_path())
+            .env("PMPI_PREDICT_BATCH_MAX_MB", "0")
+            .arg("replay")
+            .arg(&dir)
+            .args([&["-o", limited.to_str().unwrap()], args].concat())
+            .output()
+            .unwrap();
+        for (o, streamed) in [(&b, false), (&s, true), (&l, true)] {
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                o.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert_eq!(
+                out.contains("(replayed as the run was read)"),
+                streamed,
+                "{args:?}: {out}"
+            );
+        }
+        // The same comparison printed, the output directory aside.
+        let printed = |o: &Output| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.starts_with("wrote "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(printed(&s), printed(&b), "{args:?}");
+        assert!(printed(&b).contains("makespan"), "{args:?}");
+        for f in files {
+            let want = std::fs::read(batch.join(f)).unwrap();
+            for d in [&streamed, &limited] {
+                assert!(
+                    std::fs::read(d.join(f)).unwrap() == want,
+                    "{args:?}: {f} in {} differs from the batch one",
+                    d.display()
+                );
+            }
+        }
+        let mut left: Vec<String> = std::fs::read_dir(&streamed)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "hotspots.json",
+                "replay.json",
+                "report.html",
+                "summary.json"
+            ]
+        );
+        for d in [&batch, &streamed, &limited] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+}

@@ -40,6 +40,12 @@ pub struct ReplayArgs {
     /// Print only where the report is.
     #[arg(long)]
     pub quiet: bool,
+    /// Replay the run as it is read: memory bounded by the messages in flight, not the
+    /// run's length, the same replay.json and views (temporary disk in the output
+    /// directory: about 70 bytes a record per replay). Taken anyway above
+    /// PMPI_PREDICT_BATCH_MAX_MB (16) of spools.
+    #[arg(long)]
+    pub stream: bool,
 }
 
 /// Runs `replay`.
@@ -94,7 +100,19 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     let opts = a.engine.options_for(&a.dir, false);
     let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
-    let run = crate::trace::load_run(&a.dir)?;
+    // The rule of `analyze` at MPI_Finalize: above this many bytes of spools, the run is
+    // replayed as it is read.
+    let batch_max = pmpi_core::config::Config::from_env()
+        .0
+        .batch_max_mb
+        .saturating_mul(1 << 20);
+    let stream = a.stream || crate::report::spool_bytes(&a.dir) > batch_max;
+    // Loaded whole for the batch path; the ranks' metadata alone for the streamed one.
+    let run = if stream {
+        crate::trace::load_shell(&a.dir)?
+    } else {
+        crate::trace::load_run(&a.dir)?
+    };
     if run.ranks.is_empty() {
         return Err(CliError::input(format!(
             "{}: no recorded ranks (rank-*.json)",
@@ -111,15 +129,16 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         clusters,
         alltoall: a.alltoall,
     };
-    let recorded = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
-        .map_err(CliError::input)?;
-    let what = predict::predict_run_under(&run, &profile, model.as_deref(), &assume, &cond)
-        .map_err(CliError::input)?;
+    let model_name = predict::model_name(
+        predict::penalty_model(&profile, model.as_deref())
+            .map_err(CliError::input)?
+            .as_deref(),
+    );
     let conditions = json!({
         "placement": pl_text,
         "node_of_rank": cond.placement.node_of_rank.iter()
             .map(|&n| cond.placement.names[n as usize].clone()).collect::<Vec<_>>(),
-        "model": what.model,
+        "model": model_name,
         "profile": source,
         "clusters": cond.clusters.as_ref().map(|c| json!({
             "names": c.names,
@@ -128,20 +147,49 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         })),
         "alltoall": a.alltoall.to_string(),
     });
-    let w = report::build(&run, &recorded, &what, conditions);
     let out = a.out.clone().unwrap_or_else(|| a.dir.join("replay"));
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", out.display())))?;
+    // The views of the replayed run (its placement, its predictions) are written into
+    // `out` on either path; no trace.json: the recorded run's own is beside its calls.csv.
+    let w = if stream {
+        crate::report::stream::replay_streamed(
+            &a.dir,
+            &out,
+            &profile,
+            model.as_deref(),
+            &source,
+            &assume,
+            &cond,
+            conditions,
+        )?
+        .whatif
+    } else {
+        let recorded = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
+            .map_err(CliError::input)?;
+        let what = predict::predict_run_under(&run, &profile, model.as_deref(), &assume, &cond)
+            .map_err(CliError::input)?;
+        let figs = crate::report::callagg::CallAggregates::of_run(&run, &what.calls);
+        let w = report::build(&run, &recorded, &what, &figs, conditions);
+        let summary =
+            crate::report::write_summary_hotspots(&out, &run, &what, &figs, &w.hotspots, &source)?;
+        crate::report::html::write_views(
+            &out,
+            &run,
+            &what,
+            &figs,
+            &summary,
+            &w.hotspots,
+            &source,
+            0,
+        );
+        w
+    };
     let path = out.join("replay.json");
     let text = serde_json::to_string_pretty(&w).map_err(|e| CliError::internal(e.to_string()))?;
     std::fs::write(&path, text + "\n")
         .map_err(|e| CliError::io(format!("cannot write {}: {e}", path.display())))?;
-    // The views of the replayed run (its placement, its predictions); no trace.json: the
-    // recorded run's own is beside its calls.csv.
-    let figs = crate::report::callagg::CallAggregates::of_run(&run, &what.calls);
-    let summary = crate::report::summary_with_figures(&run, &what, &figs, &source);
-    crate::report::html::write_views(&out, &run, &what, &figs, &summary, &w.hotspots, &source, 0);
-    let mut label = format!("placement {pl_text}, model {}", what.model);
+    let mut label = format!("placement {pl_text}, model {model_name}");
     if let Some(c) = &cond.clusters {
         label += &format!(
             ", {} clusters (wan α {:.3} ms, {:.1} MB/s), all-to-all {}",
@@ -159,9 +207,14 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         print!("{}", report::text(&w, &label));
     }
     println!(
-        "wrote {} and {}",
+        "wrote {} and {}{}",
         path.display(),
-        out.join("report.html").display()
+        out.join("report.html").display(),
+        if stream {
+            " (replayed as the run was read)"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

@@ -38,7 +38,7 @@ pub(crate) fn mpi_time_ns(r: &Record) -> u64 {
 }
 
 /// The name of record `r`'s call on the rank `meta` describes.
-fn call_of<'a>(meta: &'a RankMeta, r: &Record) -> &'a str {
+pub(crate) fn call_of<'a>(meta: &'a RankMeta, r: &Record) -> &'a str {
     meta.calls
         .get(r.call as usize)
         .map_or_else(|| trace::call_name(r.call), String::as_str)

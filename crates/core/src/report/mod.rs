@@ -287,13 +287,8 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
     trace::reload_records(dir, &mut run, &counts)?;
     write_calls_csv(&run, &pred.calls, &dir.join("calls.csv"))?;
     let figs = callagg::CallAggregates::of_run(&run, &pred.calls);
-    let summary = summary_with_figures(&run, &pred, &figs, &source);
-    write_json(&dir.join("summary.json"), &summary)?;
     let hs = hotspots::compute_with(&run, &pred, &figs, 10);
-    write_json(
-        &dir.join("hotspots.json"),
-        &serde_json::to_value(&hs).map_err(|e| Error::Internal(e.to_string()))?,
-    )?;
+    let summary = write_summary_hotspots(dir, &run, &pred, &figs, &hs, &source)?;
     if opts.print_hotspots {
         if opts.brief {
             eprint!("{}", hotspots::brief(&hs));
@@ -342,6 +337,26 @@ pub fn summary_with_figures(
     );
     s["prediction"]["e_abs_graphs_percent"] = graph_errors(run, pred);
     s
+}
+
+/// Writes `summary.json` and `hotspots.json` (`hs`) of the run `run` predicted as `pred`,
+/// whose per-call figures are `figs`, into `out` (the run's directory, or a what-if
+/// replay's); returns the summary.
+pub fn write_summary_hotspots(
+    out: &Path,
+    run: &RunTrace,
+    pred: &RunPrediction,
+    figs: &callagg::CallFigures,
+    hs: &hotspots::Hotspots,
+    source: &str,
+) -> Result<Value, Error> {
+    let summary = summary_with_figures(run, pred, figs, source);
+    write_json(&out.join("summary.json"), &summary)?;
+    write_json(
+        &out.join("hotspots.json"),
+        &serde_json::to_value(hs).map_err(|e| Error::Internal(e.to_string()))?,
+    )?;
+    Ok(summary)
 }
 
 fn write_json(path: &Path, v: &Value) -> Result<(), Error> {

@@ -15,15 +15,21 @@
 //! reader the replays use), which gives each row its record. trace.json counts its
 //! windows in that pass and is written in one more over the same rows (the runs merged
 //! again, the run read again), so that none of its slices waits on disk.
+//!
+//! `pmpi-predict replay` above a size, or with `--stream` ([`replay_streamed`]), runs two
+//! predictions (as recorded, and under the what-if conditions), spills each to its own
+//! sorted runs, and merges both in lockstep with one more read of the run: replay.json
+//! and the new run's summary.json, hotspots.json and report.html, the batch replay's.
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
 use super::chrome_trace::{TraceCount, TraceExtent};
 use super::hotspots::{self, Hotspots};
 use super::netagg::StreamedNet;
+use super::whatif::{Makespans, WhatIf, WhatIfAgg};
 use crate::error::Error;
-use crate::predict::stream::{StreamStats, predict_stream_with};
-use crate::predict::{Assumptions, CallPrediction};
+use crate::predict::stream::{StreamStats, predict_stream_under, predict_stream_with};
+use crate::predict::{Assumptions, CallPrediction, Conditions};
 use crate::profile::Profile;
 use crate::replay::Reason;
 use crate::replay::wait::{Wait, WaitKind};
@@ -40,6 +46,9 @@ pub const SORT_RUN: usize = 1 << 19;
 /// Where a row goes in calls.csv: (entry ns on rank 0's clock, rank index, record
 /// number), as `report::Timeline` orders a loaded run.
 type Key = (i64, u32, u32);
+
+/// A prediction with its row's key.
+type Entry = (Key, CallPrediction);
 
 /// Bytes of one spooled prediction: its key, then the prediction.
 const ENTRY: usize = 16 + 1 + 8 + 8 + 2 * (1 + 8 + 4) + 8 + 1;
@@ -124,40 +133,13 @@ fn write_with(
     sizes: Sizes,
     trace_max_bytes: u64,
 ) -> Result<StreamedReport, Error> {
-    let run_len = sizes.run_len;
-    let mut spill = Spill {
-        dir: dir.to_path_buf(),
-        files: Vec::new(),
-    };
-    let mut buf: Vec<(Key, CallPrediction)> = Vec::new();
-    let mut failed = None;
     // The placement the prediction replays the run on (from the ranks' metadata alone).
     let placement = crate::topo::placement::Placement::from_run(&RunOrder::open(dir)?.shell());
     let mut net = StreamedNet::new(placement.nodes(), TOP);
-    let prediction = predict_stream_with(
-        dir,
-        profile,
-        model,
-        assume,
-        &mut |ri, rec, at, c| {
-            if failed.is_some() {
-                return;
-            }
-            buf.push(((at, ri, rec), c));
-            if buf.len() >= run_len
-                && let Err(e) = spill.write_run(&mut buf)
-            {
-                failed = Some(e);
-            }
-        },
-        Some(&mut net),
-    )?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    // The last predictions stay in memory: one more source of the merge.
-    buf.sort_unstable_by_key(|e| e.0);
-    let mut rows = Rows::open(dir, &spill.files, &buf)?;
+    let (prediction, spill, buf) = predict_sorted(dir, CALLS_SORT, sizes.run_len, |out| {
+        predict_stream_with(dir, profile, model, assume, out, Some(&mut net))
+    })?;
+    let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
     let shell = rows.order.loaded_shell(dir);
     let mut agg = CallAggregates::new(
         shell.ranks.len(),
@@ -180,7 +162,9 @@ fn write_with(
     let path = dir.join("calls.csv");
     let mut w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut records = 0u64;
-    while let Some((at, ri, call, c)) = rows.next()? {
+    let mut cs = [CallPrediction::default()];
+    while let Some((at, ri, call)) = rows.next(&mut cs)? {
+        let [c] = cs;
         let meta = &rows.order.metas[ri];
         w.row(meta, &call.record, at, &c)?;
         agg.add(ri, meta, &call.record, &c)?;
@@ -194,40 +178,7 @@ fn write_with(
     }
     w.finish()?;
     let figures = agg.finish()?;
-    let makespans = [
-        prediction.makespan_measured,
-        prediction.makespan,
-        prediction.makespan_free,
-    ];
-    let netr = net.agg.finish(&placement.names);
-    let mut summary = super::summary(&shell, &figures);
-    summary["prediction"] =
-        super::prediction_summary(&shell, &figures, &model_name, source, makespans);
-    summary["prediction"]["e_abs_graphs_percent"] = netr.graphs;
-    super::write_json(&dir.join("summary.json"), &summary)?;
-    let hs = Hotspots {
-        model: model_name.clone(),
-        intervals: netr.intervals,
-        node_pairs: netr.node_pairs,
-        nodes: netr.nodes,
-        ranks: hotspots::rank_losses(&shell, &placement, &figures, TOP),
-        waited_for: hotspots::waited_for(&figures, TOP),
-    };
-    super::write_json(
-        &dir.join("hotspots.json"),
-        &serde_json::to_value(&hs).map_err(|e| Error::Internal(e.to_string()))?,
-    )?;
-    // The page: a failure there is one stderr line, never the report's.
-    let rep = super::html::Replayed {
-        placement: &placement,
-        model: &model_name,
-        makespans,
-        matrix: netr.matrix,
-    };
-    let page = dir.join("report.html");
-    super::html::guarded(&page, &|| {
-        super::html::write_html(&page, &shell, &rep, &figures, &summary, &hs, source)
-    });
+    let hs = write_views(dir, &shell, &placement, &figures, &prediction, net, source)?;
     if let Some(t) = tj {
         let t = std::cell::RefCell::new(Some(t));
         super::html::guarded(&tj_path, &|| {
@@ -235,9 +186,10 @@ fn write_with(
                 return Ok(());
             };
             let mut w = t.plan(&model_name, trace_max_bytes).create(&tj_path)?;
-            let mut rows = Rows::open(dir, &spill.files, &buf)?;
-            while let Some((_, ri, call, c)) = rows.next()? {
-                w.row(ri, &rows.order.metas[ri], call.rec, &call.record, &c)?;
+            let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
+            let mut cs = [CallPrediction::default()];
+            while let Some((_, ri, call)) = rows.next(&mut cs)? {
+                w.row(ri, &rows.order.metas[ri], call.rec, &call.record, &cs[0])?;
             }
             w.finish().map(|_| ())
         });
@@ -251,7 +203,7 @@ fn write_with(
             .iter()
             .map(|r| r.meta.dropped + r.meta.lost)
             .sum(),
-        accuracy: super::accuracy::of_figures(&figures, makespans),
+        accuracy: super::accuracy::of_figures(&figures, makespans(&prediction)),
         model: model_name,
         cpu_sharing: super::cpu_sharing(&shell),
     };
@@ -267,9 +219,207 @@ fn write_with(
     })
 }
 
-/// The sorted runs written so far; removed when dropped (also on an error).
+/// What a what-if replay as the run is read ([`replay_streamed`]) gave.
+#[derive(Debug, Clone)]
+pub struct StreamedReplay {
+    /// replay.json's document, the batch replay's ([`super::whatif::build`]) to the bit.
+    pub whatif: WhatIf,
+    /// The predictions under the recorded conditions and under the new ones.
+    pub recorded: StreamStats,
+    pub prediction: StreamStats,
+    /// Sorted runs spilled to disk, both predictions' (0: each fitted in one buffer).
+    pub spilled_runs: usize,
+}
+
+/// `pmpi-predict replay` as the run in `dir` is read: predicts it under its recorded
+/// conditions and under `cond`, each as it is read, in memory bounded by what is in
+/// flight and fixed buffers; writes `out/summary.json`, `out/hotspots.json` and
+/// `out/report.html` of the new run (`out` exists; the sorted runs go there too) and
+/// returns replay.json's document (`conditions` as given), the same as the batch path's
+/// ([`super::whatif::build`] on the run loaded whole), every file and figure to the bit.
+#[allow(clippy::too_many_arguments)]
+pub fn replay_streamed(
+    dir: &Path,
+    out: &Path,
+    profile: &Profile,
+    model: Option<&str>,
+    source: &str,
+    assume: &Assumptions,
+    cond: &Conditions,
+    conditions: serde_json::Value,
+) -> Result<StreamedReplay, Error> {
+    let sizes = Sizes {
+        run_len: SORT_RUN,
+        e_rel_held: callagg::IN_MEMORY,
+    };
+    let what = WhatIfRun {
+        profile,
+        model,
+        source,
+        assume,
+        cond,
+    };
+    replay_with(dir, out, &what, sizes, conditions)
+}
+
+/// What [`replay_with`] replays the run under.
+struct WhatIfRun<'a> {
+    profile: &'a Profile,
+    model: Option<&'a str>,
+    /// Where the profile came from.
+    source: &'a str,
+    assume: &'a Assumptions,
+    cond: &'a Conditions,
+}
+
+/// [`replay_streamed`] with the sizes of what is held before it is spilled.
+fn replay_with(
+    dir: &Path,
+    out: &Path,
+    w: &WhatIfRun,
+    sizes: Sizes,
+    conditions: serde_json::Value,
+) -> Result<StreamedReplay, Error> {
+    // Two predictions, each spilled to its own sorted runs by the same keys, then read
+    // back in lockstep in one pass over the rows.
+    let (recorded, mut rec_spill, mut rec_buf) =
+        predict_sorted(out, "replay.recorded.sort-", sizes.run_len, |o| {
+            predict_stream_with(dir, w.profile, w.model, w.assume, o, None)
+        })?;
+    // Its last run goes to disk too, so that one sort buffer is held at a time.
+    if !rec_spill.files.is_empty() {
+        rec_spill.write_run(&mut rec_buf)?;
+        rec_buf = Vec::new();
+    }
+    let placement = &w.cond.placement;
+    let mut net = StreamedNet::new(placement.nodes(), TOP);
+    let (prediction, what_spill, what_buf) =
+        predict_sorted(out, "replay.whatif.sort-", sizes.run_len, |o| {
+            predict_stream_under(dir, w.profile, w.model, w.assume, w.cond, o, Some(&mut net))
+        })?;
+    let mut rows = Rows::open(
+        dir,
+        &[(&rec_spill.files, &rec_buf), (&what_spill.files, &what_buf)],
+    )?;
+    let shell = rows.order.loaded_shell(dir);
+    let mut agg = CallAggregates::new(
+        shell.ranks.len(),
+        Some((out.to_path_buf(), sizes.e_rel_held)),
+    );
+    let mut sums = WhatIfAgg::new(shell.ranks.len());
+    let mut cs = [CallPrediction::default(); 2];
+    while let Some((_, ri, call)) = rows.next(&mut cs)? {
+        let meta = &rows.order.metas[ri];
+        // The new run's per-call figures are its what-if predictions'.
+        agg.add(ri, meta, &call.record, &cs[1])?;
+        sums.add(ri, meta, &call.record, &cs[0], &cs[1]);
+    }
+    let figures = agg.finish()?;
+    let hs = write_views(out, &shell, placement, &figures, &prediction, net, w.source)?;
+    let makespan = Makespans::new(recorded.makespan, makespans(&prediction));
+    Ok(StreamedReplay {
+        whatif: sums.finish(&shell, placement, makespan, conditions, hs),
+        recorded,
+        prediction,
+        spilled_runs: rec_spill.files.len() + what_spill.files.len(),
+    })
+}
+
+/// Where the analysis's sorted runs go, beside calls.csv.
+const CALLS_SORT: &str = "calls.csv.sort-";
+
+/// The makespans of a streamed prediction as the reports list them: measured, predicted,
+/// contention-free.
+fn makespans(p: &StreamStats) -> [f64; 3] {
+    [p.makespan_measured, p.makespan, p.makespan_free]
+}
+
+/// The predictions `predict` hands over (a streamed prediction given its sink), sorted by
+/// their row's key: all but the last [`Sizes::run_len`] of them spilled to sorted runs in
+/// `dir` (named `prefix` and a number), the last ones returned sorted, in memory.
+fn predict_sorted(
+    dir: &Path,
+    prefix: &'static str,
+    run_len: usize,
+    predict: impl FnOnce(&mut dyn FnMut(u32, u32, i64, CallPrediction)) -> Result<StreamStats, Error>,
+) -> Result<(StreamStats, Spill, Vec<Entry>), Error> {
+    let mut spill = Spill {
+        dir: dir.to_path_buf(),
+        prefix,
+        files: Vec::new(),
+    };
+    let mut buf: Vec<Entry> = Vec::new();
+    let mut failed = None;
+    let prediction = predict(&mut |ri, rec, at, c| {
+        if failed.is_some() {
+            return;
+        }
+        buf.push(((at, ri, rec), c));
+        if buf.len() >= run_len
+            && let Err(e) = spill.write_run(&mut buf)
+        {
+            failed = Some(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // The last predictions stay in memory: one more source of the merge.
+    buf.sort_unstable_by_key(|e| e.0);
+    Ok((prediction, spill, buf))
+}
+
+/// Writes `out/summary.json`, `out/hotspots.json` and `out/report.html` of the run whose
+/// ranks `shell` holds, predicted on `placement` as `prediction` says, from its per-call
+/// `figures` and its model replay's network `net`; returns its hotspots. The analysis
+/// writes them beside calls.csv, the what-if replay into its own directory.
+fn write_views(
+    out: &Path,
+    shell: &crate::trace::RunTrace,
+    placement: &crate::topo::placement::Placement,
+    figures: &CallFigures,
+    prediction: &StreamStats,
+    net: StreamedNet,
+    source: &str,
+) -> Result<Hotspots, Error> {
+    let model_name = &prediction.model;
+    let netr = net.agg.finish(&placement.names);
+    let mut summary = super::summary(shell, figures);
+    summary["prediction"] =
+        super::prediction_summary(shell, figures, model_name, source, makespans(prediction));
+    summary["prediction"]["e_abs_graphs_percent"] = netr.graphs;
+    super::write_json(&out.join("summary.json"), &summary)?;
+    let hs = Hotspots {
+        model: model_name.clone(),
+        intervals: netr.intervals,
+        node_pairs: netr.node_pairs,
+        nodes: netr.nodes,
+        ranks: hotspots::rank_losses(shell, placement, figures, TOP),
+        waited_for: hotspots::waited_for(figures, TOP),
+    };
+    super::write_json(
+        &out.join("hotspots.json"),
+        &serde_json::to_value(&hs).map_err(|e| Error::Internal(e.to_string()))?,
+    )?;
+    // The page: a failure there is one stderr line, never the report's.
+    let rep = super::html::Replayed {
+        placement,
+        model: model_name,
+        makespans: makespans(prediction),
+        matrix: netr.matrix,
+    };
+    let page = out.join("report.html");
+    super::html::guarded(&page, &|| {
+        super::html::write_html(&page, shell, &rep, figures, &summary, &hs, source)
+    });
+    Ok(hs)
+}
+
+/// The sorted runs written so far (`dir/PREFIX00000`...); removed when dropped (also on
+/// an error).
 struct Spill {
     dir: PathBuf,
+    prefix: &'static str,
     files: Vec<PathBuf>,
 }
 
@@ -279,7 +429,7 @@ impl Spill {
         buf.sort_unstable_by_key(|e| e.0);
         let path = self
             .dir
-            .join(format!("calls.csv.sort-{:05}", self.files.len()));
+            .join(format!("{}{:05}", self.prefix, self.files.len()));
         let io = |e: std::io::Error| Error::write(&path, e);
         let file = std::fs::File::create(&path).map_err(io)?;
         self.files.push(path.clone());
@@ -436,43 +586,54 @@ impl<'a> Merge<'a> {
 }
 
 /// The rows in calls.csv's order: the run read again in time order (`RunOrder`) zipped
-/// with the merged predictions, each checked to be its record's.
+/// with one or more merged predictions of it (the what-if replay has two: as recorded and
+/// under the new conditions, sorted by the same keys, so their merges advance in
+/// lockstep), each checked to be its record's.
 struct Rows<'a> {
     order: RunOrder,
-    merge: Merge<'a>,
+    merges: Vec<Merge<'a>>,
 }
 
+/// One sorted prediction of a run: its spilled runs and the last one, in memory.
+type Sorted<'a> = (&'a [PathBuf], &'a [Entry]);
+
 impl<'a> Rows<'a> {
-    fn open(
-        dir: &Path,
-        files: &[PathBuf],
-        last: &'a [(Key, CallPrediction)],
-    ) -> Result<Rows<'a>, Error> {
+    fn open(dir: &Path, predictions: &[Sorted<'a>]) -> Result<Rows<'a>, Error> {
+        let merges = predictions
+            .iter()
+            .map(|&(files, last)| Merge::open(files, last))
+            .collect::<Result<_, _>>()?;
         Ok(Rows {
-            merge: Merge::open(files, last)?,
+            merges,
             order: RunOrder::open(dir)?,
         })
     }
 
-    /// The next row: entry on rank 0's clock, rank index, call, its prediction.
-    fn next(&mut self) -> Result<Option<(i64, usize, Call, CallPrediction)>, Error> {
+    /// The next row: entry on rank 0's clock, rank index, call; its predictions (one per
+    /// merge, in the order given to [`Rows::open`]) into `preds`.
+    fn next(&mut self, preds: &mut [CallPrediction]) -> Result<Option<(i64, usize, Call)>, Error> {
         let lost = |what: String| Error::Internal(format!("streamed calls.csv: {what}"));
         let Some((at, ri, call)) = self.order.next_call()? else {
-            return match self.merge.next()? {
-                Some((k, _)) => Err(lost(format!(
-                    "prediction of {k:?}, a record not read again"
-                ))),
-                None => Ok(None),
-            };
+            for m in &mut self.merges {
+                if let Some((k, _)) = m.next()? {
+                    return Err(lost(format!(
+                        "prediction of {k:?}, a record not read again"
+                    )));
+                }
+            }
+            return Ok(None);
         };
         let key = (at, ri as u32, call.rec);
-        let Some((k, c)) = self.merge.next()? else {
-            return Err(lost(format!("no prediction for record {key:?}")));
-        };
-        if k != key {
-            return Err(lost(format!("prediction of {k:?} where {key:?} was due")));
+        for (m, p) in self.merges.iter_mut().zip(preds.iter_mut()) {
+            let Some((k, c)) = m.next()? else {
+                return Err(lost(format!("no prediction for record {key:?}")));
+            };
+            if k != key {
+                return Err(lost(format!("prediction of {k:?} where {key:?} was due")));
+            }
+            *p = c;
         }
-        Ok(Some((at, ri, call, c)))
+        Ok(Some((at, ri, call)))
     }
 }
 
@@ -735,5 +896,129 @@ mod tests {
         }
         assert!(dir.join("trace.json").is_dir());
         std::fs::remove_dir_all(&dir).ok();
+    }
+    /// The what-if replay: random runs (every other one with its barriers as all-to-alls
+    /// of 64 KiB, which the clusters' algorithm times) under random conditions (placements
+    /// rrn, rrp and shuffled on fewer, as many or more nodes than ranks; half with two
+    /// clusters; the direct and the Local Group all-to-all), under `gige` and without a
+    /// model, with sorted runs of 1 to 3,000 predictions and E_rel values held 3 to 1 M:
+    /// replay.json from the streamed replay is the batch one's (`whatif::build` on the
+    /// loaded run) byte for byte, and so are the new run's summary.json, hotspots.json
+    /// and report.html; no temporary file stays in the output directory.
+    #[test]
+    fn the_streamed_what_if_replay_is_the_batch_one() {
+        use crate::predict::{AlltoallAlgo, predict_run_under, predict_run_with};
+        let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0004);
+        let base = std::env::temp_dir().join(format!("pmpi-whatifrows-{}", std::process::id()));
+        let (dir, batch_out, stream_out) = (base.join("run"), base.join("b"), base.join("s"));
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        let (mut rows, mut spilled, mut clustered, mut local_group) = (0, 0, 0, 0);
+        let (mut moved, mut contended, mut families) = (0, 0, 0);
+        for case in 0..40 {
+            let mut run = crate::testing::random_case(&mut rnd, case, 20, 10);
+            if case % 2 == 0 {
+                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
+                    if r.call == crate::trace::call::MPI_Barrier {
+                        r.call = crate::trace::call::MPI_Alltoall;
+                        r.bytes_send = 65536 * u64::from(r.comm_size);
+                        r.bytes_recv = r.bytes_send;
+                    }
+                }
+            }
+            crate::testing::write_case(&dir, case, &run);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            let world = crate::topo::placement::Placement::from_run(&loaded)
+                .node_of_rank
+                .len();
+            let cond = crate::testing::random_conditions(&mut rnd, world);
+            clustered += usize::from(cond.clusters.is_some());
+            local_group += usize::from(cond.alltoall == AlltoallAlgo::LocalGroup);
+            for model in ["gige", "none"] {
+                let at = format!(
+                    "case {case}, {model}, {:?}, clusters {:?}, {}",
+                    cond.placement.node_of_rank,
+                    cond.clusters.as_ref().map(|c| &c.cluster_of_node),
+                    cond.alltoall
+                );
+                let conditions = serde_json::json!({"case": case, "model": model});
+                for d in [&batch_out, &stream_out] {
+                    std::fs::remove_dir_all(d).ok();
+                    std::fs::create_dir_all(d).unwrap();
+                }
+                // The batch replay, as `pmpi-predict replay` writes it.
+                let recorded = predict_run_with(&loaded, &profile, Some(model), &assume).unwrap();
+                let what =
+                    predict_run_under(&loaded, &profile, Some(model), &assume, &cond).unwrap();
+                let figs = CallAggregates::of_run(&loaded, &what.calls);
+                let batch = crate::report::whatif::build(
+                    &loaded,
+                    &recorded,
+                    &what,
+                    &figs,
+                    conditions.clone(),
+                );
+                let summary = crate::report::write_summary_hotspots(
+                    &batch_out,
+                    &loaded,
+                    &what,
+                    &figs,
+                    &batch.hotspots,
+                    "builtin-default",
+                )
+                .unwrap();
+                crate::report::html::write_views(
+                    &batch_out,
+                    &loaded,
+                    &what,
+                    &figs,
+                    &summary,
+                    &batch.hotspots,
+                    "builtin-default",
+                    0,
+                );
+                let sizes = Sizes {
+                    run_len: [1, 7, 3000][case % 3],
+                    e_rel_held: [3, 50, callagg::IN_MEMORY][case / 3 % 3],
+                };
+                let w = WhatIfRun {
+                    profile: &profile,
+                    model: Some(model),
+                    source: "builtin-default",
+                    assume: &assume,
+                    cond: &cond,
+                };
+                let s = replay_with(&dir, &stream_out, &w, sizes, conditions).unwrap();
+                let json = |w: &WhatIf| serde_json::to_string_pretty(w).unwrap();
+                assert_eq!(json(&s.whatif), json(&batch), "{at}: replay.json differs");
+                for f in ["summary.json", "hotspots.json", "report.html"] {
+                    let read = |d: &Path| std::fs::read(d.join(f)).unwrap();
+                    assert!(read(&stream_out) == read(&batch_out), "{at}: {f} differs");
+                }
+                assert_eq!(temporary(&stream_out), Vec::<String>::new(), "{at}");
+                rows += s.whatif.records;
+                spilled += s.spilled_runs;
+                families += s.whatif.families.len();
+                let m = &s.whatif.makespan;
+                moved += usize::from(m.predicted_s != m.replayed_s);
+                contended += usize::from(s.whatif.total["predicted"].contention_s > 0.0);
+            }
+        }
+        std::fs::remove_dir_all(&base).ok();
+        eprintln!(
+            "{rows} rows, {spilled} runs, {clustered} clustered, {local_group} local group, \
+             {moved} makespans moved, {contended} contended, {families} families"
+        );
+        assert!(
+            rows > 5_000
+                && spilled > 1_000
+                && clustered > 10
+                && local_group > 10
+                && moved > 40
+                && contended > 10
+                && families > 200,
+            "{rows} rows, {spilled} runs, {clustered} clustered, {local_group} local group, \
+             {moved} makespans moved, {contended} contended, {families} families"
+        );
     }
 }

@@ -1,10 +1,13 @@
 //! The report of a what-if replay: `replay.json` and its one-screen comparison with the
 //! recorded run. Pure: takes the run, the replay under the recorded conditions and the
-//! replay under the new ones.
+//! replay under the new ones, or their rows one at a time ([`WhatIfAgg`], the streamed
+//! replay's way).
 
+use super::callagg::CallFigures;
 use super::hotspots::{self, Hotspots};
 use crate::predict::{CallPrediction, RunPrediction};
-use crate::trace::{self, FLAG_NONBLOCKING, RankTrace, RunTrace};
+use crate::topo::placement::Placement;
+use crate::trace::{self, FLAG_NONBLOCKING, RankMeta, RunTrace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -54,14 +57,6 @@ fn splits(r: &trace::Record, c: &CallPrediction) -> Option<(Split, Split)> {
     ))
 }
 
-fn call_name(rk: &RankTrace, r: &trace::Record) -> String {
-    rk.meta
-        .calls
-        .get(r.call as usize)
-        .cloned()
-        .unwrap_or_else(|| trace::call_name(r.call).into())
-}
-
 /// One rank in `replay.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RankRow {
@@ -95,6 +90,20 @@ pub struct Makespans {
     pub predicted_free_s: f64,
 }
 
+impl Makespans {
+    /// From the replay as recorded's makespan and the what-if replay's (measured,
+    /// predicted, contention-free).
+    pub fn new(replayed_s: f64, whatif: [f64; 3]) -> Makespans {
+        let [measured_s, predicted_s, predicted_free_s] = whatif;
+        Makespans {
+            measured_s,
+            replayed_s,
+            predicted_s,
+            predicted_free_s,
+        }
+    }
+}
+
 /// `replay.json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct WhatIf {
@@ -111,83 +120,157 @@ pub struct WhatIf {
     pub hotspots: Hotspots,
 }
 
-/// Builds the report of a what-if replay: `recorded` is the replay under the recorded
-/// conditions, `whatif` under the new ones.
+/// Builds the report of a what-if replay of the loaded `run`: `recorded` is the replay
+/// under the recorded conditions, `whatif` under the new ones, `figs` the per-call figures
+/// of `whatif` (`CallAggregates::of_run`). The rows are fed in calls.csv order, as the
+/// streamed replay feeds them (`report::stream::replay_streamed`), so both give the same
+/// sums to the bit.
 pub fn build(
     run: &RunTrace,
     recorded: &RunPrediction,
     whatif: &RunPrediction,
+    figs: &CallFigures,
     conditions: serde_json::Value,
 ) -> WhatIf {
-    let mut ranks = Vec::new();
-    let mut fam: BTreeMap<String, FamilyRow> = BTreeMap::new();
-    let mut waited_for: BTreeMap<i32, f64> = BTreeMap::new();
-    let mut tot = [Split::default(); 3];
-    for ((rk, rc), wc) in run.ranks.iter().zip(&recorded.calls).zip(&whatif.calls) {
-        let mut row = [Split::default(); 3];
-        for ((r, a), b) in rk.records.iter().zip(rc).zip(wc) {
-            if b.wait.seconds > 0.0 && b.wait.on >= 0 {
-                *waited_for.entry(b.wait.on).or_default() += b.wait.seconds;
-            }
-            let (Some((m, rp)), Some((_, wp))) = (splits(r, a), splits(r, b)) else {
-                continue;
-            };
-            row[0].add(&m);
-            row[1].add(&rp);
-            row[2].add(&wp);
-            let f = fam
-                .entry(call_name(rk, r))
-                .or_insert_with_key(|k| FamilyRow {
-                    call: k.clone(),
+    let mut a = WhatIfAgg::new(run.ranks.len());
+    for (_, ri, i) in super::Timeline::new(run) {
+        let rk = &run.ranks[ri];
+        a.add(
+            ri,
+            &rk.meta,
+            &rk.records[i],
+            &recorded.calls[ri][i],
+            &whatif.calls[ri][i],
+        );
+    }
+    let makespan = Makespans::new(
+        recorded.makespan,
+        [
+            whatif.makespan_measured,
+            whatif.makespan,
+            whatif.makespan_free,
+        ],
+    );
+    let hotspots = hotspots::compute_with(run, whatif, figs, 10);
+    a.finish(run, &whatif.placement, makespan, conditions, hotspots)
+}
+
+/// replay.json's sums, fed one row at a time in calls.csv's order
+/// ([`super::Timeline`]): per rank, per call family, per rank waited for.
+pub struct WhatIfAgg {
+    /// Measured, replayed as recorded, predicted under the new conditions; by rank index.
+    ranks: Vec<[Split; 3]>,
+    families: BTreeMap<String, FamilyRow>,
+    waited_for: BTreeMap<i32, f64>,
+    records: usize,
+}
+
+impl WhatIfAgg {
+    /// An empty accumulator for a run of `ranks` ranks.
+    pub fn new(ranks: usize) -> WhatIfAgg {
+        WhatIfAgg {
+            ranks: vec![[Split::default(); 3]; ranks],
+            families: BTreeMap::new(),
+            waited_for: BTreeMap::new(),
+            records: 0,
+        }
+    }
+
+    /// Adds record `r` of rank index `ri` (described by `meta`), predicted as `recorded`
+    /// under the recorded conditions and as `whatif` under the new ones.
+    pub fn add(
+        &mut self,
+        ri: usize,
+        meta: &RankMeta,
+        r: &trace::Record,
+        recorded: &CallPrediction,
+        whatif: &CallPrediction,
+    ) {
+        self.records += 1;
+        if whatif.wait.seconds > 0.0 && whatif.wait.on >= 0 {
+            *self.waited_for.entry(whatif.wait.on).or_default() += whatif.wait.seconds;
+        }
+        let (Some((m, rp)), Some((_, wp))) = (splits(r, recorded), splits(r, whatif)) else {
+            return;
+        };
+        if ri >= self.ranks.len() {
+            self.ranks.resize(ri + 1, [Split::default(); 3]);
+        }
+        let row = &mut self.ranks[ri];
+        row[0].add(&m);
+        row[1].add(&rp);
+        row[2].add(&wp);
+        let name = super::callagg::call_of(meta, r);
+        if !self.families.contains_key(name) {
+            self.families.insert(
+                name.to_string(),
+                FamilyRow {
+                    call: name.to_string(),
                     count: 0,
                     measured: Split::default(),
                     predicted: Split::default(),
-                });
-            f.count += 1;
-            f.measured.add(&m);
-            f.predicted.add(&wp);
+                },
+            );
         }
-        for (t, x) in tot.iter_mut().zip(&row) {
-            t.add(x);
-        }
-        let name = |p: &RunPrediction| {
-            p.placement
-                .node(rk.meta.rank)
-                .and_then(|n| p.placement.names.get(n as usize).cloned())
-                .unwrap_or_default()
-        };
-        ranks.push(RankRow {
-            rank: rk.meta.rank,
-            recorded_node: rk.meta.node.clone(),
-            node: name(whatif),
-            measured: row[0],
-            replayed: row[1],
-            predicted: row[2],
-        });
+        let f = self.families.get_mut(name).expect("inserted above");
+        f.count += 1;
+        f.measured.add(&m);
+        f.predicted.add(&wp);
     }
-    let mut families: Vec<FamilyRow> = fam.into_values().collect();
-    families.sort_by(|a, b| b.predicted.mpi_s.total_cmp(&a.predicted.mpi_s));
-    WhatIf {
-        ranks_n: run.ranks.len(),
-        records: run.ranks.iter().map(|r| r.records.len()).sum(),
-        conditions,
-        makespan: Makespans {
-            measured_s: whatif.makespan_measured,
-            replayed_s: recorded.makespan,
-            predicted_s: whatif.makespan,
-            predicted_free_s: whatif.makespan_free,
-        },
-        total: [
-            ("measured", tot[0]),
-            ("replayed", tot[1]),
-            ("predicted", tot[2]),
-        ]
-        .into_iter()
-        .collect(),
-        ranks,
-        families,
-        waited_for,
-        hotspots: hotspots::compute(run, whatif, 10),
+
+    /// replay.json of the run whose ranks `run` holds (a shell will do), replayed on
+    /// `placement` under the new conditions.
+    pub fn finish(
+        self,
+        run: &RunTrace,
+        placement: &Placement,
+        makespan: Makespans,
+        conditions: serde_json::Value,
+        hotspots: Hotspots,
+    ) -> WhatIf {
+        let mut tot = [Split::default(); 3];
+        let none = [Split::default(); 3];
+        let ranks = run
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(ri, rk)| {
+                let row = self.ranks.get(ri).unwrap_or(&none);
+                for (t, x) in tot.iter_mut().zip(row) {
+                    t.add(x);
+                }
+                RankRow {
+                    rank: rk.meta.rank,
+                    recorded_node: rk.meta.node.clone(),
+                    node: placement
+                        .node(rk.meta.rank)
+                        .and_then(|n| placement.names.get(n as usize).cloned())
+                        .unwrap_or_default(),
+                    measured: row[0],
+                    replayed: row[1],
+                    predicted: row[2],
+                }
+            })
+            .collect();
+        let mut families: Vec<FamilyRow> = self.families.into_values().collect();
+        families.sort_by(|a, b| b.predicted.mpi_s.total_cmp(&a.predicted.mpi_s));
+        WhatIf {
+            ranks_n: run.ranks.len(),
+            records: self.records,
+            conditions,
+            makespan,
+            total: [
+                ("measured", tot[0]),
+                ("replayed", tot[1]),
+                ("predicted", tot[2]),
+            ]
+            .into_iter()
+            .collect(),
+            ranks,
+            families,
+            waited_for: self.waited_for,
+            hotspots,
+        }
     }
 }
 

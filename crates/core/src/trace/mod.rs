@@ -980,6 +980,27 @@ pub(crate) fn run_metas(dir: &Path) -> Result<Vec<RankMeta>, Error> {
     Ok(metas)
 }
 
+/// The run of the ranks `metas` describes, without records (nothing missing said).
+pub(crate) fn shell_of(metas: &[RankMeta]) -> RunTrace {
+    RunTrace {
+        world_size: metas.iter().map(|m| m.world_size).max().unwrap_or(0),
+        ranks: metas
+            .iter()
+            .map(|m| RankTrace {
+                meta: m.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        missing: vec![],
+    }
+}
+
+/// The ranks of the run in `dir` from their metadata alone, no spool read: enough to
+/// place them (`Placement::from_run`) before a streamed prediction.
+pub fn load_shell(dir: &Path) -> Result<RunTrace, Error> {
+    Ok(shell_of(&run_metas(dir)?))
+}
+
 /// The ranks of a world of `world_size` without metadata among `metas` (sorted by rank).
 pub(crate) fn missing_of(metas: &[RankMeta], world_size: i32) -> Vec<i32> {
     (0..world_size)

@@ -178,18 +178,7 @@ impl RunOrder {
     /// The run as its metadata alone gives it (no records): what a placement or a
     /// protocol is found from before the calls are read.
     pub fn shell(&self) -> super::RunTrace {
-        super::RunTrace {
-            world_size: self.metas.iter().map(|m| m.world_size).max().unwrap_or(0),
-            ranks: self
-                .metas
-                .iter()
-                .map(|m| super::RankTrace {
-                    meta: m.clone(),
-                    ..Default::default()
-                })
-                .collect(),
-            missing: vec![],
-        }
+        super::shell_of(&self.metas)
     }
 
     /// The run as [`super::load_run`] gives it, without its records: [`RunOrder::shell`]
