@@ -1865,3 +1865,72 @@ fn a_buffered_linear_broadcast_ends_together_and_queues_behind_the_last() {
     let d = |rank: usize| p.calls[rank][0].predicted.unwrap();
     assert!((d(3) / d(1) - 3.0).abs() < 1e-6, "{} {}", d(1), d(3));
 }
+
+#[test]
+fn opposite_messages_move_one_after_the_other_only_if_both_ranks_received_first() {
+    // Ranks 0 (node a) and 1 (node b) exchange 1 s of data each way, with a reverse-flow
+    // factor of 2. By MPI_Sendrecv (the receive posted with the send) or by Irecv then
+    // Isend, each transfer takes 2 s; by Isend then Irecv, or between two other pairs
+    // of ranks on the same nodes, 1 s.
+    let m: u64 = 100_000_000;
+    let irecv = |peer: i32, t0: u64| Record {
+        t_posted: t0,
+        flags: trace::FLAG_NONBLOCKING,
+        ..recv_rec(call::MPI_Irecv, peer, m, t0, 3 * S)
+    };
+    let transfers = |ranks: Vec<RankTrace>| {
+        let r = run(ranks);
+        let mut prof = profile();
+        prof.penalty.reverse = 2.0;
+        let p = predict_run(&r, &prof, Some("gige")).unwrap();
+        let mut d: Vec<f64> = p
+            .inter
+            .iter()
+            .enumerate()
+            .map(|(k, &f)| p.sim.end[k] - p.flows.flows[f].start)
+            .collect();
+        d.sort_by(f64::total_cmp);
+        d
+    };
+    let sendrecv = |r: i32| Record {
+        peer2: 1 - r,
+        bytes_recv: m,
+        comm_size: 2,
+        ..send(call::MPI_Sendrecv, 1 - r, m, 0, 3 * S)
+    };
+    let d = transfers(vec![
+        rank(0, "a", 0, vec![sendrecv(0)], 2),
+        rank(1, "b", 0, vec![sendrecv(1)], 2),
+    ]);
+    assert_eq!(d.len(), 2);
+    assert!(d.iter().all(|&t| close(t, 2.0)), "sendrecv {d:?}");
+    let recv_first = |r: i32| vec![irecv(1 - r, 0), isend(1 - r, m, 1000, 3 * S)];
+    let d = transfers(vec![
+        rank(0, "a", 0, recv_first(0), 2),
+        rank(1, "b", 0, recv_first(1), 2),
+    ]);
+    assert!(d.iter().all(|&t| close(t, 2.0)), "receives first {d:?}");
+    let send_first = |r: i32| vec![isend(1 - r, m, 0, 3 * S), irecv(1 - r, 1000)];
+    let d = transfers(vec![
+        rank(0, "a", 0, send_first(0), 2),
+        rank(1, "b", 0, send_first(1), 2),
+    ]);
+    assert_eq!(d.len(), 2);
+    assert!(d.iter().all(|&t| close(t, 1.0)), "sends first {d:?}");
+    // One rank receives first, the other sends first: together.
+    let d = transfers(vec![
+        rank(0, "a", 0, recv_first(0), 2),
+        rank(1, "b", 0, send_first(1), 2),
+    ]);
+    assert!(d.iter().all(|&t| close(t, 1.0)), "mixed {d:?}");
+    // Ranks 0 -> 1 and 3 -> 2, ranks 0 and 2 on node a, 1 and 3 on node b, each receiving
+    // first: two pairs of ranks, together.
+    let d = transfers(vec![
+        rank(0, "a", 0, vec![isend(1, m, 1000, 3 * S)], 4),
+        rank(1, "b", 0, vec![irecv(0, 0)], 4),
+        rank(2, "a", 0, vec![irecv(3, 0)], 4),
+        rank(3, "b", 0, vec![isend(2, m, 1000, 3 * S)], 4),
+    ]);
+    assert_eq!(d.len(), 2);
+    assert!(d.iter().all(|&t| close(t, 1.0)), "two pairs {d:?}");
+}
