@@ -46,6 +46,10 @@ use std::rc::Rc;
 pub struct Finished {
     pub rank: u32,
     pub rec: u32,
+    /// Its slot, shared by the replays over one read ([`replay_windows`]): the same
+    /// record has the same slot in each, and no other record takes it until every replay
+    /// has handed this one over (a dense index for joining their results).
+    pub slot: u32,
     /// Its measured entry on rank 0's clock (ns): with (rank, rec), where the run's
     /// timeline (`report::Timeline`) puts it.
     pub entry_ns: i64,
@@ -247,6 +251,8 @@ struct Read {
     /// allocation per message.)
     ev_from: u64,
     events: u32,
+    /// Its record slot, the same in every replay ([`Finished::slot`]).
+    slot: u32,
 }
 
 /// The run read once for the replays side by side.
@@ -274,6 +280,12 @@ struct Reader {
     active: Vec<bool>,
     eof: bool,
     err: Option<Error>,
+    /// Record slots: a call read takes one for every replay (each holds its record in
+    /// that slot of its own), so the replays need no free list each and their results
+    /// join by slot; per slot, the replays that have not handed its record over yet, and
+    /// the free slots.
+    slot_refs: Vec<u32>,
+    free_slots: Vec<u32>,
 }
 
 impl Reader {
@@ -312,6 +324,27 @@ impl Reader {
             active: vec![true; n],
             eof: false,
             err: None,
+            slot_refs: Vec::new(),
+            free_slots: Vec::new(),
+        }
+    }
+
+    /// A free record slot, held by every replay.
+    fn alloc_slot(&mut self) -> u32 {
+        let g = self.free_slots.pop().unwrap_or_else(|| {
+            self.slot_refs.push(0);
+            self.slot_refs.len() as u32 - 1
+        });
+        self.slot_refs[g as usize] = self.pos.len() as u32;
+        g
+    }
+
+    /// A replay handed over the record in slot `g`: free once every replay has.
+    fn release(&mut self, g: u32) {
+        let refs = &mut self.slot_refs[g as usize];
+        *refs -= 1;
+        if *refs == 0 {
+            self.free_slots.push(g);
         }
     }
 
@@ -339,6 +372,7 @@ impl Reader {
                         let next = self.conns.len() as u32;
                         *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next)
                     });
+                    let slot = self.alloc_slot();
                     let meta = &self.order.metas[ri];
                     self.held.push_back(Read {
                         ri,
@@ -351,6 +385,7 @@ impl Reader {
                         planned,
                         ev_from: self.ev_end - n as u64,
                         events: n as u32,
+                        slot,
                     });
                 }
                 Ok(None) => {
@@ -572,8 +607,8 @@ struct Window<'a> {
     /// that end are read, an operation whose call is not read has none (a request freed,
     /// not waited for, is let go then instead of at its thread's end).
     awaiting_end: Vec<BinaryHeap<Reverse<(u64, u32, Id)>>>,
+    /// By the reader's record slots ([`Read::slot`]).
     recs: Vec<Rec>,
-    free_recs: Vec<u32>,
     ids: FxMap<Id, u32>,
     msgs: Vec<MsgSlot>,
     free_msgs: Vec<u32>,
@@ -650,7 +685,6 @@ impl<'a> Window<'a> {
             streams_left,
             world_open,
             recs: Vec::new(),
-            free_recs: Vec::new(),
             ids: FxMap::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
@@ -720,7 +754,7 @@ impl<'a> Window<'a> {
         let planned = read.planned;
         let id = (ri as u32, c.rec);
         let r = &c.record;
-        let g = self.alloc_rec();
+        let g = self.alloc_rec(read.slot);
         let mut hot = planned.hot;
         let (m_start, m_end, entry_ns) = (read.m_start, read.m_end, read.entry_ns);
         if let Some(m) = planned.msg {
@@ -1143,54 +1177,61 @@ impl<'a> Window<'a> {
         }
     }
 
-    fn alloc_rec(&mut self) -> u32 {
+    /// Takes the reader's slot `g` for a record.
+    fn alloc_rec(&mut self, g: u32) -> u32 {
         self.live.0 += 1;
         self.stats.most_records = self.stats.most_records.max(self.live.0);
-        match self.free_recs.pop() {
-            Some(g) => g,
-            None => {
-                self.recs.push(Rec {
-                    id: (0, 0),
-                    stream: 0,
-                    hot: Hot {
-                        gap: 0.0,
-                        op_dur: 0.0,
-                        msg_out: NONE,
-                        msg_in: NONE,
-                        inst_of: NONE,
-                        op: Op::Other,
-                    },
-                    start: f64::NAN,
-                    end: f64::NAN,
-                    reason: Reason::None,
-                    peer: 0,
-                    bytes: 0,
-                    recv_pending: false,
-                    src: NO_RANK,
-                    inst_pending: false,
-                    probe_pending: false,
-                    probe_recv: NONE,
-                    completes: Vec::new(),
-                    completer: Completer::NotOp,
-                    member: NONE,
-                    root: false,
-                    ended: false,
-                    live: false,
-                    gone: false,
-                    m_start: f64::NAN,
-                    m_end: f64::NAN,
-                    m_dur: f64::NAN,
-                    entry_ns: 0,
-                    has_done_by: false,
-                    done_end: f64::NAN,
-                    req_done: f64::NAN,
-                    ops: Vec::new(),
-                    probe_m: NONE,
-                    fig_pending: 0,
-                    named: false,
-                });
-                self.recs.len() as u32 - 1
-            }
+        if self.recs.len() <= g as usize {
+            self.grow_recs(g);
+        }
+        g
+    }
+
+    /// Slots up to `g` (the reader's slots grow as the records held do).
+    #[cold]
+    #[inline(never)]
+    fn grow_recs(&mut self, g: u32) {
+        while self.recs.len() <= g as usize {
+        self.recs.push(Rec {
+            id: (0, 0),
+            stream: 0,
+            hot: Hot {
+                gap: 0.0,
+                op_dur: 0.0,
+                msg_out: NONE,
+                msg_in: NONE,
+                inst_of: NONE,
+                op: Op::Other,
+            },
+            start: f64::NAN,
+            end: f64::NAN,
+            reason: Reason::None,
+            peer: 0,
+            bytes: 0,
+            recv_pending: false,
+            src: NO_RANK,
+            inst_pending: false,
+            probe_pending: false,
+            probe_recv: NONE,
+            completes: Vec::new(),
+            completer: Completer::NotOp,
+            member: NONE,
+            root: false,
+            ended: false,
+            live: false,
+            gone: false,
+            m_start: f64::NAN,
+            m_end: f64::NAN,
+            m_dur: f64::NAN,
+            entry_ns: 0,
+            has_done_by: false,
+            done_end: f64::NAN,
+            req_done: f64::NAN,
+            ops: Vec::new(),
+            probe_m: NONE,
+            fig_pending: 0,
+            named: false,
+        });
         }
     }
 
@@ -1378,6 +1419,7 @@ impl<'a> Window<'a> {
         (self.finished)(Finished {
             rank: id.0,
             rec: id.1,
+            slot: g,
             entry_ns: r.entry_ns,
             start: r.start,
             end: r.end,
@@ -1398,7 +1440,7 @@ impl<'a> Window<'a> {
             self.unref_msg(probe_m);
         }
         self.hold(h, false);
-        self.free_recs.push(g);
+        self.reader.borrow_mut().release(g);
         self.live.0 -= 1;
     }
 
