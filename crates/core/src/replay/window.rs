@@ -1444,6 +1444,14 @@ impl<'a> Window<'a> {
         self.live.0 -= 1;
     }
 
+    /// The records whose figures no longer wait go to the caller.
+    #[inline(never)]
+    fn emit_ready(&mut self) {
+        while let Some(g) = self.fig_ready.pop() {
+            self.emit(g);
+        }
+    }
+
     /// The run is replayed: the records whose figures waited go to the caller.
     fn emit_rest(&mut self) {
         for g in 0..self.recs.len() as u32 {
@@ -1708,11 +1716,12 @@ impl Store for Window<'_> {
     fn set_coll_contention(&mut self, i: u32, c: f64) {
         self.insts[i as usize].contention = c;
     }
+    #[inline]
     fn next_check(&mut self) -> Option<u32> {
         // Records whose figures no longer wait go first (not from within the engine's
         // step, which may still read their messages).
-        while let Some(g) = self.fig_ready.pop() {
-            self.emit(g);
+        if !self.fig_ready.is_empty() {
+            self.emit_ready();
         }
         self.checks.pop()
     }
