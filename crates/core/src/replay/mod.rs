@@ -1597,13 +1597,18 @@ impl<'a, S: Store> Engine<'a, S> {
 
     /// Lets the store finish the nonblocking records whose requests are final. (Inlined:
     /// the replay asks at every event, and there is rarely any.)
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self) {
         while let Some(g) = self.s.next_check() {
-            if self.s.op_ready(g) {
-                let r = self.request_done(g).unwrap_or(self.s.end(g));
-                self.s.retire_op(g, r);
-            }
+            self.settle_one(g);
+        }
+    }
+
+    #[inline(never)]
+    fn settle_one(&mut self, g: u32) {
+        if self.s.op_ready(g) {
+            let r = self.request_done(g).unwrap_or(self.s.end(g));
+            self.s.retire_op(g, r);
         }
     }
 

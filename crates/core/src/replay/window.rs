@@ -1444,6 +1444,29 @@ impl<'a> Window<'a> {
         self.live.0 -= 1;
     }
 
+    /// [`Store::stream_record`] when the record is not the stream's current one, read and
+    /// resolved: steps the stream's queue to it and reads on until it is.
+    #[inline(never)]
+    fn stream_record_reading(&mut self, s: u32, pos: usize) -> Option<u32> {
+        let si = s as usize;
+        while self.head[si] < pos {
+            self.queue[si].pop_front();
+            self.head[si] += 1;
+        }
+        loop {
+            if let Some(&g) = self.queue[si].front()
+                && self.resolved(g)
+            {
+                return Some(g);
+            }
+            if !self.pull() {
+                // At the end of the run everything read is resolved; a stream shorter than
+                // the first pass found (a read error, a spool that changed) ends here.
+                return self.queue[si].front().copied();
+            }
+        }
+    }
+
     /// The records whose figures no longer wait go to the caller.
     #[inline(never)]
     fn emit_ready(&mut self) {
@@ -1548,24 +1571,17 @@ impl Store for Window<'_> {
     fn stream_start(&self, s: u32) -> f64 {
         self.starts[s as usize]
     }
+    #[inline]
     fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {
+        // Most often the stream's current record, read and resolved: found inline.
         let si = s as usize;
-        while self.head[si] < pos {
-            self.queue[si].pop_front();
-            self.head[si] += 1;
+        if self.head[si] == pos
+            && let Some(&g) = self.queue[si].front()
+            && self.resolved(g)
+        {
+            return Some(g);
         }
-        loop {
-            if let Some(&g) = self.queue[si].front()
-                && self.resolved(g)
-            {
-                return Some(g);
-            }
-            if !self.pull() {
-                // At the end of the run everything read is resolved; a stream shorter than
-                // the first pass found (a read error, a spool that changed) ends here.
-                return self.queue[si].front().copied();
-            }
-        }
+        self.stream_record_reading(s, pos)
     }
     fn hot(&self, g: u32) -> Hot {
         self.recs[g as usize].hot
