@@ -704,6 +704,7 @@ impl<'a> Window<'a> {
     }
 
     /// Whether what record `g`'s replay reads of other records is known.
+    #[inline]
     fn resolved(&self, g: u32) -> bool {
         let r = &self.recs[g as usize];
         if r.recv_pending || r.inst_pending || r.probe_pending {
@@ -1250,6 +1251,7 @@ impl<'a> Window<'a> {
         }
     }
 
+    #[inline]
     fn unref_msg(&mut self, m: u32) {
         let s = &mut self.msgs[m as usize];
         s.refs -= 1;
@@ -1342,6 +1344,7 @@ impl<'a> Window<'a> {
 
     /// Takes (`take`) or gives back a hold on the messages and collective operation of a
     /// record with [`Hot`] `h`.
+    #[inline]
     fn hold(&mut self, h: Hot, take: bool) {
         for m in [h.msg_out, h.msg_in] {
             if m != NONE {
