@@ -1785,6 +1785,7 @@ mod tests {
     use crate::replay::{Plan, Protocol, replay};
 
     use crate::testing::write_run;
+    use std::cell::Cell;
 
     /// Times are the same when their bits are (any NaN is the same as any NaN).
     fn same(a: f64, b: f64) -> bool {
@@ -1899,6 +1900,76 @@ mod tests {
     /// sends nonblocking and never waited for, one receive from a rank outside the run;
     /// 20,000 records on 4 ranks): the window holds the records and messages in flight, not
     /// the run.
+    /// The replays over one read number each record alike ([`Finished::slot`]), and a
+    /// slot goes to another record only once both have handed the first over: the second
+    /// hand-over of every record finds its slot held by it alone (random runs, which hold
+    /// most of their records, and a long ring, whose slots are reused).
+    #[test]
+    fn replays_over_one_read_share_record_slots() {
+        let mut rnd = crate::testing::xorshift(0x9e6c_63d0_676a_9a99);
+        let dir = std::env::temp_dir().join(format!("pmpi-window-slots-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let p2p = P2p::from_profile(&profile, None);
+        let gige = penalty_model(&profile, Some("gige")).unwrap();
+        let assume = Assumptions::default();
+        let cost = |i: &Instance, _: &[i32]| coll_cost(&profile, &assume, i);
+        let mut records = 0;
+        for case in 0..=60 {
+            let scale = if case < 50 { 1 } else { 20 };
+            let run = if case < 60 {
+                crate::testing::random_run_of(&mut rnd, scale)
+            } else {
+                crate::testing::ring_run(4, 5000)
+            };
+            write_run(&dir, &run);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            let placement = Placement::from_run(&loaded);
+            // Per slot, the record one replay handed over and the other not yet.
+            let open: RefCell<FxMap<u32, (u32, u32)>> = RefCell::default();
+            let (seen, most) = (Cell::new(0usize), Cell::new(0u32));
+            let hand = |f: Finished| {
+                seen.set(seen.get() + 1);
+                most.set(most.get().max(f.slot + 1));
+                let mut open = open.borrow_mut();
+                match open.remove(&f.slot) {
+                    Some(first) => assert_eq!(first, (f.rank, f.rec), "case {case}: slot {}", f.slot),
+                    None => assert!(open.insert(f.slot, (f.rank, f.rec)).is_none()),
+                }
+            };
+            let (mut model_side, mut free_side) = (hand, hand);
+            let sides = vec![
+                Side {
+                    model: gige.as_deref(),
+                    contention: true,
+                    figures: true,
+                    finished: &mut model_side,
+                    net: None,
+                    collectives: None,
+                },
+                Side {
+                    model: None,
+                    contention: false,
+                    figures: false,
+                    finished: &mut free_side,
+                    net: None,
+                    collectives: None,
+                },
+            ];
+            let order = RunOrder::open(&dir).unwrap();
+            let protocol = Protocol::for_library("");
+            replay_windows(order, &placement, protocol, &p2p, &cost, sides).unwrap();
+            let n: usize = loaded.ranks.iter().map(|r| r.records.len()).sum();
+            assert_eq!(seen.get(), 2 * n, "case {case}: every record handed over twice");
+            assert!(open.borrow().is_empty(), "case {case}: {:?}", open.borrow());
+            records += n;
+            if case == 60 {
+                assert!(most.get() < 100, "{} slots for the ring's {n} records", most.get());
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(records > 30_000, "{records}");
+    }
+
     #[test]
     fn the_window_holds_what_is_in_flight() {
         let run = crate::testing::ring_run(4, 5000);
