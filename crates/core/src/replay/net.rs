@@ -116,6 +116,8 @@ struct NetFlow {
     inter_pos: u32,
     /// For the sink: see [`Net::add_owned`].
     owner: u64,
+    /// What [`Net::advance`] gives back when it finishes ([`Net::add_tagged`]).
+    tag: u32,
 }
 
 /// The fluid network.
@@ -352,6 +354,20 @@ impl<'m> Net<'m> {
 
     /// [`Net::add`], the sink told `owner` with the flow's intervals.
     pub fn add_owned(&mut self, src: u32, dst: u32, bytes: u64, tref: f64, owner: u64) -> u32 {
+        self.add_tagged(src, dst, bytes, tref, owner, self.next_id)
+    }
+
+    /// [`Net::add_owned`], [`Net::advance`] giving back `tag` instead of the flow's id when
+    /// it finishes (the replay's message: no map from flows to messages).
+    pub fn add_tagged(
+        &mut self,
+        src: u32,
+        dst: u32,
+        bytes: u64,
+        tref: f64,
+        owner: u64,
+        tag: u32,
+    ) -> u32 {
         if let Some(s) = &mut self.sink {
             s.added(src, dst, bytes);
         }
@@ -375,6 +391,7 @@ impl<'m> Net<'m> {
             intra,
             inter_pos,
             owner,
+            tag,
         };
         let slot = match self.free_slots.pop() {
             Some(k) => {
@@ -586,7 +603,7 @@ impl<'m> Net<'m> {
     }
 
     /// Moves time forward to `t` (no later than [`Net::next_finish`]) and returns the flows
-    /// that finished at `t`.
+    /// that finished at `t` (their ids, or the tags [`Net::add_tagged`] gave them).
     /// (Inlined into the replay's loop for the common case checked first, most events
     /// being at the network's time with nothing finishing.)
     #[inline]
@@ -663,7 +680,7 @@ impl<'m> Net<'m> {
                 self.active.swap_remove(k);
                 self.free_slots.push(i);
                 let f = self.flows[i as usize];
-                done.push(f.id);
+                done.push(f.tag);
                 if !f.intra {
                     self.dirty = true;
                     if self.disjoint.is_some() {

@@ -617,7 +617,6 @@ struct Window<'a> {
     /// The record being taken, its slot and the message it sends (NONE: none, or matched
     /// by its own events), while its events are handled.
     taking: (Id, u32, u32),
-    flows: FxMap<u32, u32>,
     insts: Vec<InstSlot>,
     free_insts: Vec<u32>,
     /// Nonblocking records whose request may have become final.
@@ -690,7 +689,6 @@ impl<'a> Window<'a> {
             free_msgs: Vec::new(),
             unmatched: FxMap::default(),
             taking: ((u32::MAX, u32::MAX), NONE, NONE),
-            flows: FxMap::default(),
             insts: Vec::new(),
             free_insts: Vec::new(),
             checks: Vec::new(),
@@ -1662,7 +1660,7 @@ impl Store for Window<'_> {
         let s = &mut self.msgs[m as usize];
         s.times[f as usize] = t;
         if f == MsgTime::Arrive {
-            let (a, b, flow) = (s.send_op, s.recv_op, s.flow);
+            let (a, b) = (s.send_op, s.recv_op);
             let w = std::mem::replace(&mut s.fig_waiter, NONE);
             let o = std::mem::replace(&mut s.owner_waiter, NONE);
             for w in [w, o] {
@@ -1676,7 +1674,6 @@ impl Store for Window<'_> {
             }
             self.checks
                 .extend([a, b].into_iter().filter(|&x| x != NONE));
-            self.flows.remove(&flow);
             self.unref_msg(m);
         }
     }
@@ -1685,10 +1682,6 @@ impl Store for Window<'_> {
     }
     fn set_flow(&mut self, m: u32, f: u32) {
         self.msgs[m as usize].flow = f;
-        self.flows.insert(f, m);
-    }
-    fn flow_msg(&self, f: u32) -> u32 {
-        self.flows[&f]
     }
     fn flow_owner(&self, m: u32) -> u64 {
         let (ri, rec) = self.msgs[m as usize].owner;
