@@ -179,6 +179,9 @@ pub struct Net<'m> {
     /// Told of flows and intervals as they happen, and its scratch.
     sink: Option<Box<dyn NetSink + 'm>>,
     in_flight: Vec<InFlight>,
+    /// Scratch: the (id, tag) of the flows finishing in [`Net::advance`], ordered by id
+    /// (the order the flows finish in at one instant) before their tags are given back.
+    ending: Vec<(u32, u32)>,
 }
 
 /// Whether `q` can serve as a dispersion's quantiles: at least 2, positive, finite and
@@ -239,6 +242,7 @@ impl<'m> Net<'m> {
             log: Sim::default(),
             sink: None,
             in_flight: Vec::new(),
+            ending: Vec::new(),
         }
     }
 
@@ -680,7 +684,7 @@ impl<'m> Net<'m> {
                 self.active.swap_remove(k);
                 self.free_slots.push(i);
                 let f = self.flows[i as usize];
-                done.push(f.tag);
+                self.ending.push((f.id, f.tag));
                 if !f.intra {
                     self.dirty = true;
                     if self.disjoint.is_some() {
@@ -693,7 +697,8 @@ impl<'m> Net<'m> {
                 k += 1;
             }
         }
-        done.sort_unstable();
+        self.ending.sort_unstable();
+        done.extend(self.ending.drain(..).map(|(_, tag)| tag));
         if dt > 0.0 || !done.is_empty() {
             self.finish = None;
         }
@@ -718,6 +723,24 @@ mod tests {
             out.extend(done.iter().map(|&i| (i, t)));
         }
         out
+    }
+
+    /// Flows that finish at one instant come back in the order they were added, as their
+    /// tags ([`Net::add_tagged`]) when they have one: the replay's arrivals at an instant
+    /// keep the flows' order whatever its messages' numbers.
+    #[test]
+    fn tagged_flows_finishing_together_come_back_in_their_order() {
+        let mut net = Net::new(None);
+        // Five equal flows on separate node pairs, tagged in decreasing order, and one
+        // untagged (its tag is its id, 5).
+        for k in 0..5u32 {
+            net.add_tagged(2 * k, 2 * k + 1, 10, 1.0, u64::MAX, 100 - k);
+        }
+        net.add(20, 21, 10, 1.0);
+        let ends = run_all(&mut net);
+        let tags: Vec<u32> = ends.iter().map(|&(t, _)| t).collect();
+        assert_eq!(tags, [100, 99, 98, 97, 96, 5]);
+        assert!(ends.iter().all(|&(_, t)| t == ends[0].1), "{ends:?}");
     }
 
     #[test]
