@@ -179,9 +179,6 @@ pub struct Net<'m> {
     /// Told of flows and intervals as they happen, and its scratch.
     sink: Option<Box<dyn NetSink + 'm>>,
     in_flight: Vec<InFlight>,
-    /// Scratch: the (id, tag) of the flows finishing in [`Net::advance`], ordered by id
-    /// (the order the flows finish in at one instant) before their tags are given back.
-    ending: Vec<(u32, u32)>,
 }
 
 /// Whether `q` can serve as a dispersion's quantiles: at least 2, positive, finite and
@@ -242,7 +239,6 @@ impl<'m> Net<'m> {
             log: Sim::default(),
             sink: None,
             in_flight: Vec::new(),
-            ending: Vec::new(),
         }
     }
 
@@ -684,7 +680,8 @@ impl<'m> Net<'m> {
                 self.active.swap_remove(k);
                 self.free_slots.push(i);
                 let f = self.flows[i as usize];
-                self.ending.push((f.id, f.tag));
+                // Its slot for now (kept as it is until the next flow is added).
+                done.push(i);
                 if !f.intra {
                     self.dirty = true;
                     if self.disjoint.is_some() {
@@ -697,8 +694,14 @@ impl<'m> Net<'m> {
                 k += 1;
             }
         }
-        self.ending.sort_unstable();
-        done.extend(self.ending.drain(..).map(|(_, tag)| tag));
+        // The flows finished at one instant in the order they were added, given back by
+        // their tags. (Most often one flow finishes: nothing to sort.)
+        if done.len() > 1 {
+            done.sort_unstable_by_key(|&i| self.flows[i as usize].id);
+        }
+        for x in done.iter_mut() {
+            *x = self.flows[*x as usize].tag;
+        }
         if dt > 0.0 || !done.is_empty() {
             self.finish = None;
         }
