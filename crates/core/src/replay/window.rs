@@ -1191,46 +1191,46 @@ impl<'a> Window<'a> {
     #[inline(never)]
     fn grow_recs(&mut self, g: u32) {
         while self.recs.len() <= g as usize {
-        self.recs.push(Rec {
-            id: (0, 0),
-            stream: 0,
-            hot: Hot {
-                gap: 0.0,
-                op_dur: 0.0,
-                msg_out: NONE,
-                msg_in: NONE,
-                inst_of: NONE,
-                op: Op::Other,
-            },
-            start: f64::NAN,
-            end: f64::NAN,
-            reason: Reason::None,
-            peer: 0,
-            bytes: 0,
-            recv_pending: false,
-            src: NO_RANK,
-            inst_pending: false,
-            probe_pending: false,
-            probe_recv: NONE,
-            completes: Vec::new(),
-            completer: Completer::NotOp,
-            member: NONE,
-            root: false,
-            ended: false,
-            live: false,
-            gone: false,
-            m_start: f64::NAN,
-            m_end: f64::NAN,
-            m_dur: f64::NAN,
-            entry_ns: 0,
-            has_done_by: false,
-            done_end: f64::NAN,
-            req_done: f64::NAN,
-            ops: Vec::new(),
-            probe_m: NONE,
-            fig_pending: 0,
-            named: false,
-        });
+            self.recs.push(Rec {
+                id: (0, 0),
+                stream: 0,
+                hot: Hot {
+                    gap: 0.0,
+                    op_dur: 0.0,
+                    msg_out: NONE,
+                    msg_in: NONE,
+                    inst_of: NONE,
+                    op: Op::Other,
+                },
+                start: f64::NAN,
+                end: f64::NAN,
+                reason: Reason::None,
+                peer: 0,
+                bytes: 0,
+                recv_pending: false,
+                src: NO_RANK,
+                inst_pending: false,
+                probe_pending: false,
+                probe_recv: NONE,
+                completes: Vec::new(),
+                completer: Completer::NotOp,
+                member: NONE,
+                root: false,
+                ended: false,
+                live: false,
+                gone: false,
+                m_start: f64::NAN,
+                m_end: f64::NAN,
+                m_dur: f64::NAN,
+                entry_ns: 0,
+                has_done_by: false,
+                done_end: f64::NAN,
+                req_done: f64::NAN,
+                ops: Vec::new(),
+                probe_m: NONE,
+                fig_pending: 0,
+                named: false,
+            });
         }
     }
 
@@ -1925,7 +1925,9 @@ mod tests {
                 most.set(most.get().max(f.slot + 1));
                 let mut open = open.borrow_mut();
                 match open.remove(&f.slot) {
-                    Some(first) => assert_eq!(first, (f.rank, f.rec), "case {case}: slot {}", f.slot),
+                    Some(first) => {
+                        assert_eq!(first, (f.rank, f.rec), "case {case}: slot {}", f.slot)
+                    }
                     None => assert!(open.insert(f.slot, (f.rank, f.rec)).is_none()),
                 }
             };
@@ -1952,11 +1954,19 @@ mod tests {
             let protocol = Protocol::for_library("");
             replay_windows(order, &placement, protocol, &p2p, &cost, sides).unwrap();
             let n: usize = loaded.ranks.iter().map(|r| r.records.len()).sum();
-            assert_eq!(seen.get(), 2 * n, "case {case}: every record handed over twice");
+            assert_eq!(
+                seen.get(),
+                2 * n,
+                "case {case}: every record handed over twice"
+            );
             assert!(open.borrow().is_empty(), "case {case}: {:?}", open.borrow());
             records += n;
             if case == 60 {
-                assert!(most.get() < 100, "{} slots for the ring's {n} records", most.get());
+                assert!(
+                    most.get() < 100,
+                    "{} slots for the ring's {n} records",
+                    most.get()
+                );
             }
         }
         std::fs::remove_dir_all(&dir).ok();

@@ -509,7 +509,18 @@ mod tests {
     /// negative instants and the extremes included.
     #[test]
     fn packed_instants_order_as_pairs() {
-        let ats = [i64::MIN, i64::MIN + 1, -5_000, -1, 0, 1, 7, 1 << 40, i64::MAX - 1, i64::MAX];
+        let ats = [
+            i64::MIN,
+            i64::MIN + 1,
+            -5_000,
+            -1,
+            0,
+            1,
+            7,
+            1 << 40,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
         let ris = [0usize, 1, 2, 15, 4095, u32::MAX as usize];
         let pairs: Vec<(i64, usize)> = ats
             .iter()
@@ -518,7 +529,11 @@ mod tests {
         for &p in &pairs {
             assert_eq!(instant_of(instant(p.0, p.1)), p);
             for &q in &pairs {
-                assert_eq!(instant(p.0, p.1).cmp(&instant(q.0, q.1)), p.cmp(&q), "{p:?} {q:?}");
+                assert_eq!(
+                    instant(p.0, p.1).cmp(&instant(q.0, q.1)),
+                    p.cmp(&q),
+                    "{p:?} {q:?}"
+                );
             }
         }
     }
