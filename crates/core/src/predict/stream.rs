@@ -13,7 +13,7 @@ use crate::model::PenaltyModel;
 use crate::profile::Profile;
 use crate::replay::net::{InFlight, NetSink};
 use crate::replay::window::{Finished, Side, Stats, replay_windows};
-use crate::replay::{FxMap, P2p, Protocol};
+use crate::replay::{P2p, Protocol};
 use crate::topo::placement::Placement;
 use crate::trace::order::RunOrder;
 use std::cell::RefCell;
@@ -51,6 +51,62 @@ pub trait StreamNet: NetSink {
     /// pairs, as [`super::RunPrediction`]'s `collectives` and `coll_traffic` have it, once
     /// its members' figures are made.
     fn collective(&mut self, _op: &CollOp, _pairs: &[NodePair]) {}
+}
+
+/// Which replay finished a record first ([`Joins`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Half {
+    None,
+    Model,
+    Free,
+}
+
+/// The records one replay finished and the other not yet, by slot ([`Finished::slot`]):
+/// what the first left for the second (the model replay's figures, or the contention-free
+/// duration), and how many are held.
+#[derive(Default)]
+struct Joins {
+    first: Vec<Half>,
+    model: Vec<CallPrediction>,
+    free: Vec<f64>,
+    held: usize,
+}
+
+impl Joins {
+    /// The contention-free duration of the record in slot `g`, if that replay came first.
+    fn free_first(&mut self, g: u32) -> Option<f64> {
+        let g = g as usize;
+        (self.first.get(g) == Some(&Half::Free)).then(|| {
+            self.first[g] = Half::None;
+            self.held -= 1;
+            self.free[g]
+        })
+    }
+
+    /// The model replay's figures of the record in slot `g`, if it came first.
+    fn model_first(&mut self, g: u32) -> Option<CallPrediction> {
+        let g = g as usize;
+        (self.first.get(g) == Some(&Half::Model)).then(|| {
+            self.first[g] = Half::None;
+            self.held -= 1;
+            self.model[g]
+        })
+    }
+
+    /// Keeps what replay `half`, first, left of the record in slot `g` (`put`); returns
+    /// how many are held.
+    fn hold(&mut self, g: u32, half: Half, put: impl FnOnce(&mut Joins, usize)) -> usize {
+        let g = g as usize;
+        if self.first.len() <= g {
+            self.first.resize(g + 1, Half::None);
+            self.model.resize(g + 1, CallPrediction::default());
+            self.free.resize(g + 1, 0.0);
+        }
+        self.first[g] = half;
+        put(self, g);
+        self.held += 1;
+        self.held
+    }
 }
 
 /// Forwards the network's events to the shared [`StreamNet`].
@@ -142,16 +198,10 @@ fn stream_under(
         coll_cost_of_ranks(profile, assume, i, ranks.iter().copied(), cond)
     };
     let stats = RefCell::new(StreamStats::default());
-    // Records one replay finished and the other not yet: the contention-free durations
-    // (the faster replay's, most of them) apart from the figures, so that the map most
-    // used stays small.
-    type Held<T> = RefCell<FxMap<(u32, u32), T>>;
-    let (free_first, model_first): (Held<f64>, Held<CallPrediction>) = Default::default();
+    // Records one replay finished and the other not yet, by their slot (`Finished::slot`:
+    // the same in both replays, and not reused before both have handed the record over).
+    let joins = RefCell::new(Joins::default());
     let out = RefCell::new(out);
-    let held = |n: usize| {
-        let mut s = stats.borrow_mut();
-        s.most_joined = s.most_joined.max(n);
-    };
     let (mut makespan, mut makespan_free, mut makespan_measured) = (0.0, 0.0, 0.0);
     let net = net.map(RefCell::new);
     let mut on_collective = |op: &CollOp, pairs: &[NodePair]| {
@@ -168,24 +218,29 @@ fn stream_under(
         }
         // Without a model the prediction is the contention-free replay itself.
         if model.is_some() {
-            let Some(free) = free_first.borrow_mut().remove(&(f.rank, f.rec)) else {
-                let mut m = model_first.borrow_mut();
-                m.insert((f.rank, f.rec), c);
-                held(m.len() + free_first.borrow().len());
-                return;
-            };
-            c.free = Some(free);
+            let mut j = joins.borrow_mut();
+            match j.free_first(f.slot) {
+                Some(free) => c.free = Some(free),
+                None => {
+                    let n = j.hold(f.slot, Half::Model, |j, g| j.model[g] = c);
+                    let mut s = stats.borrow_mut();
+                    s.most_joined = s.most_joined.max(n);
+                    return;
+                }
+            }
         }
         (out.borrow_mut())(f.rank, f.rec, f.entry_ns, c);
     };
     let mut on_free = |f: Finished| {
         last(&mut makespan_free, f.end);
-        let Some(mut c) = model_first.borrow_mut().remove(&(f.rank, f.rec)) else {
-            let mut m = free_first.borrow_mut();
-            m.insert((f.rank, f.rec), f.duration);
-            held(m.len() + model_first.borrow().len());
+        let mut j = joins.borrow_mut();
+        let Some(mut c) = j.model_first(f.slot) else {
+            let n = j.hold(f.slot, Half::Free, |j, g| j.free[g] = f.duration);
+            let mut s = stats.borrow_mut();
+            s.most_joined = s.most_joined.max(n);
             return;
         };
+        drop(j);
         c.free = Some(f.duration);
         (out.borrow_mut())(f.rank, f.rec, f.entry_ns, c);
     };

@@ -1245,7 +1245,6 @@ trait Store {
     fn flow_owner(&self, _m: u32) -> u64 {
         u64::MAX
     }
-    fn flow_msg(&self, f: u32) -> u32;
     fn inst(&self, i: u32) -> InstInfo;
     /// Index of member record `g` among instance `i`'s members (in rank order).
     fn member_index(&self, i: u32, g: u32) -> Option<usize>;
@@ -1377,10 +1376,6 @@ impl Store for Batch<'_> {
         debug_assert_eq!(f as usize, self.t.flow_msg.len());
         self.t.flow_msg.push(m);
         self.t.flow[m as usize] = f;
-    }
-    #[inline]
-    fn flow_msg(&self, f: u32) -> u32 {
-        self.t.flow_msg[f as usize]
     }
     fn inst(&self, i: u32) -> InstInfo {
         let inst = &self.plan.instances[i as usize];
@@ -1595,13 +1590,20 @@ impl<'a, S: Store> Engine<'a, S> {
         true
     }
 
-    /// Lets the store finish the nonblocking records whose requests are final.
+    /// Lets the store finish the nonblocking records whose requests are final. (Inlined:
+    /// the replay asks at every event, and there is rarely any.)
+    #[inline(always)]
     fn settle(&mut self) {
         while let Some(g) = self.s.next_check() {
-            if self.s.op_ready(g) {
-                let r = self.request_done(g).unwrap_or(self.s.end(g));
-                self.s.retire_op(g, r);
-            }
+            self.settle_one(g);
+        }
+    }
+
+    #[inline(never)]
+    fn settle_one(&mut self, g: u32) {
+        if self.s.op_ready(g) {
+            let r = self.request_done(g).unwrap_or(self.s.end(g));
+            self.s.retire_op(g, r);
         }
     }
 
@@ -1630,8 +1632,8 @@ impl<'a, S: Store> Engine<'a, S> {
             }
             if tf <= ts {
                 self.net.advance(tf, done);
-                for &f in done.iter() {
-                    self.arrived(self.s.flow_msg(f), tf);
+                for &m in done.iter() {
+                    self.arrived(m, tf);
                 }
                 continue;
             }
@@ -1642,8 +1644,8 @@ impl<'a, S: Store> Engine<'a, S> {
             let mut now = ts;
             loop {
                 self.net.advance(now, done);
-                for &f in done.iter() {
-                    self.arrived(self.s.flow_msg(f), now);
+                for &m in done.iter() {
+                    self.arrived(m, now);
                 }
                 let Some(t) = self.step(s, now) else { break };
                 // The stream's next call comes strictly before every queued event and the
@@ -1729,9 +1731,10 @@ impl<'a, S: Store> Engine<'a, S> {
         self.s.set_msg_time(m, MsgTime::Tref, tref);
         self.s.set_msg_time(m, MsgTime::FlowStart, self.net.now());
         let owner = self.s.flow_owner(m);
+        // The network gives the message back when the flow finishes.
         let f = self
             .net
-            .add_owned(msg.src_node, msg.dst_node, msg.bytes, tref, owner);
+            .add_tagged(msg.src_node, msg.dst_node, msg.bytes, tref, owner, m);
         if msg.src_rank >= 0 && msg.dst_rank >= 0 {
             self.net.set_posting(
                 f,

@@ -116,6 +116,8 @@ struct NetFlow {
     inter_pos: u32,
     /// For the sink: see [`Net::add_owned`].
     owner: u64,
+    /// What [`Net::advance`] gives back when it finishes ([`Net::add_tagged`]).
+    tag: u32,
 }
 
 /// Which ranks a message joins and when each posted its side: what decides whether two
@@ -399,6 +401,20 @@ impl<'m> Net<'m> {
 
     /// [`Net::add`], the sink told `owner` with the flow's intervals.
     pub fn add_owned(&mut self, src: u32, dst: u32, bytes: u64, tref: f64, owner: u64) -> u32 {
+        self.add_tagged(src, dst, bytes, tref, owner, self.next_id)
+    }
+
+    /// [`Net::add_owned`], [`Net::advance`] giving back `tag` instead of the flow's id when
+    /// it finishes (the replay's message: no map from flows to messages).
+    pub fn add_tagged(
+        &mut self,
+        src: u32,
+        dst: u32,
+        bytes: u64,
+        tref: f64,
+        owner: u64,
+        tag: u32,
+    ) -> u32 {
         if let Some(s) = &mut self.sink {
             s.added(src, dst, bytes);
         }
@@ -422,6 +438,7 @@ impl<'m> Net<'m> {
             intra,
             inter_pos,
             owner,
+            tag,
         };
         let slot = match self.free_slots.pop() {
             Some(k) => {
@@ -680,7 +697,10 @@ impl<'m> Net<'m> {
     }
 
     /// Moves time forward to `t` (no later than [`Net::next_finish`]) and returns the flows
-    /// that finished at `t`.
+    /// that finished at `t` (their ids, or the tags [`Net::add_tagged`] gave them).
+    /// (Inlined into the replay's loop for the common case checked first, most events
+    /// being at the network's time with nothing finishing.)
+    #[inline]
     pub fn advance(&mut self, t: f64, done: &mut Vec<u32>) {
         done.clear();
         // Nothing moves and nothing finishes now (every flow's finish is later, and none is
@@ -693,6 +713,12 @@ impl<'m> Net<'m> {
         {
             return;
         }
+        self.advance_moving(t, done);
+    }
+
+    /// [`Net::advance`] when time moves or a flow may finish.
+    #[inline(never)]
+    fn advance_moving(&mut self, t: f64, done: &mut Vec<u32>) {
         self.refresh();
         let dt = (t - self.now).max(0.0);
         if dt > 0.0 && self.logging {
@@ -748,7 +774,8 @@ impl<'m> Net<'m> {
                 self.active.swap_remove(k);
                 self.free_slots.push(i);
                 let f = self.flows[i as usize];
-                done.push(f.id);
+                // Its slot for now (kept as it is until the next flow is added).
+                done.push(i);
                 if !f.intra {
                     self.dirty = true;
                     if self.disjoint.is_some() {
@@ -761,7 +788,14 @@ impl<'m> Net<'m> {
                 k += 1;
             }
         }
-        done.sort_unstable();
+        // The flows finished at one instant in the order they were added, given back by
+        // their tags. (Most often one flow finishes: nothing to sort.)
+        if done.len() > 1 {
+            done.sort_unstable_by_key(|&i| self.flows[i as usize].id);
+        }
+        for x in done.iter_mut() {
+            *x = self.flows[*x as usize].tag;
+        }
         if dt > 0.0 || !done.is_empty() {
             self.finish = None;
         }
@@ -786,6 +820,24 @@ mod tests {
             out.extend(done.iter().map(|&i| (i, t)));
         }
         out
+    }
+
+    /// Flows that finish at one instant come back in the order they were added, as their
+    /// tags ([`Net::add_tagged`]) when they have one: the replay's arrivals at an instant
+    /// keep the flows' order whatever its messages' numbers.
+    #[test]
+    fn tagged_flows_finishing_together_come_back_in_their_order() {
+        let mut net = Net::new(None);
+        // Five equal flows on separate node pairs, tagged in decreasing order, and one
+        // untagged (its tag is its id, 5).
+        for k in 0..5u32 {
+            net.add_tagged(2 * k, 2 * k + 1, 10, 1.0, u64::MAX, 100 - k);
+        }
+        net.add(20, 21, 10, 1.0);
+        let ends = run_all(&mut net);
+        let tags: Vec<u32> = ends.iter().map(|&(t, _)| t).collect();
+        assert_eq!(tags, [100, 99, 98, 97, 96, 5]);
+        assert!(ends.iter().all(|&(_, t)| t == ends[0].1), "{ends:?}");
     }
 
     #[test]

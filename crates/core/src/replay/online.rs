@@ -82,8 +82,9 @@ struct Rank {
     ident: FxMap<u32, (u32, usize, bool, usize)>,
     /// Collectives called so far per communicator.
     counters: FxMap<u32, usize>,
-    /// Per thread: the end of its previous call (for the next one's gap).
-    last_end: FxMap<u16, u64>,
+    /// Per thread (by number: numbered from 0 in their order of first call, so an array
+    /// rather than a map): the end of its previous call (for the next one's gap).
+    last_end: Vec<Option<u64>>,
     completions: Completions,
 }
 
@@ -146,7 +147,7 @@ impl OnlinePlan {
                     kinds,
                     ident,
                     counters: FxMap::default(),
-                    last_end: FxMap::default(),
+                    last_end: Vec::new(),
                     completions: Completions::default(),
                 }
             })
@@ -177,7 +178,11 @@ impl OnlinePlan {
             .copied()
             .unwrap_or(op_of(CallKind::Unknown, ""));
         let op = record_op(op, kind, r, self.placement.nodes() <= 1);
-        let gap = match rk.last_end.insert(r.thread, own_end(r)) {
+        let t = r.thread as usize;
+        if rk.last_end.len() <= t {
+            rk.last_end.resize(t + 1, None);
+        }
+        let gap = match rk.last_end[t].replace(own_end(r)) {
             Some(prev) => r.t_start.saturating_sub(prev) as f64 * 1e-9,
             None => 0.0,
         };

@@ -46,6 +46,10 @@ use std::rc::Rc;
 pub struct Finished {
     pub rank: u32,
     pub rec: u32,
+    /// Its slot, shared by the replays over one read ([`replay_windows`]): the same
+    /// record has the same slot in each, and no other record takes it until every replay
+    /// has handed this one over (a dense index for joining their results).
+    pub slot: u32,
     /// Its measured entry on rank 0's clock (ns): with (rank, rec), where the run's
     /// timeline (`report::Timeline`) puts it.
     pub entry_ns: i64,
@@ -247,6 +251,8 @@ struct Read {
     /// allocation per message.)
     ev_from: u64,
     events: u32,
+    /// Its record slot, the same in every replay ([`Finished::slot`]).
+    slot: u32,
 }
 
 /// The run read once for the replays side by side.
@@ -274,6 +280,12 @@ struct Reader {
     active: Vec<bool>,
     eof: bool,
     err: Option<Error>,
+    /// Record slots: a call read takes one for every replay (each holds its record in
+    /// that slot of its own), so the replays need no free list each and their results
+    /// join by slot; per slot, the replays that have not handed its record over yet, and
+    /// the free slots.
+    slot_refs: Vec<u32>,
+    free_slots: Vec<u32>,
 }
 
 impl Reader {
@@ -312,6 +324,27 @@ impl Reader {
             active: vec![true; n],
             eof: false,
             err: None,
+            slot_refs: Vec::new(),
+            free_slots: Vec::new(),
+        }
+    }
+
+    /// A free record slot, held by every replay.
+    fn alloc_slot(&mut self) -> u32 {
+        let g = self.free_slots.pop().unwrap_or_else(|| {
+            self.slot_refs.push(0);
+            self.slot_refs.len() as u32 - 1
+        });
+        self.slot_refs[g as usize] = self.pos.len() as u32;
+        g
+    }
+
+    /// A replay handed over the record in slot `g`: free once every replay has.
+    fn release(&mut self, g: u32) {
+        let refs = &mut self.slot_refs[g as usize];
+        *refs -= 1;
+        if *refs == 0 {
+            self.free_slots.push(g);
         }
     }
 
@@ -339,6 +372,7 @@ impl Reader {
                         let next = self.conns.len() as u32;
                         *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next)
                     });
+                    let slot = self.alloc_slot();
                     let meta = &self.order.metas[ri];
                     self.held.push_back(Read {
                         ri,
@@ -351,6 +385,7 @@ impl Reader {
                         planned,
                         ev_from: self.ev_end - n as u64,
                         events: n as u32,
+                        slot,
                     });
                 }
                 Ok(None) => {
@@ -572,8 +607,8 @@ struct Window<'a> {
     /// that end are read, an operation whose call is not read has none (a request freed,
     /// not waited for, is let go then instead of at its thread's end).
     awaiting_end: Vec<BinaryHeap<Reverse<(u64, u32, Id)>>>,
+    /// By the reader's record slots ([`Read::slot`]).
     recs: Vec<Rec>,
-    free_recs: Vec<u32>,
     ids: FxMap<Id, u32>,
     msgs: Vec<MsgSlot>,
     free_msgs: Vec<u32>,
@@ -582,7 +617,6 @@ struct Window<'a> {
     /// The record being taken, its slot and the message it sends (NONE: none, or matched
     /// by its own events), while its events are handled.
     taking: (Id, u32, u32),
-    flows: FxMap<u32, u32>,
     insts: Vec<InstSlot>,
     free_insts: Vec<u32>,
     /// Nonblocking records whose request may have become final.
@@ -650,13 +684,11 @@ impl<'a> Window<'a> {
             streams_left,
             world_open,
             recs: Vec::new(),
-            free_recs: Vec::new(),
             ids: FxMap::default(),
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             unmatched: FxMap::default(),
             taking: ((u32::MAX, u32::MAX), NONE, NONE),
-            flows: FxMap::default(),
             insts: Vec::new(),
             free_insts: Vec::new(),
             checks: Vec::new(),
@@ -670,6 +702,7 @@ impl<'a> Window<'a> {
     }
 
     /// Whether what record `g`'s replay reads of other records is known.
+    #[inline]
     fn resolved(&self, g: u32) -> bool {
         let r = &self.recs[g as usize];
         if r.recv_pending || r.inst_pending || r.probe_pending {
@@ -720,7 +753,7 @@ impl<'a> Window<'a> {
         let planned = read.planned;
         let id = (ri as u32, c.rec);
         let r = &c.record;
-        let g = self.alloc_rec();
+        let g = self.alloc_rec(read.slot);
         let mut hot = planned.hot;
         let (m_start, m_end, entry_ns) = (read.m_start, read.m_end, read.entry_ns);
         if let Some(m) = planned.msg {
@@ -1143,54 +1176,61 @@ impl<'a> Window<'a> {
         }
     }
 
-    fn alloc_rec(&mut self) -> u32 {
+    /// Takes the reader's slot `g` for a record.
+    fn alloc_rec(&mut self, g: u32) -> u32 {
         self.live.0 += 1;
         self.stats.most_records = self.stats.most_records.max(self.live.0);
-        match self.free_recs.pop() {
-            Some(g) => g,
-            None => {
-                self.recs.push(Rec {
-                    id: (0, 0),
-                    stream: 0,
-                    hot: Hot {
-                        gap: 0.0,
-                        op_dur: 0.0,
-                        msg_out: NONE,
-                        msg_in: NONE,
-                        inst_of: NONE,
-                        op: Op::Other,
-                    },
-                    start: f64::NAN,
-                    end: f64::NAN,
-                    reason: Reason::None,
-                    peer: 0,
-                    bytes: 0,
-                    recv_pending: false,
-                    src: NO_RANK,
-                    inst_pending: false,
-                    probe_pending: false,
-                    probe_recv: NONE,
-                    completes: Vec::new(),
-                    completer: Completer::NotOp,
-                    member: NONE,
-                    root: false,
-                    ended: false,
-                    live: false,
-                    gone: false,
-                    m_start: f64::NAN,
-                    m_end: f64::NAN,
-                    m_dur: f64::NAN,
-                    entry_ns: 0,
-                    has_done_by: false,
-                    done_end: f64::NAN,
-                    req_done: f64::NAN,
-                    ops: Vec::new(),
-                    probe_m: NONE,
-                    fig_pending: 0,
-                    named: false,
-                });
-                self.recs.len() as u32 - 1
-            }
+        if self.recs.len() <= g as usize {
+            self.grow_recs(g);
+        }
+        g
+    }
+
+    /// Slots up to `g` (the reader's slots grow as the records held do).
+    #[cold]
+    #[inline(never)]
+    fn grow_recs(&mut self, g: u32) {
+        while self.recs.len() <= g as usize {
+            self.recs.push(Rec {
+                id: (0, 0),
+                stream: 0,
+                hot: Hot {
+                    gap: 0.0,
+                    op_dur: 0.0,
+                    msg_out: NONE,
+                    msg_in: NONE,
+                    inst_of: NONE,
+                    op: Op::Other,
+                },
+                start: f64::NAN,
+                end: f64::NAN,
+                reason: Reason::None,
+                peer: 0,
+                bytes: 0,
+                recv_pending: false,
+                src: NO_RANK,
+                inst_pending: false,
+                probe_pending: false,
+                probe_recv: NONE,
+                completes: Vec::new(),
+                completer: Completer::NotOp,
+                member: NONE,
+                root: false,
+                ended: false,
+                live: false,
+                gone: false,
+                m_start: f64::NAN,
+                m_end: f64::NAN,
+                m_dur: f64::NAN,
+                entry_ns: 0,
+                has_done_by: false,
+                done_end: f64::NAN,
+                req_done: f64::NAN,
+                ops: Vec::new(),
+                probe_m: NONE,
+                fig_pending: 0,
+                named: false,
+            });
         }
     }
 
@@ -1209,6 +1249,7 @@ impl<'a> Window<'a> {
         }
     }
 
+    #[inline]
     fn unref_msg(&mut self, m: u32) {
         let s = &mut self.msgs[m as usize];
         s.refs -= 1;
@@ -1301,6 +1342,7 @@ impl<'a> Window<'a> {
 
     /// Takes (`take`) or gives back a hold on the messages and collective operation of a
     /// record with [`Hot`] `h`.
+    #[inline]
     fn hold(&mut self, h: Hot, take: bool) {
         for m in [h.msg_out, h.msg_in] {
             if m != NONE {
@@ -1378,6 +1420,7 @@ impl<'a> Window<'a> {
         (self.finished)(Finished {
             rank: id.0,
             rec: id.1,
+            slot: g,
             entry_ns: r.entry_ns,
             start: r.start,
             end: r.end,
@@ -1398,8 +1441,39 @@ impl<'a> Window<'a> {
             self.unref_msg(probe_m);
         }
         self.hold(h, false);
-        self.free_recs.push(g);
+        self.reader.borrow_mut().release(g);
         self.live.0 -= 1;
+    }
+
+    /// [`Store::stream_record`] when the record is not the stream's current one, read and
+    /// resolved: steps the stream's queue to it and reads on until it is.
+    #[inline(never)]
+    fn stream_record_reading(&mut self, s: u32, pos: usize) -> Option<u32> {
+        let si = s as usize;
+        while self.head[si] < pos {
+            self.queue[si].pop_front();
+            self.head[si] += 1;
+        }
+        loop {
+            if let Some(&g) = self.queue[si].front()
+                && self.resolved(g)
+            {
+                return Some(g);
+            }
+            if !self.pull() {
+                // At the end of the run everything read is resolved; a stream shorter than
+                // the first pass found (a read error, a spool that changed) ends here.
+                return self.queue[si].front().copied();
+            }
+        }
+    }
+
+    /// The records whose figures no longer wait go to the caller.
+    #[inline(never)]
+    fn emit_ready(&mut self) {
+        while let Some(g) = self.fig_ready.pop() {
+            self.emit(g);
+        }
     }
 
     /// The run is replayed: the records whose figures waited go to the caller.
@@ -1498,24 +1572,17 @@ impl Store for Window<'_> {
     fn stream_start(&self, s: u32) -> f64 {
         self.starts[s as usize]
     }
+    #[inline]
     fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {
+        // Most often the stream's current record, read and resolved: found inline.
         let si = s as usize;
-        while self.head[si] < pos {
-            self.queue[si].pop_front();
-            self.head[si] += 1;
+        if self.head[si] == pos
+            && let Some(&g) = self.queue[si].front()
+            && self.resolved(g)
+        {
+            return Some(g);
         }
-        loop {
-            if let Some(&g) = self.queue[si].front()
-                && self.resolved(g)
-            {
-                return Some(g);
-            }
-            if !self.pull() {
-                // At the end of the run everything read is resolved; a stream shorter than
-                // the first pass found (a read error, a spool that changed) ends here.
-                return self.queue[si].front().copied();
-            }
-        }
+        self.stream_record_reading(s, pos)
     }
     fn hot(&self, g: u32) -> Hot {
         self.recs[g as usize].hot
@@ -1593,7 +1660,7 @@ impl Store for Window<'_> {
         let s = &mut self.msgs[m as usize];
         s.times[f as usize] = t;
         if f == MsgTime::Arrive {
-            let (a, b, flow) = (s.send_op, s.recv_op, s.flow);
+            let (a, b) = (s.send_op, s.recv_op);
             let w = std::mem::replace(&mut s.fig_waiter, NONE);
             let o = std::mem::replace(&mut s.owner_waiter, NONE);
             for w in [w, o] {
@@ -1607,7 +1674,6 @@ impl Store for Window<'_> {
             }
             self.checks
                 .extend([a, b].into_iter().filter(|&x| x != NONE));
-            self.flows.remove(&flow);
             self.unref_msg(m);
         }
     }
@@ -1616,10 +1682,6 @@ impl Store for Window<'_> {
     }
     fn set_flow(&mut self, m: u32, f: u32) {
         self.msgs[m as usize].flow = f;
-        self.flows.insert(f, m);
-    }
-    fn flow_msg(&self, f: u32) -> u32 {
-        self.flows[&f]
     }
     fn flow_owner(&self, m: u32) -> u64 {
         let (ri, rec) = self.msgs[m as usize].owner;
@@ -1666,11 +1728,12 @@ impl Store for Window<'_> {
     fn set_coll_contention(&mut self, i: u32, c: f64) {
         self.insts[i as usize].contention = c;
     }
+    #[inline]
     fn next_check(&mut self) -> Option<u32> {
         // Records whose figures no longer wait go first (not from within the engine's
         // step, which may still read their messages).
-        while let Some(g) = self.fig_ready.pop() {
-            self.emit(g);
+        if !self.fig_ready.is_empty() {
+            self.emit_ready();
         }
         self.checks.pop()
     }
@@ -1715,6 +1778,7 @@ mod tests {
     use crate::replay::{Plan, Protocol, replay};
 
     use crate::testing::write_run;
+    use std::cell::Cell;
 
     /// Times are the same when their bits are (any NaN is the same as any NaN).
     fn same(a: f64, b: f64) -> bool {
@@ -1829,6 +1893,86 @@ mod tests {
     /// sends nonblocking and never waited for, one receive from a rank outside the run;
     /// 20,000 records on 4 ranks): the window holds the records and messages in flight, not
     /// the run.
+    /// The replays over one read number each record alike ([`Finished::slot`]), and a
+    /// slot goes to another record only once both have handed the first over: the second
+    /// hand-over of every record finds its slot held by it alone (random runs, which hold
+    /// most of their records, and a long ring, whose slots are reused).
+    #[test]
+    fn replays_over_one_read_share_record_slots() {
+        let mut rnd = crate::testing::xorshift(0x9e6c_63d0_676a_9a99);
+        let dir = std::env::temp_dir().join(format!("pmpi-window-slots-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let p2p = P2p::from_profile(&profile, None);
+        let gige = penalty_model(&profile, Some("gige")).unwrap();
+        let assume = Assumptions::default();
+        let cost = |i: &Instance, _: &[i32]| coll_cost(&profile, &assume, i);
+        let mut records = 0;
+        for case in 0..=60 {
+            let scale = if case < 50 { 1 } else { 20 };
+            let run = if case < 60 {
+                crate::testing::random_run_of(&mut rnd, scale)
+            } else {
+                crate::testing::ring_run(4, 5000)
+            };
+            write_run(&dir, &run);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            let placement = Placement::from_run(&loaded);
+            // Per slot, the record one replay handed over and the other not yet.
+            let open: RefCell<FxMap<u32, (u32, u32)>> = RefCell::default();
+            let (seen, most) = (Cell::new(0usize), Cell::new(0u32));
+            let hand = |f: Finished| {
+                seen.set(seen.get() + 1);
+                most.set(most.get().max(f.slot + 1));
+                let mut open = open.borrow_mut();
+                match open.remove(&f.slot) {
+                    Some(first) => {
+                        assert_eq!(first, (f.rank, f.rec), "case {case}: slot {}", f.slot)
+                    }
+                    None => assert!(open.insert(f.slot, (f.rank, f.rec)).is_none()),
+                }
+            };
+            let (mut model_side, mut free_side) = (hand, hand);
+            let sides = vec![
+                Side {
+                    model: gige.as_deref(),
+                    contention: true,
+                    figures: true,
+                    finished: &mut model_side,
+                    net: None,
+                    collectives: None,
+                },
+                Side {
+                    model: None,
+                    contention: false,
+                    figures: false,
+                    finished: &mut free_side,
+                    net: None,
+                    collectives: None,
+                },
+            ];
+            let order = RunOrder::open(&dir).unwrap();
+            let protocol = Protocol::for_library("");
+            replay_windows(order, &placement, protocol, &p2p, &cost, sides).unwrap();
+            let n: usize = loaded.ranks.iter().map(|r| r.records.len()).sum();
+            assert_eq!(
+                seen.get(),
+                2 * n,
+                "case {case}: every record handed over twice"
+            );
+            assert!(open.borrow().is_empty(), "case {case}: {:?}", open.borrow());
+            records += n;
+            if case == 60 {
+                assert!(
+                    most.get() < 100,
+                    "{} slots for the ring's {n} records",
+                    most.get()
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(records > 30_000, "{records}");
+    }
+
     #[test]
     fn the_window_holds_what_is_in_flight() {
         let run = crate::testing::ring_run(4, 5000);

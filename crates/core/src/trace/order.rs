@@ -147,8 +147,20 @@ pub struct RunOrder {
     /// entries one instant), by record number, and the first call of the instant after.
     ready: Vec<VecDeque<Call>>,
     after: Vec<Option<(i64, Call)>>,
-    /// The next instant of each rank with calls ready.
-    heap: BinaryHeap<Reverse<(i64, usize)>>,
+    /// The next instant of each rank with calls ready, as [`instant`] packs it.
+    heap: BinaryHeap<Reverse<u128>>,
+}
+
+/// A rank's next instant `at` and its index `ri` as one key ordered as the pair (one
+/// comparison in the merge's heap instead of a tuple's two).
+fn instant(at: i64, ri: usize) -> u128 {
+    // The sign bit flipped: i64 order as u64 order.
+    ((at as u64 ^ 1 << 63) as u128) << 64 | ri as u128
+}
+
+/// The (instant, rank index) of a key made by [`instant`].
+fn instant_of(k: u128) -> (i64, usize) {
+    (((k >> 64) as u64 ^ 1 << 63) as i64, k as u64 as usize)
 }
 
 impl RunOrder {
@@ -169,7 +181,7 @@ impl RunOrder {
         };
         for ri in 0..n {
             if let Some(at) = o.refill(ri)? {
-                o.heap.push(Reverse((at, ri)));
+                o.heap.push(Reverse(instant(at, ri)));
             }
         }
         Ok(o)
@@ -205,9 +217,10 @@ impl RunOrder {
     /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
     /// [`RunOrder::metas`] and the call; None at the end.
     pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
-        let Some(&Reverse((at, ri))) = self.heap.peek() else {
+        let Some(&Reverse(k)) = self.heap.peek() else {
             return Ok(None);
         };
+        let (at, ri) = instant_of(k);
         let c = self.ready[ri]
             .pop_front()
             .expect("a rank in the heap has calls ready");
@@ -217,7 +230,7 @@ impl RunOrder {
             let next = self.refill(ri);
             let mut top = self.heap.peek_mut().expect("the rank is in the heap");
             match next {
-                Ok(Some(t)) => *top = Reverse((t, ri)),
+                Ok(Some(t)) => *top = Reverse(instant(t, ri)),
                 Ok(None) => drop(PeekMut::pop(top)),
                 Err(e) => {
                     PeekMut::pop(top);
@@ -480,6 +493,39 @@ impl Records {
 mod tests {
     use super::*;
     use crate::trace::{FLAG_ARCS, FLAG_NONBLOCKING};
+
+    /// The merge's packed keys order as (instant, rank index) pairs and give them back,
+    /// negative instants and the extremes included.
+    #[test]
+    fn packed_instants_order_as_pairs() {
+        let ats = [
+            i64::MIN,
+            i64::MIN + 1,
+            -5_000,
+            -1,
+            0,
+            1,
+            7,
+            1 << 40,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let ris = [0usize, 1, 2, 15, 4095, u32::MAX as usize];
+        let pairs: Vec<(i64, usize)> = ats
+            .iter()
+            .flat_map(|&a| ris.iter().map(move |&r| (a, r)))
+            .collect();
+        for &p in &pairs {
+            assert_eq!(instant_of(instant(p.0, p.1)), p);
+            for &q in &pairs {
+                assert_eq!(
+                    instant(p.0, p.1).cmp(&instant(q.0, q.1)),
+                    p.cmp(&q),
+                    "{p:?} {q:?}"
+                );
+            }
+        }
+    }
 
     /// A spool of 2,500 records with a final record cut short (a killed writer), read with
     /// buffers of whole records and of parts of them (records split across reads): every
