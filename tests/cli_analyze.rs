@@ -413,13 +413,15 @@ fn watch_on_a_spool_with_a_bad_header_exits_2() {
     );
 }
 
-/// `analyze --stream` writes the batch report's five files, byte for byte; an incomplete
-/// run is marked as the batch path marks it; no temporary file stays.
+/// `analyze --stream`, and `analyze` above `PMPI_PREDICT_BATCH_MAX_MB` of spools, write
+/// the batch report's five files, byte for byte; an incomplete run is marked as the batch
+/// path marks it; no temporary file stays.
 #[test]
 fn analyze_stream_writes_the_batch_report() {
-    for (name, finalized) in [
-        ("cli-analyze-stream", true),
-        ("cli-analyze-stream-inc", false),
+    for (name, finalized, flag) in [
+        ("cli-analyze-stream", true, true),
+        ("cli-analyze-stream-inc", false, true),
+        ("cli-analyze-stream-env", true, false),
     ] {
         let dir = make_run(name, finalized);
         let out = analyze_quiet(&dir);
@@ -432,12 +434,15 @@ fn analyze_stream_writes_the_batch_report() {
         for f in files {
             std::fs::remove_file(dir.join(f)).unwrap();
         }
-        let out = bin()
-            .arg("analyze")
-            .arg(&dir)
-            .args(["--quiet", "--stream"])
-            .output()
-            .unwrap();
+        let mut cmd = bin();
+        cmd.arg("analyze").arg(&dir).arg("--quiet");
+        if flag {
+            cmd.arg("--stream");
+        } else {
+            // Any run is above 0 MB: the rule of MPI_Finalize.
+            cmd.env("PMPI_PREDICT_BATCH_MAX_MB", "0");
+        }
+        let out = cmd.output().unwrap();
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -446,6 +451,10 @@ fn analyze_stream_writes_the_batch_report() {
         );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.starts_with("2 records from 2 ranks"), "{stdout}");
+        assert!(
+            stdout.contains("(predicted as the run was read)"),
+            "{stdout}"
+        );
         assert_eq!(stdout.contains("INCOMPLETE"), !finalized, "{stdout}");
         assert!(
             stdout.contains(

@@ -18,8 +18,9 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Predict the run as it is read: memory bounded by the messages in flight, not the
-    /// run's length, the same five files (trace.json needs temporary disk: about 400
-    /// bytes a record).
+    /// run's length, the same five files (the predictions are sorted on disk in the run's
+    /// directory meanwhile: about 70 bytes a record). Taken anyway above
+    /// PMPI_PREDICT_BATCH_MAX_MB (16) of spools, as at MPI_Finalize.
     #[arg(long)]
     pub stream: bool,
 }
@@ -52,7 +53,8 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
         eprintln!("pmpi-predict: {line}");
     }
     let opts = a.engine.options_for(&a.dir, !a.quiet);
-    if a.stream {
+    // The rule of MPI_Finalize and `replay`: a run too large to load whole is read.
+    if a.stream || crate::report::spool_bytes(&a.dir) > crate::report::batch_max_bytes() {
         let s = crate::report::stream::write_report_streamed(&a.dir, &opts)?;
         println!(
             "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json, report.html and trace.json in {} (predicted as the run was read)",

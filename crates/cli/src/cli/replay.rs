@@ -102,11 +102,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     let assume = opts.assumptions()?;
     // The rule of `analyze` at MPI_Finalize: above this many bytes of spools, the run is
     // replayed as it is read.
-    let batch_max = pmpi_core::config::Config::from_env()
-        .0
-        .batch_max_mb
-        .saturating_mul(1 << 20);
-    let stream = a.stream || crate::report::spool_bytes(&a.dir) > batch_max;
+    let stream = a.stream || crate::report::spool_bytes(&a.dir) > crate::report::batch_max_bytes();
     // Loaded whole for the batch path; the ranks' metadata alone for the streamed one.
     let run = if stream {
         crate::trace::load_shell(&a.dir)?

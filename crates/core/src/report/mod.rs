@@ -245,12 +245,16 @@ pub fn spool_bytes(dir: &Path) -> u64 {
 /// `PMPI_PREDICT_BATCH_MAX_MB` of spools ([`BATCH_MAX_BYTES`] by default), as it is read
 /// beyond (which it says once on stderr unless `PMPI_PREDICT_QUIET`): the same files.
 pub fn write_report(dir: &Path) -> Result<ReportStats, Error> {
-    let batch_max = crate::config::Config::from_env().0.batch_max_mb;
-    write_report_sized(
-        dir,
-        &ReportOptions::from_env(),
-        batch_max.saturating_mul(1 << 20),
-    )
+    write_report_sized(dir, &ReportOptions::from_env(), batch_max_bytes())
+}
+
+/// Up to how many bytes of spools a run is loaded whole (`PMPI_PREDICT_BATCH_MAX_MB`,
+/// [`BATCH_MAX_BYTES`] by default): the rule of `MPI_Finalize`, `analyze` and `replay`.
+pub fn batch_max_bytes() -> u64 {
+    crate::config::Config::from_env()
+        .0
+        .batch_max_mb
+        .saturating_mul(1 << 20)
 }
 
 /// [`write_report`] with the options given and the batch path up to `batch_max` bytes of
