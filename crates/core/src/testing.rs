@@ -96,6 +96,38 @@ pub(crate) fn write_case(dir: &std::path::Path, case: usize, run: &RunTrace) {
     }
 }
 
+/// Turns every `call` of `run` into an all-to-all of `block` bytes a member (unchanged
+/// sizes if `block` is `None`): random runs whose collectives exercise the all-to-all's
+/// costs under what-if conditions.
+pub(crate) fn as_alltoalls(run: &mut RunTrace, call: u16, block: Option<u64>) {
+    for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
+        if r.call == call {
+            r.call = crate::trace::call::MPI_Alltoall;
+            if let Some(b) = block {
+                r.bytes_send = b * u64::from(r.comm_size);
+                r.bytes_recv = r.bytes_send;
+            }
+        }
+    }
+}
+
+/// Writes case `case`'s run to `dir` ([`write_case`]), loads it back and draws random
+/// conditions for it ([`random_conditions`]), its world size from the run as written.
+pub(crate) fn write_case_and_conditions(
+    rnd: &mut impl FnMut(u64) -> u64,
+    dir: &std::path::Path,
+    case: usize,
+    run: &RunTrace,
+) -> (RunTrace, crate::predict::Conditions) {
+    write_case(dir, case, run);
+    let loaded = crate::trace::load_run(dir).unwrap();
+    let world = crate::topo::placement::Placement::from_run(&loaded)
+        .node_of_rank
+        .len();
+    let cond = random_conditions(rnd, world);
+    (loaded, cond)
+}
+
 /// Gives every rank of `run` a clock offset within ±2 µs, so that its ranks are read in
 /// corrected time order, not as recorded.
 pub(crate) fn offset_clocks(run: &mut RunTrace, rnd: &mut impl FnMut(u64) -> u64) {

@@ -418,18 +418,14 @@ mod tests {
         for case in 0..160 {
             let mut run = crate::testing::random_case(&mut rnd, case, 150, 20);
             if case % 2 == 0 {
-                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
-                    if r.call == crate::trace::call::MPI_Barrier {
-                        r.call = crate::trace::call::MPI_Alltoall;
-                        r.bytes_send = 65536 * u64::from(r.comm_size);
-                        r.bytes_recv = r.bytes_send;
-                    }
-                }
+                crate::testing::as_alltoalls(
+                    &mut run,
+                    crate::trace::call::MPI_Barrier,
+                    Some(65536),
+                );
             }
-            crate::testing::write_case(&dir, case, &run);
-            let loaded = crate::trace::load_run(&dir).unwrap();
-            let world = Placement::from_run(&loaded).node_of_rank.len();
-            let cond = crate::testing::random_conditions(&mut rnd, world);
+            let (loaded, cond) =
+                crate::testing::write_case_and_conditions(&mut rnd, &dir, case, &run);
             clustered += usize::from(cond.clusters.is_some());
             local_group += usize::from(cond.alltoall == AlltoallAlgo::LocalGroup);
             for (profile, model) in [

@@ -958,11 +958,7 @@ mod tests {
             // Every other case with its all-reduces as all-to-alls, the one collective whose
             // model (γ = 2 in the calibrated profile) adds to its contention-free time.
             if case % 2 == 0 {
-                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
-                    if r.call == crate::trace::call::MPI_Allreduce {
-                        r.call = crate::trace::call::MPI_Alltoall;
-                    }
-                }
+                crate::testing::as_alltoalls(&mut run, crate::trace::call::MPI_Allreduce, None);
                 // (No spool is lost in these: `write_random_case` loses one in odd cases.)
                 crate::testing::write_run(&dir, &run);
             }
@@ -1024,18 +1020,10 @@ mod tests {
         for case in 0..80 {
             let mut run = crate::testing::random_case(&mut rnd, case, 70, 20);
             if case % 2 == 0 {
-                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
-                    if r.call == crate::trace::call::MPI_Allreduce {
-                        r.call = crate::trace::call::MPI_Alltoall;
-                    }
-                }
+                crate::testing::as_alltoalls(&mut run, crate::trace::call::MPI_Allreduce, None);
             }
-            crate::testing::write_case(&dir, case, &run);
-            let loaded = crate::trace::load_run(&dir).unwrap();
-            let world = crate::topo::placement::Placement::from_run(&loaded)
-                .node_of_rank
-                .len();
-            let cond = crate::testing::random_conditions(&mut rnd, world);
+            let (loaded, cond) =
+                crate::testing::write_case_and_conditions(&mut rnd, &dir, case, &run);
             clustered += usize::from(cond.clusters.is_some());
             for (profile, model) in &profiles() {
                 let at = format!(
