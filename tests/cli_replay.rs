@@ -362,6 +362,14 @@ fn bad_input_is_exit_status_2() {
     std::fs::write(&cl, r#"{"clusters": {"A": ["n0"]}, "wan": {}}"#).unwrap();
     bad(&dir, &["--clusters", cl.to_str().unwrap()], "clusters.json");
     bad(&dir, &["--profile", "/no/such/profile.json"], "profile");
+    // Into the recorded run's own directory: its report would be replaced.
+    let before = std::fs::read_dir(&dir).unwrap().count();
+    bad(
+        &dir,
+        &["-o", dir.to_str().unwrap()],
+        "that is the recorded run's directory",
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), before);
 }
 
 /// A placement map or clusters file with a bad line is bad input (2) naming the file and

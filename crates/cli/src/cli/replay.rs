@@ -97,6 +97,18 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
             a.dir.display()
         )));
     }
+    // The new run's views would replace the recorded run's own summary.json,
+    // hotspots.json and report.html.
+    if let Some(o) = &a.out
+        && let (Ok(o), Ok(d)) = (o.canonicalize(), a.dir.canonicalize())
+        && o == d
+    {
+        return Err(CliError::input(format!(
+            "-o {}: that is the recorded run's directory, whose report the replay's would replace; choose another (default: {})",
+            a.dir.display(),
+            a.dir.join("replay").display()
+        )));
+    }
     let opts = a.engine.options_for(&a.dir, false);
     let (profile, model, source) = opts.resolve()?;
     let assume = opts.assumptions()?;
