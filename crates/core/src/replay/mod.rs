@@ -1731,21 +1731,26 @@ impl<'a, S: Store> Engine<'a, S> {
         self.s.set_msg_time(m, MsgTime::Tref, tref);
         self.s.set_msg_time(m, MsgTime::FlowStart, self.net.now());
         let owner = self.s.flow_owner(m);
+        let posting = if msg.src_rank >= 0 && msg.dst_rank >= 0 {
+            net::Posting {
+                src_rank: msg.src_rank as u32,
+                dst_rank: msg.dst_rank as u32,
+                send_post: self.s.msg_time(m, MsgTime::SendPost),
+                recv_post: self.s.msg_time(m, MsgTime::RecvPost),
+            }
+        } else {
+            net::Posting::UNKNOWN
+        };
         // The network gives the message back when the flow finishes.
-        let f = self
-            .net
-            .add_tagged(msg.src_node, msg.dst_node, msg.bytes, tref, owner, m);
-        if msg.src_rank >= 0 && msg.dst_rank >= 0 {
-            self.net.set_posting(
-                f,
-                net::Posting {
-                    src_rank: msg.src_rank as u32,
-                    dst_rank: msg.dst_rank as u32,
-                    send_post: self.s.msg_time(m, MsgTime::SendPost),
-                    recv_post: self.s.msg_time(m, MsgTime::RecvPost),
-                },
-            );
-        }
+        let f = self.net.add_tagged(
+            msg.src_node,
+            msg.dst_node,
+            msg.bytes,
+            tref,
+            owner,
+            m,
+            posting,
+        );
         self.s.set_flow(m, f);
     }
 

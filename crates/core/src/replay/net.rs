@@ -135,7 +135,7 @@ pub struct Posting {
 impl Posting {
     /// Unknown: the flow pays the reverse factor against any opposite flow between its
     /// two nodes.
-    const UNKNOWN: Posting = Posting {
+    pub const UNKNOWN: Posting = Posting {
         src_rank: u32::MAX,
         dst_rank: u32::MAX,
         send_post: f64::NAN,
@@ -205,7 +205,7 @@ pub struct Net<'m> {
     load_in: Vec<f64>,
     /// Scratch: (source, destination) of the current graph's flows, sorted.
     pairs: Vec<(u32, u32)>,
-    /// Each slot's [`Posting`] (see [`Net::set_posting`]), and scratch: the slots of the
+    /// Each slot's [`Posting`] (see [`Net::add_tagged`]), and scratch: the slots of the
     /// current graph's flows whose posting is known, by (source rank, destination rank).
     postings: Vec<Posting>,
     by_ranks: Vec<(u32, u32, u32)>,
@@ -299,7 +299,7 @@ impl<'m> Net<'m> {
     /// then `MPI_Isend`): posted sends first, the two messages moved together (1.12 lone
     /// times at 1 MiB on the emulated cluster, against 2.02 receives first), and so did
     /// two opposite messages between two other pairs of ranks on the same hosts. Flows
-    /// given their [`Posting`] follow that; others pay the factor against any opposite
+    /// given their [`Posting`] ([`Net::add_tagged`]) follow that; others pay the factor against any opposite
     /// flow between their two nodes.
     pub fn with_reverse(mut self, factor: f64, from: u64) -> Self {
         self.reverse = if factor.is_finite() {
@@ -401,11 +401,14 @@ impl<'m> Net<'m> {
 
     /// [`Net::add`], the sink told `owner` with the flow's intervals.
     pub fn add_owned(&mut self, src: u32, dst: u32, bytes: u64, tref: f64, owner: u64) -> u32 {
-        self.add_tagged(src, dst, bytes, tref, owner, self.next_id)
+        self.add_tagged(src, dst, bytes, tref, owner, self.next_id, Posting::UNKNOWN)
     }
 
     /// [`Net::add_owned`], [`Net::advance`] giving back `tag` instead of the flow's id when
-    /// it finishes (the replay's message: no map from flows to messages).
+    /// it finishes (the replay's message: no map from flows to messages), and who posted
+    /// the flow and when: with it, the reverse factor holds only between the two messages
+    /// of one pair of ranks that each posted its receive first (see [`Net::with_reverse`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn add_tagged(
         &mut self,
         src: u32,
@@ -414,6 +417,7 @@ impl<'m> Net<'m> {
         tref: f64,
         owner: u64,
         tag: u32,
+        posting: Posting,
     ) -> u32 {
         if let Some(s) = &mut self.sink {
             s.added(src, dst, bytes);
@@ -443,12 +447,12 @@ impl<'m> Net<'m> {
         let slot = match self.free_slots.pop() {
             Some(k) => {
                 self.flows[k as usize] = flow;
-                self.postings[k as usize] = Posting::UNKNOWN;
+                self.postings[k as usize] = posting;
                 k
             }
             None => {
                 self.flows.push(flow);
-                self.postings.push(Posting::UNKNOWN);
+                self.postings.push(posting);
                 (self.flows.len() - 1) as u32
             }
         };
@@ -461,23 +465,6 @@ impl<'m> Net<'m> {
             }
         }
         id
-    }
-
-    /// Tells who posted flow `id` (the id [`Net::add`] returned, the flow still in
-    /// flight) and when: with it, the reverse factor holds only between the two messages
-    /// of one pair of ranks that each posted its receive first (see [`Net::with_reverse`]).
-    pub fn set_posting(&mut self, id: u32, p: Posting) {
-        if let Some(&slot) = self
-            .active
-            .iter()
-            .rev()
-            .find(|&&k| self.flows[k as usize].id == id)
-        {
-            self.postings[slot as usize] = p;
-            if !self.flows[slot as usize].intra {
-                self.dirty = true;
-            }
-        }
     }
 
     /// Counts an inter-node flow from `src` to `dst` in (`add`) or out of the ports'
@@ -831,7 +818,15 @@ mod tests {
         // Five equal flows on separate node pairs, tagged in decreasing order, and one
         // untagged (its tag is its id, 5).
         for k in 0..5u32 {
-            net.add_tagged(2 * k, 2 * k + 1, 10, 1.0, u64::MAX, 100 - k);
+            net.add_tagged(
+                2 * k,
+                2 * k + 1,
+                10,
+                1.0,
+                u64::MAX,
+                100 - k,
+                Posting::UNKNOWN,
+            );
         }
         net.add(20, 21, 10, 1.0);
         let ends = run_all(&mut net);
@@ -1098,27 +1093,15 @@ mod tests {
         let m = GigabitEthernet::new(0.75, 0.115, 0.036).unwrap();
         let at = |r0: (f64, f64), r1: (f64, f64)| {
             let mut net = Net::new(Some(&m)).with_reverse(2.0, 10);
-            let a = net.add(0, 1, 10, 1.0);
-            let b = net.add(1, 0, 10, 1.0);
-            // Message a: sent by rank 0 at r0.1, received by rank 1 posted at r1.0.
-            net.set_posting(
-                a,
-                Posting {
-                    src_rank: 0,
-                    dst_rank: 1,
-                    send_post: r0.1,
-                    recv_post: r1.0,
-                },
-            );
-            net.set_posting(
-                b,
-                Posting {
-                    src_rank: 1,
-                    dst_rank: 0,
-                    send_post: r1.1,
-                    recv_post: r0.0,
-                },
-            );
+            // Message 0: sent by rank 0 at r0.1, received by rank 1 posted at r1.0.
+            let posted = |src_rank, dst_rank, send_post, recv_post| Posting {
+                src_rank,
+                dst_rank,
+                send_post,
+                recv_post,
+            };
+            net.add_tagged(0, 1, 10, 1.0, u64::MAX, 0, posted(0, 1, r0.1, r1.0));
+            net.add_tagged(1, 0, 10, 1.0, u64::MAX, 1, posted(1, 0, r1.1, r0.0));
             run_all(&mut net)
                 .into_iter()
                 .map(|(_, t)| t)
@@ -1133,26 +1116,15 @@ mod tests {
         // Opposite messages between two other pairs of ranks on the same two nodes, each
         // posted receive first: together.
         let mut net = Net::new(Some(&m)).with_reverse(2.0, 10);
-        let a = net.add(0, 1, 10, 1.0);
-        let b = net.add(1, 0, 10, 1.0);
-        net.set_posting(
-            a,
-            Posting {
-                src_rank: 0,
-                dst_rank: 1,
+        for (id, src, dst, src_rank, dst_rank) in [(0, 0, 1, 0, 1), (1, 1, 0, 5, 4)] {
+            let p = Posting {
+                src_rank,
+                dst_rank,
                 send_post: 1.0,
                 recv_post: 0.0,
-            },
-        );
-        net.set_posting(
-            b,
-            Posting {
-                src_rank: 5,
-                dst_rank: 4,
-                send_post: 1.0,
-                recv_post: 0.0,
-            },
-        );
+            };
+            net.add_tagged(src, dst, 10, 1.0, u64::MAX, id, p);
+        }
         assert_eq!(run_all(&mut net), vec![(0, 1.0), (1, 1.0)]);
         // Without postings (a flow nobody described): any opposite flow between the nodes.
         let mut net = Net::new(Some(&m)).with_reverse(2.0, 10);
