@@ -54,7 +54,7 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
     }
     let opts = a.engine.options_for(&a.dir, !a.quiet);
     // The rule of MPI_Finalize and `replay`: a run too large to load whole is read.
-    if a.stream || crate::report::spool_bytes(&a.dir) > crate::report::batch_max_bytes() {
+    if a.stream || crate::report::too_large_to_load(&a.dir) {
         let s = crate::report::stream::write_report_streamed(&a.dir, &opts)?;
         println!(
             "{} records from {} ranks{}; wrote calls.csv, summary.json, hotspots.json, report.html and trace.json in {} (predicted as the run was read)",

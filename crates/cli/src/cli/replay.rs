@@ -114,7 +114,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     let assume = opts.assumptions()?;
     // The rule of `analyze` at MPI_Finalize: above this many bytes of spools, the run is
     // replayed as it is read.
-    let stream = a.stream || crate::report::spool_bytes(&a.dir) > crate::report::batch_max_bytes();
+    let stream = a.stream || crate::report::too_large_to_load(&a.dir);
     // Loaded whole for the batch path; the ranks' metadata alone for the streamed one.
     let run = if stream {
         crate::trace::load_shell(&a.dir)?

@@ -257,6 +257,12 @@ pub fn batch_max_bytes() -> u64 {
         .saturating_mul(1 << 20)
 }
 
+/// The run in `dir` is too large to load whole ([`batch_max_bytes`]): it is read as it is
+/// predicted.
+pub fn too_large_to_load(dir: &Path) -> bool {
+    spool_bytes(dir) > batch_max_bytes()
+}
+
 /// [`write_report`] with the options given and the batch path up to `batch_max` bytes of
 /// spools.
 pub fn write_report_sized(
