@@ -429,22 +429,6 @@ pub fn alltoall(ctx: &Ctx, sizes: &[usize], reps: &[u32]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The mean of the middle of `v`: a fifth of the values dropped at each end (none below
-/// five values). What the leaders' all-to-all keeps per size: the repetitions of one size
-/// are bimodal over TCP (γ at 256 KiB came out 1.41 and 1.86 in two calibrations a minute
-/// apart, each the median of eleven), and a mean is steadier than a median between two
-/// modes; the trimmed ends keep one stall or one lucky run from moving it.
-pub fn trimmed_mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let cut = s.len() / 5;
-    let mid = &s[cut..s.len() - cut];
-    mid.iter().sum::<f64>() / mid.len() as f64
-}
-
 /// One all-to-all size's time from its runs: below the eager limit `eager` (its messages
 /// leave at once) the best run, as the ping-pong takes its best round trip — what slows a
 /// run there is a rank waiting for a core, not the network (at 4 KiB one calibration's
@@ -706,22 +690,6 @@ mod tests {
             3.3
         );
         assert_eq!(super::alltoall_time(4096, None, &runs, super::mean), 3.3);
-        assert_eq!(
-            super::alltoall_time(1 << 20, Some(65536), &runs, super::trimmed_mean),
-            super::trimmed_mean(&runs)
-        );
         assert_eq!(super::mean(&[]), 0.0);
-    }
-
-    #[test]
-    fn the_trimmed_mean_drops_a_fifth_at_each_end() {
-        // Eleven runs: two at each end dropped, the middle seven averaged; a stall and a
-        // lucky run do not move it.
-        let v = [9.0, 1.0, 2.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0, 0.1, 2.0];
-        let want = (4.0 * 2.0 + 3.0 * 3.0) / 7.0;
-        assert!((super::trimmed_mean(&v) - want).abs() < 1e-12);
-        // Below five values nothing is dropped.
-        assert_eq!(super::trimmed_mean(&[1.0, 2.0, 6.0]), 3.0);
-        assert_eq!(super::trimmed_mean(&[]), 0.0);
     }
 }
