@@ -106,6 +106,15 @@ ip netns exec emusw tc qdisc show dev p-h1 | grep -q 'tbf.*burst 3025b lat 7.76m
     || fail "the switch's port to h1 is not a 100,000 B tbf queue: $(ip netns exec emusw tc qdisc show dev p-h1)"
 ok "status"
 
+# ---- busy: every core kept busy by a loop reads as busy; a bad argument is refused
+loops=()
+for _ in $(seq "$(nproc)"); do timeout 3 sh -c 'while :; do :; done' & loops+=($!); done
+b=$("$EMU" busy 1)
+wait "${loops[@]}" 2>/dev/null || true
+[[ $b =~ ^[0-9]+$ ]] && (( b >= 50 && b <= 100 )) || fail "busy printed '$b' while every core ran a busy loop"
+if "$EMU" busy soon >/dev/null 2>&1; then fail "busy accepted 'soon' as seconds"; fi
+ok "busy"
+
 # ---- hosts
 [[ $("$EMU" hosts | tr '\n' ' ') == "h0 h1 h2 h3 " ]] || fail "hosts printed '$("$EMU" hosts | tr '\n' ' ')'"
 ok "hosts"
