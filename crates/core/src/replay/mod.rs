@@ -1106,10 +1106,11 @@ struct Cursor {
     /// The current call waits on something the trace never provides: it keeps its
     /// measured time.
     forced: bool,
-    /// The current call's [`Hot`], read once when the previous call ended and kept here
-    /// for its start and end (reading `Plan::hot` again there missed the cache in
-    /// profiles; about 3 % of the whole prediction).
-    hot: Option<Hot>,
+    /// The current call's record and [`Hot`], found once when the previous call ended and
+    /// kept here for its start and end (reading `Plan::hot` again there missed the cache
+    /// in profiles, about 3 % of the whole prediction; asking the windowed store for the
+    /// record again at each step, about 3 % of the streamed one).
+    hot: Option<(u32, Hot)>,
 }
 
 /// What the replay reads of a record at each step, in one place (one cache line holds
@@ -1776,11 +1777,16 @@ impl<'a, S: Store> Engine<'a, S> {
         if c.done || (!c.started && now < c.t_op) {
             return None;
         }
-        let Some(g) = self.s.stream_record(s, c.pos) else {
-            self.cur[s as usize].done = true;
-            return None;
+        let (g, h) = match c.hot {
+            Some(x) => x,
+            None => {
+                let Some(g) = self.s.stream_record(s, c.pos) else {
+                    self.cur[s as usize].done = true;
+                    return None;
+                };
+                (g, self.s.hot(g))
+            }
         };
-        let h = c.hot.unwrap_or_else(|| self.s.hot(g));
         if !c.started {
             self.cur[s as usize].started = true;
             self.begin(g, h, c.t_op);
@@ -1822,13 +1828,13 @@ impl<'a, S: Store> Engine<'a, S> {
             return None;
         }
         let pos = cur.pos;
-        let Some(next) = self.s.stream_record(s, pos) else {
+        let Some(ng) = self.s.stream_record(s, pos) else {
             self.cur[s as usize].done = true;
             return None;
         };
-        let next = self.s.hot(next);
+        let next = self.s.hot(ng);
         let cur = &mut self.cur[s as usize];
-        cur.hot = Some(next);
+        cur.hot = Some((ng, next));
         cur.t_op = end + next.gap;
         Some(cur.t_op.max(now))
     }
