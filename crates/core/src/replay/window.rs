@@ -35,7 +35,7 @@ use crate::predict::{CallPrediction, CollOp, Contended, duration_of, figures_of}
 use crate::topo::placement::Placement;
 use crate::trace::order::{Call, RunOrder};
 use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RunTrace};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
@@ -685,6 +685,8 @@ struct Window<'a> {
     colls: Option<(CollSink<'a>, CollMembers)>,
     live: (usize, usize, usize),
     stats: Stats,
+    /// [`Reader::ahead`] when last asked: false until this replay reads again.
+    ahead: Cell<bool>,
 }
 
 fn is_op(op: Op) -> bool {
@@ -749,6 +751,7 @@ impl<'a> Window<'a> {
             colls: None,
             live: (0, 0, 0),
             stats: Stats::default(),
+            ahead: Cell::new(false),
         }
     }
 
@@ -767,6 +770,14 @@ impl<'a> Window<'a> {
             let s = &self.msgs[m as usize];
             s.msg.rendezvous && s.recv == Match::Pending
         })
+    }
+
+    /// Whether this replay is still [`Reader::ahead`] (the others may have caught up).
+    #[inline(never)]
+    fn still_ahead(&self) -> bool {
+        let a = self.reader.borrow().ahead(self.side);
+        self.ahead.set(a);
+        a
     }
 
     /// Reads the next call of the run; false at its end.
@@ -790,7 +801,11 @@ impl<'a> Window<'a> {
             let rd = reader.borrow();
             self.take(&rd.held[at], rd.events_of(at))
         };
-        reader.borrow_mut().took(self.side);
+        let mut rd = reader.borrow_mut();
+        rd.took(self.side);
+        // Only its own reading puts a replay ahead (the others' only brings them closer):
+        // asked here, once a call, and again at each event only while it is ahead.
+        self.ahead.set(rd.ahead(self.side));
         more
     }
 
@@ -1788,8 +1803,9 @@ impl Store for Window<'_> {
         }
         self.checks.pop()
     }
+    #[inline]
     fn pause(&self) -> bool {
-        self.reader.borrow().ahead(self.side)
+        self.ahead.get() && self.still_ahead()
     }
     fn op_ready(&self, g: u32) -> bool {
         let r = &self.recs[g as usize];
