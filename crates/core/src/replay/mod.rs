@@ -1433,6 +1433,14 @@ struct Engine<'a, S: Store> {
     heap: BinaryHeap<Reverse<u128>>,
     /// Events queued so far (ties in time leave in this order).
     seq: u32,
+    /// Stream events queued at the time of the event being handled (its key, `now_key`;
+    /// `u64::MAX` before the first), in the order queued, from `now_head` on. They leave
+    /// after the heap's events of that time (queued before it was reached) and before any
+    /// later one: the heap's order, without its work (most wake-ups come at the instant a
+    /// message arrives or a call enters).
+    now_q: Vec<u32>,
+    now_head: usize,
+    now_key: u64,
     /// Streams blocked on a message beyond its sender's and its receiver's.
     more_waiters: Vec<(u32, u32)>,
     /// Matched messages per connection (source rank, destination rank), in order; the
@@ -1547,6 +1555,9 @@ impl<'a, S: Store> Engine<'a, S> {
             cur: vec![Cursor::default(); streams],
             heap: BinaryHeap::new(),
             seq: 0,
+            now_q: Vec::new(),
+            now_head: 0,
+            now_key: u64::MAX,
             more_waiters: Vec::new(),
             conns: Vec::new(),
             inst_waiters: HashMap::new(),
@@ -1609,11 +1620,34 @@ impl<'a, S: Store> Engine<'a, S> {
     }
 
     fn push(&mut self, t: f64, s: u32) {
+        let k = key(t);
+        if k == self.now_key {
+            self.now_q.push(s);
+            return;
+        }
         if self.seq == u32::MAX {
             self.seq = renumber(&mut self.heap);
         }
         self.seq += 1;
-        self.heap.push(Reverse(event(key(t), self.seq, s)));
+        self.heap.push(Reverse(event(k, self.seq, s)));
+    }
+
+    /// Takes the next queued stream event: its stream and time key.
+    #[inline]
+    fn pop(&mut self) -> Option<(u32, u64)> {
+        let top = self.heap.peek().map(|Reverse(e)| event_key(*e));
+        if self.now_head < self.now_q.len() && top != Some(self.now_key) {
+            let s = self.now_q[self.now_head];
+            self.now_head += 1;
+            if self.now_head == self.now_q.len() {
+                self.now_q.clear();
+                self.now_head = 0;
+            }
+            return Some((s, self.now_key));
+        }
+        let Reverse(e) = self.heap.pop()?;
+        self.now_key = event_key(e);
+        Some((e as u32, self.now_key))
     }
 
     /// Replays until nothing is queued (true) or the store asks to pause (false).
@@ -1624,24 +1658,28 @@ impl<'a, S: Store> Engine<'a, S> {
                 return false;
             }
             let tf = self.net.next_finish();
-            let ts = self
-                .heap
-                .peek()
-                .map_or(f64::INFINITY, |Reverse(e)| f64::from_bits(event_key(*e)));
+            let ts = if self.now_head < self.now_q.len() {
+                f64::from_bits(self.now_key)
+            } else {
+                self.heap
+                    .peek()
+                    .map_or(f64::INFINITY, |Reverse(e)| f64::from_bits(event_key(*e)))
+            };
             if tf.is_infinite() && ts.is_infinite() {
                 return true;
             }
             if tf <= ts {
+                // Time moves to `tf` (no stream event is queued before it).
+                self.now_key = key(tf);
                 self.net.advance(tf, done);
                 for &m in done.iter() {
                     self.arrived(m, tf);
                 }
                 continue;
             }
-            let Some(Reverse(e)) = self.heap.pop() else {
+            let Some((s, _)) = self.pop() else {
                 return true;
             };
-            let s = e as u32;
             let mut now = ts;
             loop {
                 self.net.advance(now, done);
@@ -1654,12 +1692,14 @@ impl<'a, S: Store> Engine<'a, S> {
                 // is taken at once instead of pushed and popped (the same order).
                 let k = key(t);
                 let tn = f64::from_bits(k);
-                let first = self
-                    .heap
-                    .peek()
-                    .is_none_or(|Reverse(top)| k < event_key(*top));
+                let first = self.now_head == self.now_q.len()
+                    && self
+                        .heap
+                        .peek()
+                        .is_none_or(|Reverse(top)| k < event_key(*top));
                 if first && tn < self.net.next_finish() {
                     now = tn;
+                    self.now_key = k;
                 } else {
                     self.push(t, s);
                     break;
