@@ -1161,6 +1161,92 @@ fn renumber(heap: &mut BinaryHeap<Reverse<u128>>) -> u32 {
     last
 }
 
+/// The replay's queued stream events: each leaves by its time, then in the order it was
+/// queued. Most are queued at the time of the event being handled (a message arrives, a
+/// call enters: the streams it wakes), and those wait in a FIFO beside the heap instead
+/// of in it: they leave after the heap's events of that time, which were queued before
+/// the replay reached it, and before any later one, as from the heap, without its work.
+struct Queue {
+    /// Events queued for a later time than the current one, packed as [`event`] does (16
+    /// bytes; a tuple took 24 and its comparisons three steps), and the events queued so
+    /// far (ties in time leave in this order).
+    heap: BinaryHeap<Reverse<u128>>,
+    seq: u32,
+    /// The current time's key (`u64::MAX`, no time's, before the first event), and the
+    /// streams queued at it, from `head` on.
+    now: u64,
+    fifo: Vec<u32>,
+    head: usize,
+}
+
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue {
+            heap: BinaryHeap::new(),
+            seq: 0,
+            now: u64::MAX,
+            fifo: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl Queue {
+    /// Queues stream `s` at time key `k`, no earlier than the current time. (Forced inline:
+    /// out of line, the replay ran 1 % more instructions.)
+    #[inline(always)]
+    fn push(&mut self, k: u64, s: u32) {
+        if k == self.now {
+            self.fifo.push(s);
+            return;
+        }
+        if self.seq == u32::MAX {
+            self.seq = renumber(&mut self.heap);
+        }
+        self.seq += 1;
+        self.heap.push(Reverse(event(k, self.seq, s)));
+    }
+
+    /// The time key of the next event (`u64::MAX` when none is queued: above every
+    /// time's key).
+    #[inline]
+    fn next_key(&self) -> u64 {
+        if self.head < self.fifo.len() {
+            self.now
+        } else {
+            self.heap
+                .peek()
+                .map_or(u64::MAX, |Reverse(e)| event_key(*e))
+        }
+    }
+
+    /// Takes the next event's stream; its time becomes the current one.
+    #[inline]
+    fn pop(&mut self) -> Option<u32> {
+        let top = self.heap.peek().map(|Reverse(e)| event_key(*e));
+        if self.head < self.fifo.len() && top != Some(self.now) {
+            let s = self.fifo[self.head];
+            self.head += 1;
+            if self.head == self.fifo.len() {
+                self.fifo.clear();
+                self.head = 0;
+            }
+            return Some(s);
+        }
+        let Reverse(e) = self.heap.pop()?;
+        self.now = event_key(e);
+        Some(e as u32)
+    }
+
+    /// Time moves on to key `k` with nothing queued before it (the network's next
+    /// finish, or a stream's next call taken at once).
+    #[inline]
+    fn now_at(&mut self, k: u64) {
+        debug_assert!(self.next_key() >= k);
+        self.now = k;
+    }
+}
+
 /// A message's times the replay keeps (see [`Timing`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MsgTime {
@@ -1428,19 +1514,8 @@ struct Engine<'a, S: Store> {
     protocol: Protocol,
     s: S,
     cur: Vec<Cursor>,
-    /// Queued stream events, packed as [`event`] does (16 bytes; a tuple took 24 and its
-    /// comparisons three steps).
-    heap: BinaryHeap<Reverse<u128>>,
-    /// Events queued so far (ties in time leave in this order).
-    seq: u32,
-    /// Stream events queued at the time of the event being handled (its key, `now_key`;
-    /// `u64::MAX` before the first), in the order queued, from `now_head` on. They leave
-    /// after the heap's events of that time (queued before it was reached) and before any
-    /// later one: the heap's order, without its work (most wake-ups come at the instant a
-    /// message arrives or a call enters).
-    now_q: Vec<u32>,
-    now_head: usize,
-    now_key: u64,
+    /// Queued stream events.
+    queue: Queue,
     /// Streams blocked on a message beyond its sender's and its receiver's.
     more_waiters: Vec<(u32, u32)>,
     /// Matched messages per connection (source rank, destination rank), in order; the
@@ -1553,11 +1628,7 @@ impl<'a, S: Store> Engine<'a, S> {
             protocol,
             s,
             cur: vec![Cursor::default(); streams],
-            heap: BinaryHeap::new(),
-            seq: 0,
-            now_q: Vec::new(),
-            now_head: 0,
-            now_key: u64::MAX,
+            queue: Queue::default(),
             more_waiters: Vec::new(),
             conns: Vec::new(),
             inst_waiters: HashMap::new(),
@@ -1620,34 +1691,7 @@ impl<'a, S: Store> Engine<'a, S> {
     }
 
     fn push(&mut self, t: f64, s: u32) {
-        let k = key(t);
-        if k == self.now_key {
-            self.now_q.push(s);
-            return;
-        }
-        if self.seq == u32::MAX {
-            self.seq = renumber(&mut self.heap);
-        }
-        self.seq += 1;
-        self.heap.push(Reverse(event(k, self.seq, s)));
-    }
-
-    /// Takes the next queued stream event: its stream and time key.
-    #[inline]
-    fn pop(&mut self) -> Option<(u32, u64)> {
-        let top = self.heap.peek().map(|Reverse(e)| event_key(*e));
-        if self.now_head < self.now_q.len() && top != Some(self.now_key) {
-            let s = self.now_q[self.now_head];
-            self.now_head += 1;
-            if self.now_head == self.now_q.len() {
-                self.now_q.clear();
-                self.now_head = 0;
-            }
-            return Some((s, self.now_key));
-        }
-        let Reverse(e) = self.heap.pop()?;
-        self.now_key = event_key(e);
-        Some((e as u32, self.now_key))
+        self.queue.push(key(t), s);
     }
 
     /// Replays until nothing is queued (true) or the store asks to pause (false).
@@ -1658,26 +1702,23 @@ impl<'a, S: Store> Engine<'a, S> {
                 return false;
             }
             let tf = self.net.next_finish();
-            let ts = if self.now_head < self.now_q.len() {
-                f64::from_bits(self.now_key)
-            } else {
-                self.heap
-                    .peek()
-                    .map_or(f64::INFINITY, |Reverse(e)| f64::from_bits(event_key(*e)))
+            let ts = match self.queue.next_key() {
+                u64::MAX => f64::INFINITY,
+                k => f64::from_bits(k),
             };
             if tf.is_infinite() && ts.is_infinite() {
                 return true;
             }
             if tf <= ts {
                 // Time moves to `tf` (no stream event is queued before it).
-                self.now_key = key(tf);
+                self.queue.now_at(key(tf));
                 self.net.advance(tf, done);
                 for &m in done.iter() {
                     self.arrived(m, tf);
                 }
                 continue;
             }
-            let Some((s, _)) = self.pop() else {
+            let Some(s) = self.queue.pop() else {
                 return true;
             };
             let mut now = ts;
@@ -1692,14 +1733,10 @@ impl<'a, S: Store> Engine<'a, S> {
                 // is taken at once instead of pushed and popped (the same order).
                 let k = key(t);
                 let tn = f64::from_bits(k);
-                let first = self.now_head == self.now_q.len()
-                    && self
-                        .heap
-                        .peek()
-                        .is_none_or(|Reverse(top)| k < event_key(*top));
+                let first = k < self.queue.next_key();
                 if first && tn < self.net.next_finish() {
                     now = tn;
-                    self.now_key = k;
+                    self.queue.now_at(k);
                 } else {
                     self.push(t, s);
                     break;
@@ -2693,6 +2730,57 @@ mod tests {
         }
         // The traces match messages, not only leave them unmatched.
         assert!(matched > 1000, "{matched}");
+    }
+
+    /// The queue gives the events in the order of one heap of (time, order queued), with
+    /// most of them queued at the current time (through its FIFO) and time moved on
+    /// between them as the replay moves it (by an event taken, by the network).
+    #[test]
+    fn the_queue_gives_events_by_time_then_order_queued() {
+        let mut rnd = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
+        let (mut through_fifo, mut popped) = (0, 0);
+        for case in 0..200 {
+            let mut q = Queue::default();
+            // The order one heap gives: (time key, number queued, stream).
+            let mut want: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
+            let (mut now, mut n) = (0u64, 0u64);
+            for _ in 0..400 {
+                match rnd(10) {
+                    // Queued at the current time (most), or a little later.
+                    0..=5 => {
+                        let k = if rnd(3) == 0 { now + rnd(4) } else { now };
+                        let s = rnd(16) as u32;
+                        through_fifo += usize::from(k == q.now);
+                        q.push(k, s);
+                        want.push(Reverse((k, n, s)));
+                        n += 1;
+                    }
+                    // The network moves time on, to no later than the next event.
+                    6 => {
+                        let next = want.peek().map_or(now + 3, |Reverse(e)| e.0);
+                        if next > now {
+                            now += rnd(next - now + 1);
+                            q.now_at(now);
+                        }
+                    }
+                    _ => {
+                        let got = q.pop();
+                        let Some(Reverse((k, _, s))) = want.pop() else {
+                            assert_eq!(got, None, "case {case}");
+                            continue;
+                        };
+                        assert_eq!(got, Some(s), "case {case}");
+                        assert!(k >= now, "case {case}");
+                        now = k;
+                        popped += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            through_fifo > 20_000 && popped > 20_000,
+            "{through_fifo} {popped}"
+        );
     }
 
     /// Events leave by time, then in the order they were queued; renumbering them when
