@@ -261,7 +261,7 @@ fn matching(ranks: usize, per_rank: usize) {
 /// throughput, and the memory, which is the readers' buffers and what waits for a match,
 /// not the run's length.
 fn read_run(dir: &std::path::Path) {
-    use pmpi_core::replay::online::{Event, OnlinePlan};
+    use pmpi_core::replay::online::{Event, OnlinePlan, Slots};
     use pmpi_core::trace::order::RunOrder;
     let c0 = cpu_ns();
     let mut order = RunOrder::open(dir).expect("run readable");
@@ -272,7 +272,9 @@ fn read_run(dir: &std::path::Path) {
     let (mut n, mut messages, mut operations, mut most) = (0u64, 0u64, 0u64, 0usize);
     let mut gaps = 0.0;
     while let Some((_, ri, c)) = order.next_call().expect("spool readable") {
-        let planned = plan.record(ri, &c, |e| match e {
+        // The slots a replay would hold the record and its message in: none here.
+        let slots = Slots { rec: 0, msg: 0 };
+        let planned = plan.record(ri, &c, slots, |e| match e {
             Event::Message { .. } => messages += 1,
             Event::Instance { .. } => operations += 1,
             _ => {}

@@ -116,18 +116,26 @@ impl<K: Hash + Eq, M> Groups<K, M> {
 /// completed, whichever of the two is read first. Read in call order, an operation (entered
 /// at its post) always comes before its completion call and waits here until it: the
 /// requests in flight.
-#[derive(Default)]
-pub struct Completions {
+pub struct Completions<T = u32> {
     /// Completion calls read, by (thread, end); a later one with the same key replaces it.
-    calls: FxMap<(u16, u64), u32>,
+    calls: FxMap<(u16, u64), T>,
     /// Operations read before their completion call, by (thread, end).
-    pending: FxMap<(u16, u64), Vec<u32>>,
+    pending: FxMap<(u16, u64), Vec<T>>,
 }
 
-impl Completions {
+impl<T> Default for Completions<T> {
+    fn default() -> Self {
+        Completions {
+            calls: FxMap::default(),
+            pending: FxMap::default(),
+        }
+    }
+}
+
+impl<T: Copy> Completions<T> {
     /// Completion call `c` of `thread` returned at `end`: calls `found` with each
     /// operation that waited for it.
-    pub fn call(&mut self, thread: u16, end: u64, c: u32, mut found: impl FnMut(u32)) {
+    pub fn call(&mut self, thread: u16, end: u64, c: T, mut found: impl FnMut(T)) {
         self.calls.insert((thread, end), c);
         for op in self.pending.remove(&(thread, end)).into_iter().flatten() {
             found(op);
@@ -136,7 +144,7 @@ impl Completions {
 
     /// Operation `op` of `thread` completed at `end`: its completion call, if read; else
     /// `op` waits for it.
-    pub fn operation(&mut self, thread: u16, end: u64, op: u32) -> Option<u32> {
+    pub fn operation(&mut self, thread: u16, end: u64, op: T) -> Option<T> {
         let c = self.calls.get(&(thread, end)).copied();
         if c.is_none() {
             self.pending.entry((thread, end)).or_default().push(op);
@@ -152,7 +160,7 @@ impl Completions {
 
     /// Takes the operations of `thread` that completed at `end` and wait for their
     /// completion call: a reader in call order past `end` on that thread knows none comes.
-    pub fn give_up(&mut self, thread: u16, end: u64) -> Vec<u32> {
+    pub fn give_up(&mut self, thread: u16, end: u64) -> Vec<T> {
         self.pending.remove(&(thread, end)).unwrap_or_default()
     }
 
@@ -165,21 +173,28 @@ impl Completions {
 /// Probes waiting for the receive whose message they probe: the next receive on their
 /// stream from the same source with the same tag (any tag for a probe of `MPI_ANY_TAG`,
 /// recorded negative).
-#[derive(Default)]
-pub struct Probes {
+pub struct Probes<P = u32> {
     /// Per stream: (probe, source, tag) in call order.
-    waiting: FxMap<u32, Vec<(u32, i32, i32)>>,
+    waiting: FxMap<u32, Vec<(P, i32, i32)>>,
 }
 
-impl Probes {
+impl<P> Default for Probes<P> {
+    fn default() -> Self {
+        Probes {
+            waiting: FxMap::default(),
+        }
+    }
+}
+
+impl<P: Copy> Probes<P> {
     /// Probe `p` on stream `s` of source `peer` and tag `tag`.
-    pub fn probe(&mut self, s: u32, p: u32, peer: i32, tag: i32) {
+    pub fn probe(&mut self, s: u32, p: P, peer: i32, tag: i32) {
         self.waiting.entry(s).or_default().push((p, peer, tag));
     }
 
     /// A receive on stream `s` from `peer` with tag `tag`: calls `found` with each waiting
     /// probe it answers, in call order, and forgets them.
-    pub fn recv(&mut self, s: u32, peer: i32, tag: i32, mut found: impl FnMut(u32)) {
+    pub fn recv(&mut self, s: u32, peer: i32, tag: i32, mut found: impl FnMut(P)) {
         let Some(w) = self.waiting.get_mut(&s) else {
             return;
         };

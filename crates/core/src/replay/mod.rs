@@ -1106,10 +1106,11 @@ struct Cursor {
     /// The current call waits on something the trace never provides: it keeps its
     /// measured time.
     forced: bool,
-    /// The current call's [`Hot`], read once when the previous call ended and kept here
-    /// for its start and end (reading `Plan::hot` again there missed the cache in
-    /// profiles; about 3 % of the whole prediction).
-    hot: Option<Hot>,
+    /// The current call's record and [`Hot`], found once when the previous call ended and
+    /// kept here for its start and end (reading `Plan::hot` again there missed the cache
+    /// in profiles, about 3 % of the whole prediction; asking the windowed store for the
+    /// record again at each step, about 3 % of the streamed one).
+    hot: Option<(u32, Hot)>,
 }
 
 /// What the replay reads of a record at each step, in one place (one cache line holds
@@ -1158,6 +1159,116 @@ fn renumber(heap: &mut BinaryHeap<Reverse<u128>>) -> u32 {
     let last = v.len() as u32;
     *heap = v.into_iter().map(Reverse).collect();
     last
+}
+
+/// The replay's queued stream events: each leaves by its time, then in the order it was
+/// queued. Most are queued at the time of the event being handled (a message arrives, a
+/// call enters: the streams it wakes), and those wait in a FIFO beside the heap instead
+/// of in it: they leave after the heap's events of that time or earlier, which were
+/// queued before them, and before any later one, as from the heap, without its work. (An
+/// event may be queued before the current time: a call entered at its own time, earlier
+/// than the event that let it go on, wakes its partners at its entry. The heap keeps it,
+/// and it leaves first.)
+struct Queue {
+    /// Events queued at other times than the FIFO's, packed as [`event`] does (16 bytes; a
+    /// tuple took 24 and its comparisons three steps), and the events queued so far (ties
+    /// in time leave in this order).
+    heap: BinaryHeap<Reverse<u128>>,
+    seq: u32,
+    /// The current time's key (`u64::MAX`, no time's, before the first event), and the
+    /// streams queued at it, from `head` on. It changes only while the FIFO is empty: an
+    /// event queued at that time later has a later place than every event in the heap.
+    now: u64,
+    fifo: Vec<u32>,
+    head: usize,
+}
+
+impl Default for Queue {
+    fn default() -> Queue {
+        Queue {
+            heap: BinaryHeap::new(),
+            seq: 0,
+            now: u64::MAX,
+            fifo: Vec::new(),
+            head: 0,
+        }
+    }
+}
+
+impl Queue {
+    /// Queues stream `s` at time key `k`. (Forced inline: out of line, the replay ran 1 %
+    /// more instructions.)
+    #[inline(always)]
+    fn push(&mut self, k: u64, s: u32) {
+        if k == self.now {
+            self.fifo.push(s);
+            return;
+        }
+        if self.seq == u32::MAX {
+            self.seq = renumber(&mut self.heap);
+        }
+        self.seq += 1;
+        self.heap.push(Reverse(event(k, self.seq, s)));
+    }
+
+    /// The time key of the next event (`u64::MAX` when none is queued: above every
+    /// time's key), and whether it is the FIFO's (the heap's events of the FIFO's time or
+    /// earlier were queued before it).
+    #[inline]
+    fn next(&self) -> (u64, bool) {
+        let top = self
+            .heap
+            .peek()
+            .map_or(u64::MAX, |Reverse(e)| event_key(*e));
+        if self.head < self.fifo.len() && top > self.now {
+            (self.now, true)
+        } else {
+            (top, false)
+        }
+    }
+
+    /// The time key of the next event ([`Queue::next`]).
+    #[inline]
+    fn next_key(&self) -> u64 {
+        self.next().0
+    }
+
+    /// Takes the next event's stream, the FIFO's if `fifo` ([`Queue::next`] says which).
+    #[inline]
+    fn take(&mut self, fifo: bool) -> Option<u32> {
+        if fifo {
+            let s = *self.fifo.get(self.head)?;
+            self.head += 1;
+            if self.head == self.fifo.len() {
+                self.fifo.clear();
+                self.head = 0;
+            }
+            return Some(s);
+        }
+        let Reverse(e) = self.heap.pop()?;
+        if self.head == self.fifo.len() {
+            self.now = event_key(e);
+        }
+        Some(e as u32)
+    }
+
+    /// Takes the next event's stream.
+    #[cfg(test)]
+    fn pop(&mut self) -> Option<u32> {
+        let (_, fifo) = self.next();
+        self.take(fifo)
+    }
+
+    /// Time moves on to key `k`, no later than the next event (the network's next finish,
+    /// or a stream's next call taken at once): the current time, unless the FIFO holds
+    /// events of another.
+    #[inline]
+    fn now_at(&mut self, k: u64) {
+        debug_assert!(self.next_key() >= k);
+        if self.head == self.fifo.len() {
+            self.now = k;
+        }
+    }
 }
 
 /// A message's times the replay keeps (see [`Timing`]).
@@ -1427,11 +1538,8 @@ struct Engine<'a, S: Store> {
     protocol: Protocol,
     s: S,
     cur: Vec<Cursor>,
-    /// Queued stream events, packed as [`event`] does (16 bytes; a tuple took 24 and its
-    /// comparisons three steps).
-    heap: BinaryHeap<Reverse<u128>>,
-    /// Events queued so far (ties in time leave in this order).
-    seq: u32,
+    /// Queued stream events.
+    queue: Queue,
     /// Streams blocked on a message beyond its sender's and its receiver's.
     more_waiters: Vec<(u32, u32)>,
     /// Matched messages per connection (source rank, destination rank), in order; the
@@ -1544,8 +1652,7 @@ impl<'a, S: Store> Engine<'a, S> {
             protocol,
             s,
             cur: vec![Cursor::default(); streams],
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: Queue::default(),
             more_waiters: Vec::new(),
             conns: Vec::new(),
             inst_waiters: HashMap::new(),
@@ -1608,11 +1715,7 @@ impl<'a, S: Store> Engine<'a, S> {
     }
 
     fn push(&mut self, t: f64, s: u32) {
-        if self.seq == u32::MAX {
-            self.seq = renumber(&mut self.heap);
-        }
-        self.seq += 1;
-        self.heap.push(Reverse(event(key(t), self.seq, s)));
+        self.queue.push(key(t), s);
     }
 
     /// Replays until nothing is queued (true) or the store asks to pause (false).
@@ -1623,24 +1726,26 @@ impl<'a, S: Store> Engine<'a, S> {
                 return false;
             }
             let tf = self.net.next_finish();
-            let ts = self
-                .heap
-                .peek()
-                .map_or(f64::INFINITY, |Reverse(e)| f64::from_bits(event_key(*e)));
+            let (next, fifo) = self.queue.next();
+            let ts = match next {
+                u64::MAX => f64::INFINITY,
+                k => f64::from_bits(k),
+            };
             if tf.is_infinite() && ts.is_infinite() {
                 return true;
             }
             if tf <= ts {
+                // Time moves to `tf` (no stream event is queued before it).
+                self.queue.now_at(key(tf));
                 self.net.advance(tf, done);
                 for &m in done.iter() {
                     self.arrived(m, tf);
                 }
                 continue;
             }
-            let Some(Reverse(e)) = self.heap.pop() else {
+            let Some(s) = self.queue.take(fifo) else {
                 return true;
             };
-            let s = e as u32;
             let mut now = ts;
             loop {
                 self.net.advance(now, done);
@@ -1653,12 +1758,10 @@ impl<'a, S: Store> Engine<'a, S> {
                 // is taken at once instead of pushed and popped (the same order).
                 let k = key(t);
                 let tn = f64::from_bits(k);
-                let first = self
-                    .heap
-                    .peek()
-                    .is_none_or(|Reverse(top)| k < event_key(*top));
+                let first = k < self.queue.next_key();
                 if first && tn < self.net.next_finish() {
                     now = tn;
+                    self.queue.now_at(k);
                 } else {
                     self.push(t, s);
                     break;
@@ -1776,11 +1879,16 @@ impl<'a, S: Store> Engine<'a, S> {
         if c.done || (!c.started && now < c.t_op) {
             return None;
         }
-        let Some(g) = self.s.stream_record(s, c.pos) else {
-            self.cur[s as usize].done = true;
-            return None;
+        let (g, h) = match c.hot {
+            Some(x) => x,
+            None => {
+                let Some(g) = self.s.stream_record(s, c.pos) else {
+                    self.cur[s as usize].done = true;
+                    return None;
+                };
+                (g, self.s.hot(g))
+            }
         };
-        let h = c.hot.unwrap_or_else(|| self.s.hot(g));
         if !c.started {
             self.cur[s as usize].started = true;
             self.begin(g, h, c.t_op);
@@ -1822,13 +1930,13 @@ impl<'a, S: Store> Engine<'a, S> {
             return None;
         }
         let pos = cur.pos;
-        let Some(next) = self.s.stream_record(s, pos) else {
+        let Some(ng) = self.s.stream_record(s, pos) else {
             self.cur[s as usize].done = true;
             return None;
         };
-        let next = self.s.hot(next);
+        let next = self.s.hot(ng);
         let cur = &mut self.cur[s as usize];
-        cur.hot = Some(next);
+        cur.hot = Some((ng, next));
         cur.t_op = end + next.gap;
         Some(cur.t_op.max(now))
     }
@@ -2647,6 +2755,62 @@ mod tests {
         }
         // The traces match messages, not only leave them unmatched.
         assert!(matched > 1000, "{matched}");
+    }
+
+    /// The queue gives the events in the order of one heap of (time, order queued), with
+    /// most of them queued at the current time (through its FIFO), some before it, and
+    /// time moved between them as the replay moves it (by an event taken, by the network,
+    /// by a stream's next call taken at once).
+    #[test]
+    fn the_queue_gives_events_by_time_then_order_queued() {
+        let mut rnd = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
+        let (mut through_fifo, mut popped) = (0, 0);
+        for case in 0..200 {
+            let mut q = Queue::default();
+            // The order one heap gives: (time key, number queued, stream).
+            let mut want: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
+            let (mut now, mut n) = (0u64, 0u64);
+            for _ in 0..400 {
+                match rnd(10) {
+                    // Queued at the current time (most), a little later, or earlier (a
+                    // call's partners woken at its entry).
+                    0..=5 => {
+                        let k = match rnd(6) {
+                            0 | 1 => now + rnd(4),
+                            2 => now.saturating_sub(rnd(3)),
+                            _ => now,
+                        };
+                        let s = rnd(16) as u32;
+                        through_fifo += usize::from(k == q.now);
+                        q.push(k, s);
+                        want.push(Reverse((k, n, s)));
+                        n += 1;
+                    }
+                    // Time moves to no later than the next event (the network's next
+                    // finish, or a stream's next call taken at once), maybe back.
+                    6 => {
+                        let next = want.peek().map_or(now + 3, |Reverse(e)| e.0);
+                        now = now.saturating_sub(2) + rnd(3);
+                        now = now.min(next);
+                        q.now_at(now);
+                    }
+                    _ => {
+                        let got = q.pop();
+                        let Some(Reverse((k, _, s))) = want.pop() else {
+                            assert_eq!(got, None, "case {case}");
+                            continue;
+                        };
+                        assert_eq!(got, Some(s), "case {case}");
+                        now = k;
+                        popped += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            through_fifo > 20_000 && popped > 20_000,
+            "{through_fifo} {popped}"
+        );
     }
 
     /// Events leave by time, then in the order they were queued; renumbering them when

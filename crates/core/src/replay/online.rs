@@ -9,8 +9,11 @@
 //! completion call, a probe with the receive it probes for, a collective operation with
 //! its last member. A window synchronisation's bytes and target, and the peer of a
 //! receive or probe that matched nothing, are the record's own fields.
-//! Records are known by (rank index, record number); a message by its sending record; a
-//! collective operation by the order in which it was first joined.
+//! Records are known by (rank index, record number) and by the slot the caller gives each
+//! as it is read ([`Slots`]); a message by its sending record and the slot the caller gives
+//! it; a collective operation by the order in which it was first joined. (With the slots
+//! in its events, a replay holding records and messages by slot finds them without a
+//! lookup.)
 
 use super::matching::{Completions, Fifo, Groups, Probes};
 use super::{
@@ -25,23 +28,35 @@ use crate::trace::{CallKind, FLAG_NONBLOCKING, RankMeta};
 /// A record: (rank index, record number).
 pub type Id = (u32, u32);
 
+/// A record and its slot ([`Slots::rec`]).
+pub type Named = (Id, u32);
+
+/// The caller's numbers for a record read: its slot, and the slot of the message it sends
+/// (used only where it sends one, [`Planned::msg`]). Events name them beside the ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slots {
+    pub rec: u32,
+    pub msg: u32,
+}
+
 /// What the plan learns once other records are read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// The message sent by `send` is received by `recv`.
-    Message { send: Id, recv: Id },
+    /// The message sent by `send`, in message slot `msg`, is received by `recv`.
+    Message { send: Id, msg: u32, recv: Named },
     /// Nonblocking operation `op` completed in completion call `by`.
-    Completion { op: Id, by: Id },
+    Completion { op: Named, by: Named },
     /// Probe `probe` waits for the message that receive `recv` gets.
-    Probe { probe: Id, recv: Id },
+    Probe { probe: Named, recv: Named },
     /// Collective operation `op` (its number) is complete: its kind (its first member's),
-    /// its members by (rank index, record number), the index among them of its root (if
+    /// its members by (rank index, record number) with their slots, the index among them
+    /// of its root (if
     /// rooted and found), its size and block, whether it spans nodes and the most members
     /// on one node.
     Instance {
         op: u32,
         kind: CallKind,
-        members: Vec<Id>,
+        members: Vec<Named>,
         root: Option<usize>,
         n: u64,
         block: u64,
@@ -85,7 +100,8 @@ struct Rank {
     /// Per thread (by number: numbered from 0 in their order of first call, so an array
     /// rather than a map): the end of its previous call (for the next one's gap).
     last_end: Vec<Option<u64>>,
-    completions: Completions,
+    /// (record number, slot) of the calls and operations.
+    completions: Completions<(u32, u32)>,
 }
 
 /// A collective operation some member has not joined yet.
@@ -103,14 +119,16 @@ pub struct OnlinePlan {
     ranks: Vec<Rank>,
     placement: Placement,
     protocol: Protocol,
-    messages: Fifo<(i32, i32, i32), Id, Id>,
-    groups: Groups<(u32, usize, usize), Id>,
+    /// Sends as (record, message slot), receives as (record, slot).
+    messages: Fifo<(i32, i32, i32), (Id, u32), Named>,
+    groups: Groups<(u32, usize, usize), Named>,
     open: FxMap<u32, Open>,
     /// Operation number of each open key (the number `groups` gives at completion is the
     /// same; it is needed at once, for the joining record's `inst_of`).
     numbers: FxMap<(u32, usize, usize), u32>,
     next_number: u32,
-    probes: Probes,
+    /// (record number, slot) of the probes.
+    probes: Probes<(u32, u32)>,
 }
 
 impl OnlinePlan {
@@ -165,10 +183,17 @@ impl OnlinePlan {
         }
     }
 
-    /// Reads call `c` of rank index `ri` (each rank's calls in call order): what it fixes
-    /// alone, and the events it completes, through `event`.
-    pub fn record(&mut self, ri: usize, c: &Call, mut event: impl FnMut(Event)) -> Planned {
+    /// Reads call `c` of rank index `ri` (each rank's calls in call order), held by the
+    /// caller in `slots`: what it fixes alone, and the events it completes, through `event`.
+    pub fn record(
+        &mut self,
+        ri: usize,
+        c: &Call,
+        slots: Slots,
+        mut event: impl FnMut(Event),
+    ) -> Planned {
         let id = (ri as u32, c.rec);
+        let me_named = (id, slots.rec);
         let r = &c.record;
         let rk = &mut self.ranks[ri];
         let kind = graph::kind_in(&rk.kinds, r.call);
@@ -197,42 +222,53 @@ impl OnlinePlan {
         let me = rk.me;
         // Completions: the operation comes first in call order and waits for its call.
         if op == Op::Complete {
-            rk.completions.call(r.thread, r.t_end, id.1, |o| {
-                event(Event::Completion {
-                    op: (id.0, o),
-                    by: id,
-                })
-            });
+            rk.completions
+                .call(r.thread, r.t_end, (id.1, slots.rec), |(o, og)| {
+                    event(Event::Completion {
+                        op: ((id.0, o), og),
+                        by: me_named,
+                    })
+                });
         }
         if r.flags & FLAG_NONBLOCKING != 0
-            && let Some(by) = rk.completions.operation(r.thread, r.t_end, id.1)
+            && let Some((by, bg)) = rk
+                .completions
+                .operation(r.thread, r.t_end, (id.1, slots.rec))
         {
             event(Event::Completion {
-                op: id,
-                by: (id.0, by),
+                op: me_named,
+                by: ((id.0, by), bg),
             });
         }
         // Messages: between placed ranks, eager below the limit of their path.
         let msg = sent_message(op, me, r, &self.placement, self.protocol);
         if msg.is_some() {
             hot.msg_out = 0;
-            if let Some(recv) = self.messages.a((me, r.peer, r.tag), id) {
-                event(Event::Message { send: id, recv });
+            if let Some(recv) = self.messages.a((me, r.peer, r.tag), (id, slots.msg)) {
+                event(Event::Message {
+                    send: id,
+                    msg: slots.msg,
+                    recv,
+                });
             }
         }
         if let Some(src) = receive_source(op, r)
-            && let Some(send) = self.messages.b((src, me, r.tag), id)
+            && let Some((send, msg)) = self.messages.b((src, me, r.tag), me_named)
         {
-            event(Event::Message { send, recv: id });
+            event(Event::Message {
+                send,
+                msg,
+                recv: me_named,
+            });
         }
         // Probes, per stream (rank, thread).
         let stream = (ri as u32) << 16 | r.thread as u32;
         match op {
-            Op::Probe => self.probes.probe(stream, id.1, r.peer, r.tag),
-            Op::Recv | Op::Irecv => self.probes.recv(stream, r.peer, r.tag, |p| {
+            Op::Probe => self.probes.probe(stream, (id.1, slots.rec), r.peer, r.tag),
+            Op::Recv | Op::Irecv => self.probes.recv(stream, r.peer, r.tag, |(p, pg)| {
                 event(Event::Probe {
-                    probe: (id.0, p),
-                    recv: id,
+                    probe: ((id.0, p), pg),
+                    recv: me_named,
                 })
             }),
             _ => {}
@@ -266,10 +302,11 @@ impl OnlinePlan {
                 if let Some(n) = self.placement.node(me) {
                     o.nodes.push(n);
                 }
-                if let Some((_, mut members)) = self.groups.join(key, id, size as u64) {
+                if let Some((_, mut members)) = self.groups.join(key, me_named, size as u64) {
                     self.numbers.remove(&key);
                     let o = self.open.remove(&number).unwrap_or_default();
-                    // In rank order, as the plan has them.
+                    // In rank order, as the plan has them (an id is one record: its slot
+                    // never decides).
                     members.sort_unstable();
                     let mut nodes = o.nodes;
                     nodes.sort_unstable();
@@ -282,7 +319,7 @@ impl OnlinePlan {
                     event(Event::Instance {
                         op: number,
                         kind: o.first.map_or(kind, |f| f.1),
-                        root: o.root.and_then(|r| members.iter().position(|&m| m == r)),
+                        root: o.root.and_then(|r| members.iter().position(|m| m.0 == r)),
                         n: members.len() as u64,
                         members,
                         block: o.block,
@@ -316,8 +353,9 @@ mod tests {
 
     /// The plan found online, ranks interleaved at random and each in call order, is the
     /// plan of the whole run: every record's replay fields, every message, completion,
-    /// probe and collective operation; and nothing waits once every record is read but
-    /// what never matched.
+    /// probe and collective operation; every event names each record with the slot it was
+    /// read with, and a message with its send's message slot; and nothing waits once every
+    /// record is read but what never matched.
     #[test]
     fn the_plan_found_online_is_the_plan_of_the_whole_run() {
         let mut rnd = crate::testing::xorshift(0x5851_f42d_4c95_7f2d);
@@ -340,6 +378,10 @@ mod tests {
                 .collect();
             let mut hot: BTreeMap<Id, Planned> = BTreeMap::new();
             let mut events = Vec::new();
+            // Slots as a reader gives them: arbitrary numbers, here a scramble of the
+            // reading order (record slots) and of the sends (message slots).
+            let mut slot_of: BTreeMap<Id, Slots> = BTreeMap::new();
+            let mut read = 0u32;
             loop {
                 let open: Vec<usize> = (0..order.len()).filter(|&r| !order[r].is_empty()).collect();
                 if open.is_empty() {
@@ -352,25 +394,39 @@ mod tests {
                     record: run.ranks[ri].records[rec as usize],
                     arcs: None,
                 };
-                let h = online.record(ri, &c, |e| events.push(e));
+                let slots = Slots {
+                    rec: read.wrapping_mul(0x9e37_79b9),
+                    msg: read.wrapping_mul(0x85eb_ca6b) ^ 7,
+                };
+                read += 1;
+                let h = online.record(ri, &c, slots, |e| events.push(e));
                 hot.insert((ri as u32, rec), h);
+                slot_of.insert((ri as u32, rec), slots);
             }
             let mut recv_of: BTreeMap<Id, Id> = BTreeMap::new();
             let mut by: BTreeMap<Id, Id> = BTreeMap::new();
             let mut probe_recv: BTreeMap<Id, Id> = BTreeMap::new();
             let mut insts: BTreeMap<u32, Event> = BTreeMap::new();
+            let named = |(id, g): Named| {
+                assert_eq!(g, slot_of[&id].rec, "case {case}, record {id:?}'s slot");
+                id
+            };
             for e in events {
                 match &e {
-                    Event::Message { send, recv } => {
-                        recv_of.insert(*recv, *send);
+                    Event::Message { send, msg, recv } => {
+                        assert_eq!(*msg, slot_of[send].msg, "case {case}, {send:?}'s message");
+                        recv_of.insert(named(*recv), *send);
                     }
                     Event::Completion { op, by: c } => {
-                        by.insert(*op, *c);
+                        by.insert(named(*op), named(*c));
                     }
                     Event::Probe { probe, recv } => {
-                        probe_recv.insert(*probe, *recv);
+                        probe_recv.insert(named(*probe), named(*recv));
                     }
-                    Event::Instance { op, .. } => {
+                    Event::Instance { op, members, .. } => {
+                        members.iter().for_each(|&m| {
+                            named(m);
+                        });
                         insts.insert(*op, e.clone());
                     }
                 }
@@ -418,6 +474,7 @@ mod tests {
                     ) if i != NONE => {
                         let b = &plan.instances[i as usize];
                         let bm: Vec<Id> = b.members.iter().map(|&m| id_of(m)).collect();
+                        let members: Vec<Id> = members.iter().map(|m| m.0).collect();
                         assert_eq!(
                             (
                                 &bm,
@@ -429,7 +486,7 @@ mod tests {
                                 b.kind
                             ),
                             (
-                                members,
+                                &members,
                                 *root,
                                 *n,
                                 *block,
