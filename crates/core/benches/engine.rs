@@ -191,7 +191,7 @@ fn stages(run: &RunTrace, profile: &Profile, n: usize) {
         .iter()
         .map(|i| coll_cost(profile, &Assumptions::default(), i))
         .collect();
-    let p2p = P2p::from_profile(profile, None);
+    let p2p = P2p::from_profile(profile, None, plan.protocol.library);
     let model = penalty_model(profile, Some("gige")).expect("gige model");
     let gige = || replay::replay(&plan, &p2p, model.as_deref(), &costs, true, true);
     // `--profile-replay`: only the gige replay, ten times (for `perf record`).
@@ -313,7 +313,14 @@ fn window(dir: &std::path::Path) {
     use pmpi_core::replay::window::{Finished, replay_window};
     use pmpi_core::trace::order::RunOrder;
     let profile = profile_arg();
-    let p2p = P2p::from_profile(&profile, None);
+    // The run's library from its metadata alone, as the streamed path finds it.
+    let shell = trace::load_shell(dir).expect("run readable");
+    let library = shell
+        .ranks
+        .first()
+        .map_or("", |r| r.meta.mpi_library.as_str());
+    let family = replay::Protocol::for_library(library).library;
+    let p2p = P2p::from_profile(&profile, None, family);
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");
     // Each record's figures mixed (splitmix64's finaliser, word by word) and summed: the

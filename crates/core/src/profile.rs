@@ -509,11 +509,18 @@ impl Profile {
     /// library) or has none.
     pub fn eager_for(&self, library: &str) -> Option<Eager> {
         let e = self.eager?;
+        self.measured_on(LibraryFamily::of(library)).then_some(e)
+    }
+
+    /// Whether what this profile measured of its MPI library's transport holds for a run
+    /// on a library of `family`: a profile that names no library holds for any run; one
+    /// that names a library, for runs on the same known family.
+    pub fn measured_on(&self, family: Option<LibraryFamily>) -> bool {
         match self.mpi_library.as_deref() {
-            None => Some(e),
+            None => true,
             Some(mine) => {
                 let f = LibraryFamily::of(mine);
-                (f.is_some() && f == LibraryFamily::of(library)).then_some(e)
+                f.is_some() && f == family
             }
         }
     }
@@ -642,6 +649,14 @@ mod tests {
         assert_eq!(p.eager_for("Some MPI 1.0"), None);
         p.eager = None;
         assert_eq!(p.eager_for("MPICH Version:\t3.4"), None);
+        // What a profile measured of its library's transport holds for runs on that family.
+        assert!(!p.measured_on(LibraryFamily::of("Some MPI 1.0")));
+        p.mpi_library = Some("MPICH Version:\t4.0.2".into());
+        assert!(p.measured_on(LibraryFamily::of("MPICH Version:\t4.0")));
+        assert!(!p.measured_on(LibraryFamily::of("Open MPI v4.1.4")));
+        assert!(!p.measured_on(None));
+        p.mpi_library = None;
+        assert!(p.measured_on(None) && p.measured_on(Some(LibraryFamily::OpenMpi)));
     }
 
     #[test]

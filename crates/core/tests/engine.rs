@@ -1934,3 +1934,58 @@ fn opposite_messages_move_one_after_the_other_only_if_both_ranks_received_first(
     assert_eq!(d.len(), 2);
     assert!(d.iter().all(|&t| close(t, 1.0)), "two pairs {d:?}");
 }
+
+#[test]
+fn the_reverse_factor_holds_only_on_the_library_the_profile_measured() {
+    // Ranks 0 (node a) and 1 (node b) exchange 1 s of data each way by MPI_Sendrecv under
+    // a reverse-flow factor of 2. Open MPI's TCP transport moved such messages one after
+    // the other on the emulated cluster, MPICH's together: a profile calibrated with Open
+    // MPI gives 2 s to a run on Open MPI and 1 s to a run on MPICH; a profile naming no
+    // library gives 2 s to both.
+    let m: u64 = 100_000_000;
+    let sendrecv = |r: i32| Record {
+        peer2: 1 - r,
+        bytes_recv: m,
+        comm_size: 2,
+        ..send(call::MPI_Sendrecv, 1 - r, m, 0, 3 * S)
+    };
+    let transfers = |run_library: &str, profile_library: Option<&str>| {
+        let mut r = run(vec![
+            rank(0, "a", 0, vec![sendrecv(0)], 2),
+            rank(1, "b", 0, vec![sendrecv(1)], 2),
+        ]);
+        for rk in &mut r.ranks {
+            rk.meta.mpi_library = run_library.into();
+        }
+        let mut prof = profile();
+        prof.penalty.reverse = 2.0;
+        prof.mpi_library = profile_library.map(String::from);
+        let p = predict_run(&r, &prof, Some("gige")).unwrap();
+        let d: Vec<f64> = p
+            .inter
+            .iter()
+            .enumerate()
+            .map(|(k, &f)| p.sim.end[k] - p.flows.flows[f].start)
+            .collect();
+        assert_eq!(d.len(), 2, "{run_library} under {profile_library:?}");
+        d
+    };
+    let ompi = "Open MPI v4.1.4, package: Debian OpenMPI";
+    let mpich = "MPICH Version:\t4.0.2";
+    let d = transfers(ompi, Some(ompi));
+    assert!(d.iter().all(|&t| close(t, 2.0)), "Open MPI run {d:?}");
+    let d = transfers(mpich, Some(ompi));
+    assert!(d.iter().all(|&t| close(t, 1.0)), "MPICH run {d:?}");
+    let d = transfers(mpich, Some(mpich));
+    assert!(
+        d.iter().all(|&t| close(t, 2.0)),
+        "MPICH run, MPICH profile {d:?}"
+    );
+    for lib in [ompi, mpich] {
+        let d = transfers(lib, None);
+        assert!(
+            d.iter().all(|&t| close(t, 2.0)),
+            "{lib} under a profile naming none {d:?}"
+        );
+    }
+}

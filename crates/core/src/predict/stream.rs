@@ -193,7 +193,7 @@ fn stream_under(
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = Protocol::for_library_with(library, Some(profile));
     let placement = &cond.placement;
-    let p2p = P2p::from_profile(profile, cond.clusters.clone());
+    let p2p = P2p::from_profile(profile, cond.clusters.clone(), protocol.library);
     let cost = |i: &crate::replay::Instance, ranks: &[i32]| {
         coll_cost_of_ranks(profile, assume, i, ranks.iter().copied(), cond)
     };

@@ -22,7 +22,7 @@ pub mod window;
 
 use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel};
-use crate::profile::Profile;
+use crate::profile::{LibraryFamily, Profile};
 use crate::topo::placement::Placement;
 use crate::trace::{CallArcs, CallKind, FLAG_NONBLOCKING, Record, RunTrace};
 use net::Net;
@@ -43,21 +43,27 @@ pub struct Protocol {
     pub eager_inter: u64,
     /// Within a node (Open MPI: `btl_vader_eager_limit`).
     pub eager_intra: u64,
+    /// The library's family, if known (what a profile measured of another family's
+    /// transport does not hold: [`P2p::from_profile`]).
+    pub library: Option<LibraryFamily>,
 }
 
 impl Protocol {
     /// The defaults of the MPI library named in the run's metadata: Open MPI 4.1's TCP and
     /// shared-memory eager limits (64 KiB, 4 KiB), MPICH's CH3/CH4 eager limit (128 KiB).
     pub fn for_library(library: &str) -> Protocol {
+        let family = LibraryFamily::of(library);
         if library.contains("MPICH") {
             Protocol {
                 eager_inter: 128 * 1024,
                 eager_intra: 128 * 1024,
+                library: family,
             }
         } else {
             Protocol {
                 eager_inter: 64 * 1024,
                 eager_intra: 4 * 1024,
+                library: family,
             }
         }
     }
@@ -920,8 +926,23 @@ pub struct P2p {
 }
 
 impl P2p {
-    /// The point-to-point parameters of `profile`, with the wide-area link of `wan`.
-    pub fn from_profile(profile: &Profile, wan: Option<whatif::Clusters>) -> P2p {
+    /// The point-to-point parameters of `profile` for a run on a library of family `library`,
+    /// with the wide-area link of `wan`. The reverse and through factors are the library's
+    /// transport, not the network's: on the emulated cluster Open MPI's TCP transport moved
+    /// two opposite messages between one pair of ranks one after the other (back to back,
+    /// 19-21 exchanges of 21), MPICH's on the same hosts together (0-4 of 21), so they
+    /// hold only for a run on the library family the profile was calibrated with
+    /// ([`Profile::measured_on`]); otherwise 1.
+    pub fn from_profile(
+        profile: &Profile,
+        wan: Option<whatif::Clusters>,
+        library: Option<LibraryFamily>,
+    ) -> P2p {
+        let (reverse, through) = if profile.measured_on(library) {
+            (profile.penalty.reverse, profile.penalty.through)
+        } else {
+            (1.0, 1.0)
+        };
         P2p {
             inter: profile.hockney.inter,
             intra: profile.hockney.intra,
@@ -929,8 +950,8 @@ impl P2p {
             plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
             wan,
             socket_buffer: profile.socket_buffer.unwrap_or(SOCKET_BUFFER),
-            reverse: profile.penalty.reverse,
-            through: profile.penalty.through,
+            reverse,
+            through,
             port_capacity: profile.penalty.port_capacity,
             dispersion: profile.penalty.dispersion.clone(),
         }

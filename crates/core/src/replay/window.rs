@@ -1863,7 +1863,7 @@ mod tests {
         let mut rnd = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
         let dir = std::env::temp_dir().join(format!("pmpi-window-{}", std::process::id()));
         let profile = Profile::builtin_default();
-        let p2p = P2p::from_profile(&profile, None);
+        let p2p = P2p::from_profile(&profile, None, None);
         // As a calibrated profile: opposite and onward flows slower, ports capped, each
         // contended flow drawn its own factor (from its flow number: the same flows).
         let mut calibrated = p2p.clone();
@@ -1969,7 +1969,7 @@ mod tests {
         let mut rnd = crate::testing::xorshift(0x9e6c_63d0_676a_9a99);
         let dir = std::env::temp_dir().join(format!("pmpi-window-slots-{}", std::process::id()));
         let profile = Profile::builtin_default();
-        let p2p = P2p::from_profile(&profile, None);
+        let p2p = P2p::from_profile(&profile, None, None);
         let gige = penalty_model(&profile, Some("gige")).unwrap();
         let assume = Assumptions::default();
         let cost = |i: &Instance, _: &[i32]| coll_cost(&profile, &assume, i);
@@ -2053,7 +2053,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pmpi-window-ring-{}", std::process::id()));
         write_run(&dir, &run);
         let profile = Profile::builtin_default();
-        let p2p = P2p::from_profile(&profile, None);
+        let p2p = P2p::from_profile(&profile, None, None);
         let placement = Placement::from_run(&run);
         let mut finished = 0;
         let stats = replay_window(
@@ -2141,7 +2141,7 @@ mod tests {
             order,
             &placement,
             Protocol::for_library(""),
-            &P2p::from_profile(&profile, None),
+            &P2p::from_profile(&profile, None, None),
             None,
             &|_| CollCost::default(),
             false,
