@@ -319,7 +319,7 @@ fn window(dir: &std::path::Path) {
         .ranks
         .first()
         .map_or("", |r| r.meta.mpi_library.as_str());
-    let family = replay::Protocol::for_library(library).library;
+    let family = pmpi_core::profile::LibraryFamily::of(library);
     let p2p = P2p::from_profile(&profile, None, family);
     let assume = Assumptions::default();
     let batch = std::env::args().any(|a| a == "--batch");

@@ -111,15 +111,24 @@ pub(crate) fn as_alltoalls(run: &mut RunTrace, call: u16, block: Option<u64>) {
     }
 }
 
-/// Writes case `case`'s run to `dir` ([`write_case`]), loads it back and draws random
+/// Case `case` of a what-if test: a random run ([`random_case`] with `long_from` and
+/// `scale`), its `call`s made all-to-alls of `block` bytes in every other case
+/// ([`as_alltoalls`]), written to `dir` ([`write_case`]) and loaded back, with random
 /// conditions for it ([`random_conditions`]), its world size from the run as written.
-pub(crate) fn write_case_and_conditions(
+pub(crate) fn whatif_case(
     rnd: &mut impl FnMut(u64) -> u64,
     dir: &std::path::Path,
     case: usize,
-    run: &RunTrace,
+    long_from: usize,
+    scale: u64,
+    call: u16,
+    block: Option<u64>,
 ) -> (RunTrace, crate::predict::Conditions) {
-    write_case(dir, case, run);
+    let mut run = random_case(rnd, case, long_from, scale);
+    if case.is_multiple_of(2) {
+        as_alltoalls(&mut run, call, block);
+    }
+    write_case(dir, case, &run);
     let loaded = crate::trace::load_run(dir).unwrap();
     let world = crate::topo::placement::Placement::from_run(&loaded)
         .node_of_rank

@@ -870,7 +870,7 @@ pub fn run(opts: &Options) -> i32 {
         let t: Vec<f64> = grid
             .iter()
             .zip(&runs)
-            .map(|(&m, r)| bench::alltoall_time(m, eager_now, r, bench::mean))
+            .map(|(&m, r)| bench::alltoall_time(m, eager_now, r))
             .collect();
         let samples: Vec<(u64, f64)> = grid.iter().map(|&s| s as u64).zip(t.clone()).collect();
         raw.insert(
@@ -946,7 +946,7 @@ pub fn run(opts: &Options) -> i32 {
                     .iter()
                     .zip(&t)
                     .map(|(&m, v)| {
-                        let mean = bench::alltoall_time(m, eager_now, v, bench::mean);
+                        let mean = bench::alltoall_time(m, eager_now, v);
                         ((m as u64, mean), (m as u64, bench::median(&mut v.clone())))
                     })
                     .unzip();

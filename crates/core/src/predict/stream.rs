@@ -416,16 +416,15 @@ mod tests {
         // moved; records whose prediction the all-to-all algorithm changed.
         let (mut clustered, mut local_group, mut moved, mut by_algo) = (0, 0, 0usize, 0usize);
         for case in 0..160 {
-            let mut run = crate::testing::random_case(&mut rnd, case, 150, 20);
-            if case % 2 == 0 {
-                crate::testing::as_alltoalls(
-                    &mut run,
-                    crate::trace::call::MPI_Barrier,
-                    Some(65536),
-                );
-            }
-            let (loaded, cond) =
-                crate::testing::write_case_and_conditions(&mut rnd, &dir, case, &run);
+            let (loaded, cond) = crate::testing::whatif_case(
+                &mut rnd,
+                &dir,
+                case,
+                150,
+                20,
+                crate::trace::call::MPI_Barrier,
+                Some(65536),
+            );
             clustered += usize::from(cond.clusters.is_some());
             local_group += usize::from(cond.alltoall == AlltoallAlgo::LocalGroup);
             for (profile, model) in [

@@ -53,7 +53,7 @@ impl Protocol {
     /// shared-memory eager limits (64 KiB, 4 KiB), MPICH's CH3/CH4 eager limit (128 KiB).
     pub fn for_library(library: &str) -> Protocol {
         let family = LibraryFamily::of(library);
-        if library.contains("MPICH") {
+        if family == Some(LibraryFamily::Mpich) {
             Protocol {
                 eager_inter: 128 * 1024,
                 eager_intra: 128 * 1024,

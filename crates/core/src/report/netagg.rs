@@ -1018,12 +1018,15 @@ mod tests {
         let mut c = Counts::default();
         let mut clustered = 0;
         for case in 0..80 {
-            let mut run = crate::testing::random_case(&mut rnd, case, 70, 20);
-            if case % 2 == 0 {
-                crate::testing::as_alltoalls(&mut run, crate::trace::call::MPI_Allreduce, None);
-            }
-            let (loaded, cond) =
-                crate::testing::write_case_and_conditions(&mut rnd, &dir, case, &run);
+            let (loaded, cond) = crate::testing::whatif_case(
+                &mut rnd,
+                &dir,
+                case,
+                70,
+                20,
+                crate::trace::call::MPI_Allreduce,
+                None,
+            );
             clustered += usize::from(cond.clusters.is_some());
             for (profile, model) in &profiles() {
                 let at = format!(

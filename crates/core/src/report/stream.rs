@@ -916,16 +916,15 @@ mod tests {
         let (mut rows, mut spilled, mut clustered, mut local_group) = (0, 0, 0, 0);
         let (mut moved, mut contended, mut families) = (0, 0, 0);
         for case in 0..40 {
-            let mut run = crate::testing::random_case(&mut rnd, case, 20, 10);
-            if case % 2 == 0 {
-                crate::testing::as_alltoalls(
-                    &mut run,
-                    crate::trace::call::MPI_Barrier,
-                    Some(65536),
-                );
-            }
-            let (loaded, cond) =
-                crate::testing::write_case_and_conditions(&mut rnd, &dir, case, &run);
+            let (loaded, cond) = crate::testing::whatif_case(
+                &mut rnd,
+                &dir,
+                case,
+                20,
+                10,
+                crate::trace::call::MPI_Barrier,
+                Some(65536),
+            );
             clustered += usize::from(cond.clusters.is_some());
             local_group += usize::from(cond.alltoall == AlltoallAlgo::LocalGroup);
             for model in ["gige", "none"] {
