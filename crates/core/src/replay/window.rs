@@ -226,7 +226,7 @@ pub fn replay_windows(
         return Err(err);
     }
     let mut stats = Vec::with_capacity(n);
-    let message_slots = reader.borrow().msg_refs.len();
+    let message_slots = reader.borrow().msg_slots.len();
     for e in &mut engines {
         if let Some(err) = e.s.err.take() {
             return Err(err);
@@ -290,14 +290,50 @@ struct Reader {
     err: Option<Error>,
     /// Record slots: a call read takes one for every replay (each holds its record in
     /// that slot of its own), so the replays need no free list each and their results
-    /// join by slot; per slot, the replays that have not handed its record over yet, and
-    /// the free slots.
-    slot_refs: Vec<u32>,
-    free_slots: Vec<u32>,
+    /// join by slot.
+    rec_slots: SharedSlots,
     /// Message slots alike: the online plan's events name a message by its slot, so a
     /// replay finds it without a map from sending records to messages.
-    msg_refs: Vec<u32>,
-    free_msg_slots: Vec<u32>,
+    msg_slots: SharedSlots,
+}
+
+/// Slots every replay holds until it lets go: per slot, the replays that have not let it
+/// go yet, and the free slots.
+#[derive(Default)]
+struct SharedSlots {
+    refs: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl SharedSlots {
+    /// The slot [`SharedSlots::take`] gives next.
+    fn next(&self) -> u32 {
+        self.free.last().copied().unwrap_or(self.refs.len() as u32)
+    }
+
+    /// A free slot, held by `holders` replays.
+    fn take(&mut self, holders: usize) -> u32 {
+        let g = self.free.pop().unwrap_or_else(|| {
+            self.refs.push(0);
+            self.refs.len() as u32 - 1
+        });
+        self.refs[g as usize] = holders as u32;
+        g
+    }
+
+    /// A replay let go of slot `g`: free once every holder has.
+    fn release(&mut self, g: u32) {
+        let refs = &mut self.refs[g as usize];
+        *refs -= 1;
+        if *refs == 0 {
+            self.free.push(g);
+        }
+    }
+
+    /// How many slots there have been at most.
+    fn len(&self) -> usize {
+        self.refs.len()
+    }
 }
 
 impl Reader {
@@ -336,56 +372,8 @@ impl Reader {
             active: vec![true; n],
             eof: false,
             err: None,
-            slot_refs: Vec::new(),
-            free_slots: Vec::new(),
-            msg_refs: Vec::new(),
-            free_msg_slots: Vec::new(),
-        }
-    }
-
-    /// A free record slot, held by every replay.
-    fn alloc_slot(&mut self) -> u32 {
-        let g = self.free_slots.pop().unwrap_or_else(|| {
-            self.slot_refs.push(0);
-            self.slot_refs.len() as u32 - 1
-        });
-        self.slot_refs[g as usize] = self.pos.len() as u32;
-        g
-    }
-
-    /// A replay handed over the record in slot `g`: free once every replay has.
-    fn release(&mut self, g: u32) {
-        let refs = &mut self.slot_refs[g as usize];
-        *refs -= 1;
-        if *refs == 0 {
-            self.free_slots.push(g);
-        }
-    }
-
-    /// The message slot the next message read takes (taken by [`Reader::take_msg_slot`]).
-    fn next_msg_slot(&self) -> u32 {
-        self.free_msg_slots
-            .last()
-            .copied()
-            .unwrap_or(self.msg_refs.len() as u32)
-    }
-
-    /// Takes [`Reader::next_msg_slot`], held by every replay.
-    fn take_msg_slot(&mut self) -> u32 {
-        let m = self.free_msg_slots.pop().unwrap_or_else(|| {
-            self.msg_refs.push(0);
-            self.msg_refs.len() as u32 - 1
-        });
-        self.msg_refs[m as usize] = self.pos.len() as u32;
-        m
-    }
-
-    /// A replay let go of the message in slot `m`: free once every replay has.
-    fn release_msg(&mut self, m: u32) {
-        let refs = &mut self.msg_refs[m as usize];
-        *refs -= 1;
-        if *refs == 0 {
-            self.free_msg_slots.push(m);
+            rec_slots: SharedSlots::default(),
+            msg_slots: SharedSlots::default(),
         }
     }
 
@@ -399,10 +387,10 @@ impl Reader {
             }
             match self.order.next_call() {
                 Ok(Some((entry_ns, ri, call))) => {
-                    let slot = self.alloc_slot();
+                    let slot = self.rec_slots.take(self.pos.len());
                     let slots = Slots {
                         rec: slot,
-                        msg: self.next_msg_slot(),
+                        msg: self.msg_slots.next(),
                     };
                     let events = &mut self.events;
                     let before = events.len();
@@ -411,7 +399,7 @@ impl Reader {
                         .record(ri, &call, slots, |e| events.push_back(e));
                     let n = events.len() - before;
                     let msg_slot = if planned.msg.is_some() {
-                        self.take_msg_slot()
+                        self.msg_slots.take(self.pos.len())
                     } else {
                         NONE
                     };
@@ -789,7 +777,7 @@ impl<'a> Window<'a> {
         let at = {
             let mut rd = reader.borrow_mut();
             for m in self.msgs_let_go.drain(..) {
-                rd.release_msg(m);
+                rd.msg_slots.release(m);
             }
             rd.next(self.side)
         };
@@ -1507,7 +1495,7 @@ impl<'a> Window<'a> {
             self.unref_msg(probe_m);
         }
         self.hold(h, false);
-        self.reader.borrow_mut().release(g);
+        self.reader.borrow_mut().rec_slots.release(g);
         self.live.0 -= 1;
     }
 
