@@ -17,6 +17,9 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
 /// slower, ports capped, each contended flow drawn its own factor.
 pub(crate) fn calibrated_profile() -> crate::profile::Profile {
     let mut p = crate::profile::Profile::builtin_default();
+    // A latency below the random runs' gaps (µs): on Open MPI their receivers see requests
+    // before they send (the grant rule holds messages).
+    p.hockney.inter.alpha = 1e-7;
     p.penalty.reverse = 2.0;
     p.penalty.through = 1.2;
     p.penalty.port_capacity = Some(1.0);
@@ -85,8 +88,17 @@ pub(crate) fn random_case(
     if case % 2 == 1 {
         offset_clocks(&mut run, rnd);
     }
+    // Every third case on Open MPI: the replay's grant rule and its 2-node factor.
+    if case % 3 == 2 {
+        for rk in &mut run.ranks {
+            rk.meta.mpi_library = OPEN_MPI.into();
+        }
+    }
     run
 }
+
+/// An Open MPI library string as `MPI_Get_library_version` gives it.
+pub(crate) const OPEN_MPI: &str = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4";
 
 /// Writes case `case`'s run to `dir` as [`write_random_case`] does.
 pub(crate) fn write_case(dir: &std::path::Path, case: usize, run: &RunTrace) {

@@ -1938,10 +1938,10 @@ fn opposite_messages_move_one_after_the_other_only_if_both_ranks_received_first(
 #[test]
 fn the_reverse_factor_holds_only_on_the_library_the_profile_measured() {
     // Ranks 0 (node a) and 1 (node b) exchange 1 s of data each way by MPI_Sendrecv under
-    // a reverse-flow factor of 2. Open MPI's TCP transport moved such messages one after
-    // the other on the emulated cluster, MPICH's together: a profile calibrated with Open
-    // MPI gives 2 s to a run on Open MPI and 1 s to a run on MPICH; a profile naming no
-    // library gives 2 s to both.
+    // a reverse-flow factor of 2, in a job on 3 nodes (rank 2 on node c). Open MPI's TCP
+    // transport moved such messages one after the other on the emulated cluster, MPICH's
+    // together: a profile calibrated with Open MPI gives 2 s to a run on Open MPI and 1 s
+    // to a run on MPICH; a profile naming no library gives 2 s to both.
     let m: u64 = 100_000_000;
     let sendrecv = |r: i32| Record {
         peer2: 1 - r,
@@ -1951,8 +1951,9 @@ fn the_reverse_factor_holds_only_on_the_library_the_profile_measured() {
     };
     let transfers = |run_library: &str, profile_library: Option<&str>| {
         let mut r = run(vec![
-            rank(0, "a", 0, vec![sendrecv(0)], 2),
-            rank(1, "b", 0, vec![sendrecv(1)], 2),
+            rank(0, "a", 0, vec![sendrecv(0)], 3),
+            rank(1, "b", 0, vec![sendrecv(1)], 3),
+            rank(2, "c", 0, vec![], 3),
         ]);
         for rk in &mut r.ranks {
             rk.meta.mpi_library = run_library.into();
@@ -1988,4 +1989,73 @@ fn the_reverse_factor_holds_only_on_the_library_the_profile_measured() {
             "{lib} under a profile naming none {d:?}"
         );
     }
+}
+
+#[test]
+fn an_open_mpi_rank_that_granted_the_other_s_message_before_sending_its_own_goes_second() {
+    // Ranks 0 (node a) and 1 (node b) exchange 1 s of data each way, receives first, under
+    // a reverse-flow factor of 2. Rank 0 posts at 0; rank 1 posts at 0.6 s. Where rank 1
+    // was in MPI_Wait until 0.5 s (the recorded run), it ran the progress engine after
+    // rank 0's request came in and granted rank 0's message before sending its own
+    // request: on Open MPI, rank 1's message leaves when rank 0's has arrived. Without
+    // that wait, or on MPICH, the two move together: 1 s each on 2 nodes (an Open MPI job
+    // on 2 nodes takes no reverse factor), 2 s each on 3 nodes.
+    let m: u64 = 100_000_000;
+    let ompi = "Open MPI v4.1.4, package: Debian OpenMPI";
+    let irecv = |peer: i32, t0: u64| Record {
+        t_posted: t0,
+        flags: trace::FLAG_NONBLOCKING,
+        ..recv_rec(call::MPI_Irecv, peer, m, t0, 3 * S)
+    };
+    let flows = |library: &str, waited: bool, nodes: usize| {
+        let t1 = 6 * S / 10;
+        let mut late = vec![irecv(0, t1), isend(0, m, t1, 3 * S)];
+        if waited {
+            late.insert(0, wait_rec(0, S / 2));
+        }
+        let world = nodes as i32;
+        let mut ranks = vec![
+            rank(0, "a", 0, vec![irecv(1, 0), isend(1, m, 0, 3 * S)], world),
+            rank(1, "b", 0, late, world),
+        ];
+        if nodes == 3 {
+            ranks.push(rank(2, "c", 0, vec![], world));
+        }
+        let mut r = run(ranks);
+        for rk in &mut r.ranks {
+            rk.meta.mpi_library = library.into();
+        }
+        let mut prof = profile();
+        prof.penalty.reverse = 2.0;
+        prof.mpi_library = None;
+        let p = predict_run(&r, &prof, Some("gige")).unwrap();
+        let mut d: Vec<(f64, f64)> = p
+            .inter
+            .iter()
+            .enumerate()
+            .map(|(k, &f)| {
+                let start = p.flows.flows[f].start;
+                (start, p.sim.end[k] - start)
+            })
+            .collect();
+        d.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert_eq!(d.len(), 2, "{library} waited {waited} on {nodes} nodes");
+        d
+    };
+    // Rank 1's wait took no time in the replay: it posts at 0.1 s, after its 0.1 s gap.
+    let ok = |d: &[(f64, f64)], want: [(f64, f64); 2]| {
+        d.iter()
+            .zip(want)
+            .all(|(a, b)| close(a.0, b.0) && close(a.1, b.1))
+    };
+    let d = flows(ompi, true, 2);
+    assert!(ok(&d, [(0.1, 1.0), (1.1, 1.0)]), "held, 2 nodes {d:?}");
+    let d = flows(ompi, true, 3);
+    assert!(ok(&d, [(0.1, 1.0), (1.1, 1.0)]), "held, 3 nodes {d:?}");
+    let d = flows(ompi, false, 2);
+    assert!(ok(&d, [(0.6, 1.0), (0.6, 1.0)]), "together, 2 nodes {d:?}");
+    let d = flows(ompi, false, 3);
+    assert!(ok(&d, [(0.6, 2.0), (0.6, 2.0)]), "together, 3 nodes {d:?}");
+    let d = flows("MPICH Version:\t4.0.2", true, 2);
+    assert!(ok(&d, [(0.1, 2.0), (0.1, 2.0)]), "MPICH {d:?}");
 }

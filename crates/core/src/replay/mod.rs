@@ -1132,6 +1132,8 @@ struct Cursor {
     /// in profiles, about 3 % of the whole prediction; asking the windowed store for the
     /// record again at each step, about 3 % of the streamed one).
     hot: Option<(u32, Hot)>,
+    /// When the current call started in the recorded run.
+    rec: f64,
 }
 
 /// What the replay reads of a record at each step, in one place (one cache line holds
@@ -1569,6 +1571,20 @@ struct Engine<'a, S: Store> {
     inst_waiters: HashMap<u32, Vec<u32>>,
     /// Per node: when the data of the buffered linear collectives it rooted has left it.
     port_free: Vec<f64>,
+    /// Open MPI's grant rule holds (see [`Engine::held_behind`]).
+    grant: bool,
+    /// Inter-node rendezvous messages on the wire, by (source rank, destination rank).
+    on_wire: FxMap<(i32, i32), u32>,
+    /// Messages held until another arrives: (the one on the wire, the held one).
+    held: Vec<(u32, u32)>,
+    /// Per rank: when its last call that runs the library's progress engine ended in the
+    /// recorded run.
+    progressed: Vec<f64>,
+    /// Per inter-node rendezvous message not yet arrived, from the recorded run: when its
+    /// send was posted and when its sender had last run the progress engine by then; when
+    /// its receive was posted.
+    sent_rec: FxMap<u32, (f64, f64)>,
+    recv_rec: FxMap<u32, f64>,
 }
 
 /// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
@@ -1586,20 +1602,54 @@ pub fn replay(
     replay_reusing(plan, p2p, model, costs, contention, log, Timing::default())
 }
 
-/// The network of a replay under `model` (None: contention-free) with `p2p`'s factors.
+/// Whether a call of kind `op` runs the library's progress engine (blocking calls and
+/// completions do; posting a nonblocking operation does not).
+fn progresses(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Send { .. }
+            | Op::Recv
+            | Op::SendRecv
+            | Op::Complete
+            | Op::Probe
+            | Op::Coll
+            | Op::RmaSync
+            | Op::RmaFlush
+    )
+}
+
+/// Whether Open MPI's grant rule holds (see [`Engine::held_behind`]): on runs on Open MPI,
+/// whose TCP transport showed it (MPICH's moved opposite messages together in every order).
+fn grant_rule(protocol: Protocol) -> bool {
+    protocol.library == Some(LibraryFamily::OpenMpi)
+}
+
+/// The network of a replay under `model` (None: contention-free) with `p2p`'s factors,
+/// for a job on `nodes` nodes. On an Open MPI run the grant rule orders the opposite
+/// messages one rank's lead decides ([`Engine::held_behind`]); the reverse factor stays
+/// for those whose ranks posted together, which Open MPI's TCP transport moved one after
+/// the other at random in jobs on 4 hosts (pair_orders, a barrier apart: 40-75 % of the
+/// exchanges) and together in jobs on 2 (pair_skew 9 %; LAMMPS' 88 KB exchanges posted
+/// within 25 µs: 1.02 lone times), so an Open MPI run on 2 nodes takes none.
 fn network<'a>(
     p2p: &'a P2p,
     model: Option<&'a dyn PenaltyModel>,
     protocol: Protocol,
+    nodes: usize,
     log: bool,
 ) -> Net<'a> {
+    let reverse = if grant_rule(protocol) && nodes <= 2 {
+        1.0
+    } else {
+        p2p.reverse
+    };
     let net = match (&p2p.wan, model) {
         (Some(c), Some(m)) => {
             Net::new(Some(m)).with_backbone(c.cluster_of_node.clone(), c.crossing.clone())
         }
         _ => Net::new(model),
     }
-    .with_reverse(p2p.reverse, protocol.eager_inter)
+    .with_reverse(reverse, protocol.eager_inter)
     .with_through(p2p.through);
     let net = match p2p.port_capacity {
         Some(c) => net.with_ports(p2p.inter.beta, c),
@@ -1635,7 +1685,7 @@ pub fn replay_reusing(
     let mut e = Engine::new(
         store,
         p2p,
-        network(p2p, model, plan.protocol, log),
+        network(p2p, model, plan.protocol, plan.placement.nodes(), log),
         &plan.placement,
         plan.protocol,
         contention,
@@ -1678,6 +1728,12 @@ impl<'a, S: Store> Engine<'a, S> {
             conns: Vec::new(),
             inst_waiters: HashMap::new(),
             port_free: Vec::new(),
+            grant: grant_rule(protocol),
+            on_wire: FxMap::default(),
+            held: Vec::new(),
+            progressed: Vec::new(),
+            sent_rec: FxMap::default(),
+            recv_rec: FxMap::default(),
         };
         for s in 0..streams as u32 {
             if e.s.stream_len(s) == 0 {
@@ -1687,6 +1743,7 @@ impl<'a, S: Store> Engine<'a, S> {
             // Its first record is read when the stream first steps (a thread that starts
             // late is not read ahead for).
             e.cur[s as usize].t_op = e.s.stream_start(s).max(0.0);
+            e.cur[s as usize].rec = e.s.stream_start(s);
             e.push(e.cur[s as usize].t_op, s);
         }
         e
@@ -1837,12 +1894,44 @@ impl<'a, S: Store> Engine<'a, S> {
         if self.conns.len() <= c {
             self.conns.resize(c + 1, VecDeque::new());
         }
+        let hold = self.held_behind(m, &msg);
+        if let Some(m1) = hold {
+            self.held.push((m1, m));
+        }
         let q = &mut self.conns[c];
         q.push_back(m);
-        if q.len() == 1 {
+        if q.len() == 1 && hold.is_none() {
             self.launch(m);
         }
         self.wake_msg(m, self.net.now());
+    }
+
+    /// The opposite message whose data rendezvous message `m` waits behind. Open MPI's TCP
+    /// transport sends a rendezvous message's request (no data), the receiver grants it once
+    /// (a put request) and the sender then writes the whole message as one fragment; a grant
+    /// a rank issues while its own fragment to that peer is being written leaves after it
+    /// (ob1 and the TCP BTL of Open MPI 4.1; with put switched off no exchange of 21 moved
+    /// one after the other, 19-20 with it), and a rank sees a request only while it runs
+    /// the progress engine (in a blocking call or a completion). So `m`, from B to A, waits
+    /// for A's message to B if that one is on the wire and B granted it before sending its
+    /// own request: B posted its receive before its send, and had run the progress engine
+    /// after A's request could have arrived (A's post plus a latency) and before its send.
+    /// Decided on the recorded run's times: in the replay's own, two ranks that finish an
+    /// exchange together start the next together and one that leads keeps leading, so it
+    /// would settle into one way or the other whatever the run did (three recordings of
+    /// LAMMPS at 2 ranks: exchanges posted 26 µs apart, median, all together; 4-5 ms apart,
+    /// one after the other).
+    fn held_behind(&self, m: u32, msg: &Msg) -> Option<u32> {
+        if !self.grant {
+            return None;
+        }
+        let (send, seen) = *self.sent_rec.get(&m)?;
+        let m1 = *self.on_wire.get(&(msg.dst_rank, msg.src_rank))?;
+        let (send1, _) = *self.sent_rec.get(&m1)?;
+        let recv1 = *self.recv_rec.get(&m1)?;
+        let back = self.s.msg(m1);
+        let alpha = self.p2p.hockney(back.src_node, back.dst_node).alpha;
+        (recv1 <= send && seen > send1 + alpha).then_some(m1)
     }
 
     /// Puts message `m` on the network now.
@@ -1876,6 +1965,9 @@ impl<'a, S: Store> Engine<'a, S> {
             posting,
         );
         self.s.set_flow(m, f);
+        if self.grant && msg.rendezvous && msg.src_node != msg.dst_node {
+            self.on_wire.insert((msg.src_rank, msg.dst_rank), m);
+        }
     }
 
     /// Message `m` arrived at `t`: wake who waits for it, start the next on its connection.
@@ -1885,7 +1977,32 @@ impl<'a, S: Store> Engine<'a, S> {
         let q = &mut self.conns[msg.conn as usize];
         q.pop_front();
         let next = q.front().copied();
-        if let Some(n) = next {
+        if self.grant {
+            if self.on_wire.get(&(msg.src_rank, msg.dst_rank)) == Some(&m) {
+                self.on_wire.remove(&(msg.src_rank, msg.dst_rank));
+            }
+            self.sent_rec.remove(&m);
+            self.recv_rec.remove(&m);
+            let mut k = 0;
+            while k < self.held.len() {
+                if self.held[k].0 == m {
+                    // Granted now: the held message's send returns from here (see
+                    // `rendezvous_send_done`), its data leaves when its connection is free.
+                    let (_, h) = self.held.swap_remove(k);
+                    self.s.set_msg_time(h, MsgTime::Matched, t);
+                    let c = self.s.msg(h).conn as usize;
+                    if self.conns[c].front() == Some(&h) {
+                        self.launch(h);
+                    }
+                    self.wake_msg(h, t);
+                } else {
+                    k += 1;
+                }
+            }
+        }
+        if let Some(n) = next
+            && !self.held.iter().any(|&(_, h)| h == n)
+        {
             self.launch(n);
         }
         self.wake_msg(m, t);
@@ -1912,7 +2029,7 @@ impl<'a, S: Store> Engine<'a, S> {
         };
         if !c.started {
             self.cur[s as usize].started = true;
-            self.begin(g, h, c.t_op);
+            self.begin(g, h, c.t_op, c.rec);
         }
         let end = if c.forced {
             self.s.set_reason(g, Reason::Unresolved);
@@ -1941,6 +2058,13 @@ impl<'a, S: Store> Engine<'a, S> {
         let end = end?;
         let end = end.max(c.t_op);
         self.s.set_end(g, end);
+        if self.grant && progresses(h.op) {
+            let r = self.s.rank_of(g).max(0) as usize;
+            if self.progressed.len() <= r {
+                self.progressed.resize(r + 1, f64::NEG_INFINITY);
+            }
+            self.progressed[r] = self.progressed[r].max(c.rec + h.op_dur);
+        }
         let len = self.s.stream_len(s);
         let cur = &mut self.cur[s as usize];
         cur.pos += 1;
@@ -1959,20 +2083,35 @@ impl<'a, S: Store> Engine<'a, S> {
         let cur = &mut self.cur[s as usize];
         cur.hot = Some((ng, next));
         cur.t_op = end + next.gap;
+        cur.rec = c.rec + h.op_dur + next.gap;
         Some(cur.t_op.max(now))
     }
 
     /// Side effects of entering call `g` at `t`: posts and collective entries.
-    fn begin(&mut self, g: u32, h: Hot, t: f64) {
+    fn begin(&mut self, g: u32, h: Hot, t: f64, rec: f64) {
         self.s.set_start(g, t);
         let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
             self.s.set_msg_time(out, MsgTime::SendPost, t);
+            if self.grant {
+                let msg = self.s.msg(out);
+                if msg.rendezvous && msg.src_node != msg.dst_node {
+                    let r = msg.src_rank.max(0) as usize;
+                    let p = self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY);
+                    self.sent_rec.insert(out, (rec, p));
+                }
+            }
             self.maybe_start(out);
             self.wake_msg(out, t);
         }
         if inn != NONE {
             self.s.set_msg_time(inn, MsgTime::RecvPost, t);
+            if self.grant {
+                let msg = self.s.msg(inn);
+                if msg.rendezvous && msg.src_node != msg.dst_node {
+                    self.recv_rec.insert(inn, rec);
+                }
+            }
             self.maybe_start(inn);
         }
         let i = h.inst_of;
@@ -2171,7 +2310,8 @@ impl<'a, S: Store> Engine<'a, S> {
             return Ok(arrived()?.max(floor));
         }
         let matched = self.s.msg_time(m, MsgTime::Matched);
-        if matched.is_nan() {
+        // A message the grant rule holds is granted when the one it waits behind arrives.
+        if matched.is_nan() || (self.grant && self.held.iter().any(|&(_, h)| h == m)) {
             return Err(Block::Msg(m));
         }
         let buffer = self.p2p.socket_buffer;
