@@ -34,6 +34,11 @@ pub struct CallOrder {
     /// Buffered records by [`Key`].
     heap: Reorder<Record>,
     window: usize,
+    /// The spool's records were in call order when the first pass read them: they are
+    /// given as read, not through the buffer (a record out of order after all, a spool
+    /// still being written, turns the buffer on from there), and the last one's key.
+    direct: bool,
+    last: Option<Key>,
     /// Continuations out of the buffer whose call has not come out yet, by the call's
     /// (entry, thread, call number).
     conts: BTreeMap<(u64, u16, u16), Vec<Record>>,
@@ -67,13 +72,21 @@ impl CallOrder {
     pub fn open(path: &Path) -> Result<CallOrder, Error> {
         let mut window = FIRST_WINDOW;
         let mut threads = Vec::new();
-        while !fits(&mut Records::open(path)?, window, &mut threads)? {
+        let mut in_order = true;
+        while !fits(
+            &mut Records::open(path)?,
+            window,
+            &mut threads,
+            &mut in_order,
+        )? {
             window *= 4;
         }
         Ok(CallOrder {
             records: Records::open(path)?,
-            heap: Reorder::with_capacity(window + 1),
+            heap: Reorder::with_capacity(if in_order { 0 } else { window + 1 }),
             window,
+            direct: in_order,
+            last: None,
             conts: BTreeMap::new(),
             threads,
         })
@@ -93,13 +106,29 @@ impl CallOrder {
     #[inline]
     pub fn next_call(&mut self) -> Result<Option<Call>, Error> {
         loop {
-            while self.heap.len() <= self.window {
-                let Some((k, r)) = self.records.next()? else {
-                    break;
-                };
-                self.heap.push(k, r);
-            }
-            let Some(((_, call, n), r)) = self.heap.pop() else {
+            let next = if self.direct {
+                match self.records.next()? {
+                    Some((k, r)) if self.last.is_some_and(|l| k < l) => {
+                        self.direct = false;
+                        self.heap.push(k, r);
+                        continue;
+                    }
+                    Some((k, r)) => {
+                        self.last = Some(k);
+                        Some((k, r))
+                    }
+                    None => None,
+                }
+            } else {
+                while self.heap.len() <= self.window {
+                    let Some((k, r)) = self.records.next()? else {
+                        break;
+                    };
+                    self.heap.push(k, r);
+                }
+                self.heap.pop()
+            };
+            let Some(((_, call, n), r)) = next else {
                 return Ok(None);
             };
             if !call {
@@ -351,8 +380,13 @@ pub fn each_call(path: &Path, f: &mut dyn FnMut(&Record)) -> Result<(), Error> {
 
 /// Whether a reorder buffer of `window` records gives `records` in call order: replays the
 /// buffer on their keys alone. When it does, `threads` holds the spool's threads (it read
-/// them all).
-fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Result<bool, Error> {
+/// them all) and `in_order` whether every record came after the one before it.
+fn fits(
+    records: &mut Records,
+    window: usize,
+    threads: &mut Vec<Thread>,
+    in_order: &mut bool,
+) -> Result<bool, Error> {
     let mut heap: Reorder<()> = Reorder::default();
     let mut last = None;
     threads.clear();
@@ -378,6 +412,7 @@ fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Resu
             }
         }
         if let Some((k, _)) = more {
+            *in_order &= heap.run.back().is_none_or(|b| b.0 <= k) && heap.late.is_empty();
             heap.push(k, ());
             if heap.len() <= window {
                 continue;
