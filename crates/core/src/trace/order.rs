@@ -810,6 +810,49 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 
+    /// A spool in call order, read without the buffer, that grows after it was opened (a
+    /// run still being written) with records out of order: every record comes out once,
+    /// those read before the first out of order as read, the later ones through the buffer
+    /// turned on there (in order among themselves).
+    #[test]
+    fn a_spool_in_order_that_grows_out_of_order_turns_the_buffer_on() {
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!("pmpi-grows-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rec = |t: u64| Record {
+            t_start: t,
+            t_end: t + 5,
+            t_posted: t + 5,
+            call: 3,
+            ..Default::default()
+        };
+        let first: Vec<Record> = (0..100).map(|i| rec(1_000 + 10 * i)).collect();
+        crate::trace::write_spool(&dir, 0, &first).unwrap();
+        let path = crate::trace::spool_path(&dir, 0);
+        let mut reader = CallOrder::open(&path).unwrap();
+        assert!(reader.direct);
+        let later = [5_000u64, 1_500, 6_000, 900, 7_000];
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        for &t in &later {
+            file.write_all(bytemuck::bytes_of(&rec(t))).unwrap();
+        }
+        drop(file);
+        let mut got = Vec::new();
+        while let Some(c) = reader.next_call().unwrap() {
+            got.push((c.rec, c.record.t_start));
+        }
+        assert!(!reader.direct);
+        let mut want: Vec<(u32, u64)> = (0..100).map(|i| (i, 1_000 + 10 * i as u64)).collect();
+        // Read as they come up to 5,000; then the rest by entry.
+        want.push((100, 5_000));
+        want.extend([(103, 900), (101, 1_500), (102, 6_000), (104, 7_000)]);
+        assert_eq!(got, want);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     /// Records of three threads as a spool holds them (each when its call completed):
     /// nonblocking operations in flight across up to `span` calls, some calls with per-peer
     /// bytes in continuations, written at the post (a nonblocking call's) or after the
