@@ -330,6 +330,7 @@ impl RunOrder {
     /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
     /// [`RunOrder::metas`] and the call; None at the end (a rank's read error after the
     /// calls read before it).
+    #[inline]
     pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
         if let Some(e) = self.failed.take() {
             return Err(e);
