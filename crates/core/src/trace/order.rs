@@ -254,6 +254,15 @@ impl Ahead {
     }
 }
 
+/// The next call of a run as [`RunOrder::peek`] gives it: its entry (ns on rank 0's
+/// clock), its rank's index and metadata, and the call (its arcs may be taken).
+pub struct Peeked<'a> {
+    pub at: i64,
+    pub ri: usize,
+    pub call: &'a mut Call,
+    pub meta: &'a RankMeta,
+}
+
 /// A rank's next instant `at` and its index `ri` as one key ordered as the pair (one
 /// comparison in the merge's heap instead of a tuple's two).
 fn instant(at: i64, ri: usize) -> u128 {
@@ -332,6 +341,23 @@ impl RunOrder {
     /// calls read before it).
     #[inline]
     pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
+        let Some(Peeked { at, ri, .. }) = self.peek()? else {
+            return Ok(None);
+        };
+        let (_, c) = self.ahead[ri]
+            .calls
+            .pop_front()
+            .expect("a rank in the heap has calls ready");
+        self.step(at, ri);
+        Ok(Some((at, ri, c)))
+    }
+
+    /// [`RunOrder::next_call`] without taking the call: the caller copies what it keeps
+    /// (the call stays where its block holds it instead of being returned through the
+    /// stack), then calls [`RunOrder::advance`].
+    /// With the call, its rank's metadata.
+    #[inline]
+    pub fn peek(&mut self) -> Result<Option<Peeked<'_>>, Error> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -339,11 +365,35 @@ impl RunOrder {
             return Ok(None);
         };
         let (at, ri) = instant_of(k);
-        let a = &mut self.ahead[ri];
-        let (_, c) = a
+        let call = &mut self.ahead[ri]
             .calls
-            .pop_front()
-            .expect("a rank in the heap has calls ready");
+            .front_mut()
+            .expect("a rank in the heap has calls ready")
+            .1;
+        Ok(Some(Peeked {
+            at,
+            ri,
+            call,
+            meta: &self.metas[ri],
+        }))
+    }
+
+    /// Lets the call [`RunOrder::peek`] gave go.
+    #[inline]
+    pub fn advance(&mut self) {
+        let Some(&Reverse(k)) = self.heap.peek() else {
+            return;
+        };
+        let (at, ri) = instant_of(k);
+        self.ahead[ri].calls.pop_front();
+        self.step(at, ri);
+    }
+
+    /// Rank `ri`'s call of instant `at` was taken: its next one, read on when its block
+    /// has no other ready.
+    #[inline]
+    fn step(&mut self, at: i64, ri: usize) {
+        let a = &mut self.ahead[ri];
         a.ready -= 1;
         if a.ready == 0
             && let Some(reader) = self.readers[ri].as_mut()
@@ -362,7 +412,6 @@ impl RunOrder {
                 self.failed = a.err.take();
             }
         }
-        Ok(Some((at, ri, c)))
     }
 }
 
