@@ -792,7 +792,7 @@ mod tests {
     /// calls by record number.
     #[test]
     fn instants_shared_within_a_rank_are_put_by_record_number() {
-        let mut rnd = crate::testing::xorshift(0x5eed_0f_b10c);
+        let mut rnd = crate::testing::xorshift(0x005e_ed0f_b10c);
         let dir = std::env::temp_dir().join(format!("pmpi-instants-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut shared = 0;
