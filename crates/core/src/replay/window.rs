@@ -33,7 +33,7 @@ use crate::graph::{self, NodePair};
 use crate::model::PenaltyModel;
 use crate::predict::{CallPrediction, CollOp, Contended, duration_of, figures_of};
 use crate::topo::placement::Placement;
-use crate::trace::order::{Call, RunOrder};
+use crate::trace::order::{Call, Peeked, RunOrder};
 use crate::trace::{FLAG_NONBLOCKING, NO_RANK, RunTrace};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -263,6 +263,101 @@ struct Read {
     msg_slot: u32,
 }
 
+/// The calls held, in a ring of entries reused in place: [`Held::push`] gives the next
+/// entry to write, field by field.
+#[derive(Default)]
+struct Held {
+    ring: Vec<Read>,
+    head: usize,
+    len: usize,
+}
+
+impl Held {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Held call `at` (0: the first).
+    #[inline]
+    fn get(&self, at: usize) -> &Read {
+        debug_assert!(at < self.len);
+        &self.ring[(self.head + at) & (self.ring.len() - 1)]
+    }
+
+    /// A new last entry, holding what a call let go left there.
+    #[inline]
+    fn push(&mut self) -> &mut Read {
+        if self.len == self.ring.len() {
+            self.grow();
+        }
+        let i = (self.head + self.len) & (self.ring.len() - 1);
+        self.len += 1;
+        &mut self.ring[i]
+    }
+
+    /// Lets the first call go; its number of events.
+    #[inline]
+    fn pop_front(&mut self) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.ring.len() - 1;
+        let r = &mut self.ring[self.head];
+        // Its per-peer bytes go now, not when the entry is written again.
+        r.call.arcs = None;
+        let events = r.events;
+        self.head = (self.head + 1) & mask;
+        self.len -= 1;
+        Some(events)
+    }
+
+    /// Twice the entries (a power of two), the calls held first.
+    #[cold]
+    fn grow(&mut self) {
+        let n = (self.ring.len() * 2).max(16);
+        let mut ring: Vec<Read> = (0..n).map(|_| Read::blank()).collect();
+        for (k, x) in ring.iter_mut().take(self.len).enumerate() {
+            let i = (self.head + k) & (self.ring.len() - 1);
+            std::mem::swap(x, &mut self.ring[i]);
+        }
+        self.ring = ring;
+        self.head = 0;
+    }
+}
+
+impl Read {
+    fn blank() -> Read {
+        Read {
+            ri: 0,
+            call: Call {
+                rec: 0,
+                record: Default::default(),
+                arcs: None,
+            },
+            planned: Planned {
+                hot: Hot {
+                    gap: 0.0,
+                    op_dur: 0.0,
+                    msg_out: NONE,
+                    msg_in: NONE,
+                    inst_of: NONE,
+                    op: Op::Other,
+                },
+                msg: None,
+            },
+            stream: NONE,
+            entry_ns: 0,
+            m_start: 0.0,
+            m_end: 0.0,
+            conn: NONE,
+            ev_from: 0,
+            events: 0,
+            slot: NONE,
+            msg_slot: NONE,
+        }
+    }
+}
+
 /// The run read once for the replays side by side.
 struct Reader {
     order: RunOrder,
@@ -277,7 +372,7 @@ struct Reader {
     /// Connections (messages from one rank to another) numbered as first seen.
     conns: FxMap<(i32, i32), u32>,
     /// Calls read that some replay has not taken, the first numbered `base`.
-    held: VecDeque<Read>,
+    held: Held,
     base: u64,
     /// The events of the held calls, in their order; `ev_end`: the number of events made
     /// so far, `ev_end - events.len()` those of calls every replay has taken.
@@ -364,7 +459,7 @@ impl Reader {
             lens,
             starts,
             conns: FxMap::default(),
-            held: VecDeque::new(),
+            held: Held::default(),
             base: 0,
             events: VecDeque::new(),
             ev_end: 0,
@@ -385,8 +480,13 @@ impl Reader {
             if self.eof {
                 return None;
             }
-            match self.order.next_call() {
-                Ok(Some((entry_ns, ri, call))) => {
+            match self.order.peek() {
+                Ok(Some(Peeked {
+                    at: entry_ns,
+                    ri,
+                    call,
+                    meta,
+                })) => {
                     let slot = self.rec_slots.take(self.pos.len());
                     let slots = Slots {
                         rec: slot,
@@ -394,9 +494,7 @@ impl Reader {
                     };
                     let events = &mut self.events;
                     let before = events.len();
-                    let planned = self
-                        .online
-                        .record(ri, &call, slots, |e| events.push_back(e));
+                    let planned = self.online.record(ri, call, slots, |e| events.push_back(e));
                     let n = events.len() - before;
                     let msg_slot = if planned.msg.is_some() {
                         self.msg_slots.take(self.pos.len())
@@ -413,21 +511,24 @@ impl Reader {
                         let next = self.conns.len() as u32;
                         *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next)
                     });
-                    let meta = &self.order.metas[ri];
-                    self.held.push_back(Read {
-                        ri,
-                        stream,
-                        entry_ns,
-                        m_start: RunTrace::seconds_from(entry_ns, self.origin),
-                        m_end: RunTrace::seconds_since(meta, r.t_end, self.origin),
-                        conn,
-                        call,
-                        planned,
-                        ev_from: self.ev_end - n as u64,
-                        events: n as u32,
-                        slot,
-                        msg_slot,
-                    });
+                    // Written in place, field by field (a `Read` built and moved in was a
+                    // copy through the stack, and the call's another).
+                    let h = self.held.push();
+                    h.ri = ri;
+                    h.stream = stream;
+                    h.entry_ns = entry_ns;
+                    h.m_start = RunTrace::seconds_from(entry_ns, self.origin);
+                    h.m_end = RunTrace::seconds_since(meta, r.t_end, self.origin);
+                    h.conn = conn;
+                    h.call.rec = call.rec;
+                    h.call.record = call.record;
+                    h.call.arcs = call.arcs.take();
+                    h.planned = planned;
+                    h.ev_from = self.ev_end - n as u64;
+                    h.events = n as u32;
+                    h.slot = slot;
+                    h.msg_slot = msg_slot;
+                    self.order.advance();
                 }
                 Ok(None) => {
                     self.eof = true;
@@ -445,7 +546,7 @@ impl Reader {
 
     /// The events of held call `at` (its index in `held`), in order.
     fn events_of(&self, at: usize) -> std::collections::vec_deque::Iter<'_, Event> {
-        let r = &self.held[at];
+        let r = self.held.get(at);
         let from = (r.ev_from - (self.ev_end - self.events.len() as u64)) as usize;
         self.events.range(from..from + r.events as usize)
     }
@@ -472,10 +573,10 @@ impl Reader {
             .min()
             .unwrap_or(u64::MAX);
         while self.base < low
-            && let Some(r) = self.held.pop_front()
+            && let Some(events) = self.held.pop_front()
         {
             // (Popped one by one: a drain of one or two costs more.)
-            for _ in 0..r.events {
+            for _ in 0..events {
                 self.events.pop_front();
             }
             self.base += 1;
@@ -787,7 +888,7 @@ impl<'a> Window<'a> {
         };
         let more = {
             let rd = reader.borrow();
-            self.take(&rd.held[at], rd.events_of(at))
+            self.take(rd.held.get(at), rd.events_of(at))
         };
         let mut rd = reader.borrow_mut();
         rd.took(self.side);
@@ -810,7 +911,7 @@ impl<'a> Window<'a> {
             return false;
         };
         self.stats.records += 1;
-        let planned = read.planned;
+        let planned = &read.planned;
         let id = (ri as u32, c.rec);
         let r = &c.record;
         let g = self.alloc_rec(read.slot);

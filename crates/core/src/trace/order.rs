@@ -16,7 +16,6 @@ use super::arcs::{self, CallArcs};
 use super::{RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
 use crate::error::Error;
 use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -35,6 +34,11 @@ pub struct CallOrder {
     /// Buffered records by [`Key`].
     heap: Reorder<Record>,
     window: usize,
+    /// The spool's records were in call order when the first pass read them: they are
+    /// given as read, not through the buffer (a record out of order after all, a spool
+    /// still being written, turns the buffer on from there), and the last one's key.
+    direct: bool,
+    last: Option<Key>,
     /// Continuations out of the buffer whose call has not come out yet, by the call's
     /// (entry, thread, call number).
     conts: BTreeMap<(u64, u16, u16), Vec<Record>>,
@@ -68,13 +72,21 @@ impl CallOrder {
     pub fn open(path: &Path) -> Result<CallOrder, Error> {
         let mut window = FIRST_WINDOW;
         let mut threads = Vec::new();
-        while !fits(&mut Records::open(path)?, window, &mut threads)? {
+        let mut in_order = true;
+        while !fits(
+            &mut Records::open(path)?,
+            window,
+            &mut threads,
+            &mut in_order,
+        )? {
             window *= 4;
         }
         Ok(CallOrder {
             records: Records::open(path)?,
-            heap: Reorder::with_capacity(window + 1),
+            heap: Reorder::with_capacity(if in_order { 0 } else { window + 1 }),
             window,
+            direct: in_order,
+            last: None,
             conts: BTreeMap::new(),
             threads,
         })
@@ -91,15 +103,32 @@ impl CallOrder {
     }
 
     /// The next call in call order, or None at the end.
+    #[inline]
     pub fn next_call(&mut self) -> Result<Option<Call>, Error> {
         loop {
-            while self.heap.len() <= self.window {
-                let Some((k, r)) = self.records.next()? else {
-                    break;
-                };
-                self.heap.push(k, r);
-            }
-            let Some(((_, call, n), r)) = self.heap.pop() else {
+            let next = if self.direct {
+                match self.records.next()? {
+                    Some((k, r)) if self.last.is_some_and(|l| k < l) => {
+                        self.direct = false;
+                        self.heap.push(k, r);
+                        continue;
+                    }
+                    Some((k, r)) => {
+                        self.last = Some(k);
+                        Some((k, r))
+                    }
+                    None => None,
+                }
+            } else {
+                while self.heap.len() <= self.window {
+                    let Some((k, r)) = self.records.next()? else {
+                        break;
+                    };
+                    self.heap.push(k, r);
+                }
+                self.heap.pop()
+            };
+            let Some(((_, call, n), r)) = next else {
                 return Ok(None);
             };
             if !call {
@@ -143,12 +172,95 @@ pub struct RunOrder {
     /// Every rank's metadata, by rank (with the clocks the loader gives them).
     pub metas: Vec<RankMeta>,
     readers: Vec<Option<CallOrder>>,
-    /// Per rank: its calls of its next entry instant (the clock correction can give two
-    /// entries one instant), by record number, and the first call of the instant after.
-    ready: Vec<VecDeque<Call>>,
-    after: Vec<Option<(i64, Call)>>,
+    /// Per rank: its calls read ahead, in a block ([`Ahead`]).
+    ahead: Vec<Ahead>,
     /// The next instant of each rank with calls ready, as [`instant`] packs it.
     heap: BinaryHeap<Reverse<u128>>,
+    /// A rank's read error, given after the calls read before it.
+    failed: Option<Error>,
+}
+
+/// Calls a rank reads ahead at a time: the merge takes them from a block instead of
+/// asking its reader once a call through a queue of one instant and a call after it.
+const BLOCK: usize = 32;
+
+/// A rank's calls read ahead, with their entries on rank 0's clock (the clock correction
+/// can give two entries one instant: those of one instant are put by record number).
+#[derive(Default)]
+struct Ahead {
+    calls: VecDeque<(i64, Call)>,
+    /// The first `ready` calls are final: those before the last instant read, whose later
+    /// calls may come in the next block (all, at the end of the spool).
+    ready: usize,
+    /// The reader is at its end, or failed (its error).
+    done: bool,
+    err: Option<Error>,
+}
+
+impl Ahead {
+    /// Reads on from `reader` until a call is ready or the spool ends (called when none
+    /// is: the calls held are those of one instant, left open).
+    fn fill(&mut self, reader: &mut CallOrder, meta: &RankMeta) {
+        while self.ready == 0 && !self.done {
+            for _ in 0..BLOCK {
+                match reader.next_call() {
+                    Ok(Some(c)) => self
+                        .calls
+                        .push_back((meta.to_global_ns(c.record.t_start), c)),
+                    Ok(None) => {
+                        self.done = true;
+                        break;
+                    }
+                    Err(e) => {
+                        self.done = true;
+                        self.err = Some(e);
+                        break;
+                    }
+                }
+            }
+            let n = self.calls.len();
+            self.ready = if self.done || n == 0 {
+                n
+            } else {
+                // Up to the last instant read.
+                let last = self.calls[n - 1].0;
+                let mut k = n - 1;
+                while k > 0 && self.calls[k - 1].0 == last {
+                    k -= 1;
+                }
+                k
+            };
+        }
+        // The instants made final, each by record number (most hold one call).
+        let mut k = 0;
+        while k + 1 < self.ready {
+            let at = self.calls[k].0;
+            if self.calls[k + 1].0 != at {
+                k += 1;
+                continue;
+            }
+            let mut j = k + 2;
+            while j < self.ready && self.calls[j].0 == at {
+                j += 1;
+            }
+            self.calls.make_contiguous()[k..j].sort_by_key(|c| c.1.rec);
+            k = j;
+        }
+    }
+
+    /// The instant of its next ready call.
+    fn next_at(&self) -> Option<i64> {
+        (self.ready > 0).then(|| self.calls[0].0)
+    }
+}
+
+/// The next call of a run as [`RunOrder::peek`] gives it: its entry (ns on rank 0's
+/// clock), its rank's index and metadata, and the call (its arcs may be taken).
+pub struct Peeked<'a> {
+    pub at: i64,
+    pub ri: usize,
+    pub call: &'a mut Call,
+    pub meta: &'a RankMeta,
 }
 
 /// A rank's next instant `at` and its index `ri` as one key ordered as the pair (one
@@ -175,13 +287,23 @@ impl RunOrder {
         let mut o = RunOrder {
             metas,
             readers,
-            ready: (0..n).map(|_| VecDeque::new()).collect(),
-            after: vec![None; n],
+            ahead: (0..n).map(|_| Ahead::default()).collect(),
             heap: BinaryHeap::new(),
+            failed: None,
         };
         for ri in 0..n {
-            if let Some(at) = o.refill(ri)? {
-                o.heap.push(Reverse(instant(at, ri)));
+            let a = &mut o.ahead[ri];
+            match o.readers[ri].as_mut() {
+                Some(reader) => a.fill(reader, &o.metas[ri]),
+                None => a.done = true,
+            }
+            match a.next_at() {
+                Some(at) => o.heap.push(Reverse(instant(at, ri))),
+                None => {
+                    if let Some(e) = a.err.take() {
+                        return Err(e);
+                    }
+                }
             }
         }
         Ok(o)
@@ -215,63 +337,81 @@ impl RunOrder {
     }
 
     /// The next call of the run: its entry (ns on rank 0's clock), its rank's index in
-    /// [`RunOrder::metas`] and the call; None at the end.
+    /// [`RunOrder::metas`] and the call; None at the end (a rank's read error after the
+    /// calls read before it).
+    #[inline]
     pub fn next_call(&mut self) -> Result<Option<(i64, usize, Call)>, Error> {
+        let Some(Peeked { at, ri, .. }) = self.peek()? else {
+            return Ok(None);
+        };
+        let (_, c) = self.ahead[ri]
+            .calls
+            .pop_front()
+            .expect("a rank in the heap has calls ready");
+        self.step(at, ri);
+        Ok(Some((at, ri, c)))
+    }
+
+    /// [`RunOrder::next_call`] without taking the call: the caller copies what it keeps
+    /// (the call stays where its block holds it instead of being returned through the
+    /// stack), then calls [`RunOrder::advance`].
+    /// With the call, its rank's metadata.
+    #[inline]
+    pub fn peek(&mut self) -> Result<Option<Peeked<'_>>, Error> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let Some(&Reverse(k)) = self.heap.peek() else {
             return Ok(None);
         };
         let (at, ri) = instant_of(k);
-        let c = self.ready[ri]
-            .pop_front()
-            .expect("a rank in the heap has calls ready");
-        // The rank stays at the top while its instant has calls ready; then its next
-        // instant takes its place there (one sift down, not a pop and a push).
-        if self.ready[ri].is_empty() {
-            let next = self.refill(ri);
-            let mut top = self.heap.peek_mut().expect("the rank is in the heap");
-            match next {
-                Ok(Some(t)) => *top = Reverse(instant(t, ri)),
-                Ok(None) => drop(PeekMut::pop(top)),
-                Err(e) => {
-                    PeekMut::pop(top);
-                    return Err(e);
-                }
-            }
-        }
-        Ok(Some((at, ri, c)))
+        let call = &mut self.ahead[ri]
+            .calls
+            .front_mut()
+            .expect("a rank in the heap has calls ready")
+            .1;
+        Ok(Some(Peeked {
+            at,
+            ri,
+            call,
+            meta: &self.metas[ri],
+        }))
     }
 
-    /// Reads rank `ri`'s calls of its next entry instant; returns the instant (None: the
-    /// rank has no more calls).
-    fn refill(&mut self, ri: usize) -> Result<Option<i64>, Error> {
-        let Some(reader) = self.readers[ri].as_mut() else {
-            return Ok(None);
+    /// Lets the call [`RunOrder::peek`] gave go.
+    #[inline]
+    pub fn advance(&mut self) {
+        let Some(&Reverse(k)) = self.heap.peek() else {
+            return;
         };
-        let meta = &self.metas[ri];
-        let mut first = match self.after[ri].take() {
-            Some(x) => Some(x),
-            None => reader
-                .next_call()?
-                .map(|c| (meta.to_global_ns(c.record.t_start), c)),
-        };
-        let Some((at, c)) = first.take() else {
-            return Ok(None);
-        };
-        let ready = &mut self.ready[ri];
-        ready.push_back(c);
-        while let Some(c) = reader.next_call()? {
-            let g = meta.to_global_ns(c.record.t_start);
-            if g != at {
-                self.after[ri] = Some((g, c));
-                break;
+        let (at, ri) = instant_of(k);
+        self.ahead[ri].calls.pop_front();
+        self.step(at, ri);
+    }
+
+    /// Rank `ri`'s call of instant `at` was taken: its next one, read on when its block
+    /// has no other ready.
+    #[inline]
+    fn step(&mut self, at: i64, ri: usize) {
+        let a = &mut self.ahead[ri];
+        a.ready -= 1;
+        if a.ready == 0
+            && let Some(reader) = self.readers[ri].as_mut()
+        {
+            a.fill(reader, &self.metas[ri]);
+        }
+        // The rank stays at the top while its instant has calls ready; then its next
+        // instant takes its place there (one sift down, not a pop and a push).
+        match a.next_at() {
+            Some(t) if t == at => {}
+            Some(t) => {
+                *self.heap.peek_mut().expect("the rank is in the heap") = Reverse(instant(t, ri))
             }
-            ready.push_back(c);
+            None => {
+                self.heap.pop();
+                self.failed = a.err.take();
+            }
         }
-        // Most instants hold one call.
-        if ready.len() > 1 {
-            ready.make_contiguous().sort_by_key(|c| c.rec);
-        }
-        Ok(Some(at))
     }
 }
 
@@ -290,8 +430,13 @@ pub fn each_call(path: &Path, f: &mut dyn FnMut(&Record)) -> Result<(), Error> {
 
 /// Whether a reorder buffer of `window` records gives `records` in call order: replays the
 /// buffer on their keys alone. When it does, `threads` holds the spool's threads (it read
-/// them all).
-fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Result<bool, Error> {
+/// them all) and `in_order` whether every record came after the one before it.
+fn fits(
+    records: &mut Records,
+    window: usize,
+    threads: &mut Vec<Thread>,
+    in_order: &mut bool,
+) -> Result<bool, Error> {
     let mut heap: Reorder<()> = Reorder::default();
     let mut last = None;
     threads.clear();
@@ -317,6 +462,7 @@ fn fits(records: &mut Records, window: usize, threads: &mut Vec<Thread>) -> Resu
             }
         }
         if let Some((k, _)) = more {
+            *in_order &= heap.run.back().is_none_or(|b| b.0 <= k) && heap.late.is_empty();
             heap.push(k, ());
             if heap.len() <= window {
                 continue;
@@ -636,6 +782,124 @@ mod tests {
         }
         assert_eq!(got.len(), 9000);
         assert!(got == want, "not the timeline's order");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Ranks whose clock runs at half speed against rank 0's (a drift the loader applies:
+    /// neighbouring entries share an instant on rank 0's clock, out of call order at
+    /// times) and entries held by up to 100 calls at once (more than a block), read across
+    /// ranks: the order and records of `report::timeline` on the loaded run, every instant's
+    /// calls by record number.
+    #[test]
+    fn instants_shared_within_a_rank_are_put_by_record_number() {
+        let mut rnd = crate::testing::xorshift(0x005e_ed0f_b10c);
+        let dir = std::env::temp_dir().join(format!("pmpi-instants-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut shared = 0;
+        for rank in 0..3 {
+            let mut recs = Vec::new();
+            let mut t = 1_000_000u64;
+            for _ in 0..2000 {
+                // A run of calls entered at one instant (a thread's calls recorded
+                // together), or one call; entries 1 or 2 ns apart.
+                let same = if rnd(40) == 0 { 1 + rnd(100) } else { 1 };
+                for _ in 0..same {
+                    let nb = rnd(8) == 0;
+                    let end = t + if nb { 1 + rnd(300) } else { 1 };
+                    recs.push(Record {
+                        t_start: t,
+                        t_end: end,
+                        t_posted: if nb { t + 1 } else { end },
+                        call: 3,
+                        flags: if nb { FLAG_NONBLOCKING } else { 0 },
+                        tag: recs.len() as i32,
+                        ..Default::default()
+                    });
+                }
+                t += 1 + rnd(2);
+            }
+            recs.sort_by_key(|r| r.t_end);
+            let sample = |at_ns: u64, offset_ns: i64| crate::trace::ClockSample {
+                at_ns,
+                offset_ns,
+                rtt_ns: 1,
+            };
+            let meta = RankMeta {
+                rank,
+                world_size: 3,
+                node: format!("n{rank}"),
+                clock_init: Some(sample(0, 0)),
+                clock_finalize: (rank > 0).then(|| sample(2_000_000, -1_000_000 * rank as i64 / 2)),
+                ..Default::default()
+            };
+            crate::trace::write_meta(&dir, &meta).unwrap();
+            crate::trace::write_spool(&dir, rank, &recs).unwrap();
+        }
+        let run = crate::trace::load_run(&dir).unwrap();
+        let want: Vec<(i64, usize, Record)> = crate::report::timeline(&run)
+            .into_iter()
+            .map(|(at, ri, i)| (at, ri, run.ranks[ri].records[i]))
+            .collect();
+        let mut order = RunOrder::open(&dir).unwrap();
+        let mut got = Vec::new();
+        while let Some((at, ri, c)) = order.next_call().unwrap() {
+            if got
+                .last()
+                .is_some_and(|&(a, r, _): &(i64, usize, Record)| a == at && r == ri)
+            {
+                shared += 1;
+            }
+            got.push((at, ri, c.record));
+        }
+        assert_eq!(got.len(), want.len());
+        // Calls of one rank at one instant: from runs and from the drift, many.
+        assert!(shared > 5000, "{shared} calls share an instant");
+        if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
+            panic!("at {k}: {:?} != {:?}", got[k], want[k]);
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A spool in call order, read without the buffer, that grows after it was opened (a
+    /// run still being written) with records out of order: every record comes out once,
+    /// those read before the first out of order as read, the later ones through the buffer
+    /// turned on there (in order among themselves).
+    #[test]
+    fn a_spool_in_order_that_grows_out_of_order_turns_the_buffer_on() {
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!("pmpi-grows-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rec = |t: u64| Record {
+            t_start: t,
+            t_end: t + 5,
+            t_posted: t + 5,
+            call: 3,
+            ..Default::default()
+        };
+        let first: Vec<Record> = (0..100).map(|i| rec(1_000 + 10 * i)).collect();
+        crate::trace::write_spool(&dir, 0, &first).unwrap();
+        let path = crate::trace::spool_path(&dir, 0);
+        let mut reader = CallOrder::open(&path).unwrap();
+        assert!(reader.direct);
+        let later = [5_000u64, 1_500, 6_000, 900, 7_000];
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        for &t in &later {
+            file.write_all(bytemuck::bytes_of(&rec(t))).unwrap();
+        }
+        drop(file);
+        let mut got = Vec::new();
+        while let Some(c) = reader.next_call().unwrap() {
+            got.push((c.rec, c.record.t_start));
+        }
+        assert!(!reader.direct);
+        let mut want: Vec<(u32, u64)> = (0..100).map(|i| (i, 1_000 + 10 * i as u64)).collect();
+        // Read as they come up to 5,000; then the rest by entry.
+        want.push((100, 5_000));
+        want.extend([(103, 900), (101, 1_500), (102, 6_000), (104, 7_000)]);
+        assert_eq!(got, want);
         std::fs::remove_dir_all(&dir).ok();
     }
 
