@@ -1152,6 +1152,18 @@ pub struct Hot {
     pub op: Op,
 }
 
+impl Hot {
+    /// A slot's contents before any record is in it.
+    pub const BLANK: Hot = Hot {
+        gap: 0.0,
+        op_dur: 0.0,
+        msg_out: NONE,
+        msg_in: NONE,
+        inst_of: NONE,
+        op: Op::Other,
+    };
+}
+
 /// A time key for the heap: times are ≥ 0, so their bit patterns order like the values.
 fn key(t: f64) -> u64 {
     t.max(0.0).to_bits()

@@ -335,14 +335,7 @@ impl Read {
                 arcs: None,
             },
             planned: Planned {
-                hot: Hot {
-                    gap: 0.0,
-                    op_dur: 0.0,
-                    msg_out: NONE,
-                    msg_in: NONE,
-                    inst_of: NONE,
-                    op: Op::Other,
-                },
+                hot: Hot::BLANK,
                 msg: None,
             },
             stream: NONE,
@@ -1355,14 +1348,7 @@ impl<'a> Window<'a> {
             self.recs.push(Rec {
                 id: (0, 0),
                 stream: 0,
-                hot: Hot {
-                    gap: 0.0,
-                    op_dur: 0.0,
-                    msg_out: NONE,
-                    msg_in: NONE,
-                    inst_of: NONE,
-                    op: Op::Other,
-                },
+                hot: Hot::BLANK,
                 start: f64::NAN,
                 end: f64::NAN,
                 reason: Reason::None,

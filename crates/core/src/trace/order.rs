@@ -739,14 +739,7 @@ mod tests {
                 } else {
                     t + 1 + rnd(3) * 1000
                 };
-                recs.push(Record {
-                    t_start: t,
-                    t_end: end,
-                    t_posted: if nb { t + 1 } else { end },
-                    call: 3,
-                    flags: if nb { FLAG_NONBLOCKING } else { 0 },
-                    ..Default::default()
-                });
+                recs.push(entered(t, end, nb));
                 t = if nb {
                     t + 1000
                 } else {
@@ -770,11 +763,7 @@ mod tests {
                 crate::trace::write_spool(&dir, rank, &recs).unwrap();
             }
         }
-        let run = crate::trace::load_run(&dir).unwrap();
-        let want: Vec<(i64, usize, Record)> = crate::report::timeline(&run)
-            .into_iter()
-            .map(|(at, ri, i)| (at, ri, run.ranks[ri].records[i]))
-            .collect();
+        let want = timeline_of(&dir);
         let mut order = RunOrder::open(&dir).unwrap();
         let mut got = Vec::new();
         while let Some((at, ri, c)) = order.next_call().unwrap() {
@@ -783,6 +772,28 @@ mod tests {
         assert_eq!(got.len(), 9000);
         assert!(got == want, "not the timeline's order");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A call entered at `t` that ended at `end`, nonblocking (posted at once) or not.
+    fn entered(t: u64, end: u64, nb: bool) -> Record {
+        Record {
+            t_start: t,
+            t_end: end,
+            t_posted: if nb { t + 1 } else { end },
+            call: 3,
+            flags: if nb { FLAG_NONBLOCKING } else { 0 },
+            ..Default::default()
+        }
+    }
+
+    /// The calls of the run in `dir` in `report::timeline`'s order, with their records:
+    /// what reading it in time order must give.
+    fn timeline_of(dir: &std::path::Path) -> Vec<(i64, usize, Record)> {
+        let run = crate::trace::load_run(dir).unwrap();
+        crate::report::timeline(&run)
+            .into_iter()
+            .map(|(at, ri, i)| (at, ri, run.ranks[ri].records[i]))
+            .collect()
     }
 
     /// Ranks whose clock runs at half speed against rank 0's (a drift the loader applies:
@@ -807,13 +818,8 @@ mod tests {
                     let nb = rnd(8) == 0;
                     let end = t + if nb { 1 + rnd(300) } else { 1 };
                     recs.push(Record {
-                        t_start: t,
-                        t_end: end,
-                        t_posted: if nb { t + 1 } else { end },
-                        call: 3,
-                        flags: if nb { FLAG_NONBLOCKING } else { 0 },
                         tag: recs.len() as i32,
-                        ..Default::default()
+                        ..entered(t, end, nb)
                     });
                 }
                 t += 1 + rnd(2);
@@ -835,11 +841,7 @@ mod tests {
             crate::trace::write_meta(&dir, &meta).unwrap();
             crate::trace::write_spool(&dir, rank, &recs).unwrap();
         }
-        let run = crate::trace::load_run(&dir).unwrap();
-        let want: Vec<(i64, usize, Record)> = crate::report::timeline(&run)
-            .into_iter()
-            .map(|(at, ri, i)| (at, ri, run.ranks[ri].records[i]))
-            .collect();
+        let want = timeline_of(&dir);
         let mut order = RunOrder::open(&dir).unwrap();
         let mut got = Vec::new();
         while let Some((at, ri, c)) = order.next_call().unwrap() {
