@@ -72,6 +72,16 @@ fn isend(peer: i32, bytes: u64, t0: u64, t1: u64) -> Record {
     }
 }
 
+/// A nonblocking receive posted (in no time) at `t0` whose request the trace shows complete
+/// at `t1` without a completion record.
+fn irecv(peer: i32, bytes: u64, t0: u64, t1: u64) -> Record {
+    Record {
+        t_posted: t0,
+        flags: trace::FLAG_NONBLOCKING,
+        ..recv_rec(call::MPI_Irecv, peer, bytes, t0, t1)
+    }
+}
+
 fn run(ranks: Vec<RankTrace>) -> RunTrace {
     let world = ranks.len() as i32;
     RunTrace {
@@ -1873,11 +1883,7 @@ fn opposite_messages_move_one_after_the_other_only_if_both_ranks_received_first(
     // Isend, each transfer takes 2 s; by Isend then Irecv, or between two other pairs
     // of ranks on the same nodes, 1 s.
     let m: u64 = 100_000_000;
-    let irecv = |peer: i32, t0: u64| Record {
-        t_posted: t0,
-        flags: trace::FLAG_NONBLOCKING,
-        ..recv_rec(call::MPI_Irecv, peer, m, t0, 3 * S)
-    };
+    let irecv = |peer: i32, t0: u64| irecv(peer, m, t0, 3 * S);
     let transfers = |ranks: Vec<RankTrace>| {
         let r = run(ranks);
         let mut prof = profile();
@@ -2002,11 +2008,7 @@ fn an_open_mpi_rank_that_granted_the_other_s_message_before_sending_its_own_goes
     // on 2 nodes takes no reverse factor), 2 s each on 3 nodes.
     let m: u64 = 100_000_000;
     let ompi = "Open MPI v4.1.4, package: Debian OpenMPI";
-    let irecv = |peer: i32, t0: u64| Record {
-        t_posted: t0,
-        flags: trace::FLAG_NONBLOCKING,
-        ..recv_rec(call::MPI_Irecv, peer, m, t0, 3 * S)
-    };
+    let irecv = |peer: i32, t0: u64| irecv(peer, m, t0, 3 * S);
     let flows = |library: &str, waited: bool, nodes: usize| {
         let t1 = 6 * S / 10;
         let mut late = vec![irecv(0, t1), isend(0, m, t1, 3 * S)];
@@ -2058,4 +2060,61 @@ fn an_open_mpi_rank_that_granted_the_other_s_message_before_sending_its_own_goes
     assert!(ok(&d, [(0.6, 2.0), (0.6, 2.0)]), "together, 3 nodes {d:?}");
     let d = flows("MPICH Version:\t4.0.2", true, 2);
     assert!(ok(&d, [(0.1, 2.0), (0.1, 2.0)]), "MPICH {d:?}");
+}
+
+#[test]
+fn an_open_mpi_rank_s_message_waits_behind_every_message_it_granted_first() {
+    // Rank 0 (node a) posts two receives and two 1 s sends to rank 1 (node b) at 0; rank 1
+    // was in MPI_Wait until 0.5 s (it saw both requests), then posts two receives and one
+    // send at 0.6 s. Rank 0's connection is FIFO: its two messages, granted before rank
+    // 1's request left, go first, one after the other, and rank 1's after both (hpcc's
+    // ring at 2 ranks: 4 lone times a step for two messages each way).
+    let m: u64 = 100_000_000;
+    let irecv = |peer: i32, t0: u64| irecv(peer, m, t0, 4 * S);
+    let t1 = 6 * S / 10;
+    let mut r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![irecv(1, 0), isend(1, m, 0, 4 * S), isend(1, m, 0, 4 * S)],
+            2,
+        ),
+        rank(
+            1,
+            "b",
+            0,
+            vec![
+                wait_rec(0, S / 2),
+                irecv(0, t1),
+                irecv(0, t1),
+                isend(0, m, t1, 4 * S),
+            ],
+            2,
+        ),
+    ]);
+    for rk in &mut r.ranks {
+        rk.meta.mpi_library = "Open MPI v4.1.4".into();
+    }
+    let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+    let mut d: Vec<(f64, f64, _)> = p
+        .inter
+        .iter()
+        .enumerate()
+        .map(|(k, &f)| {
+            let fl = &p.flows.flows[f];
+            (fl.start, p.sim.end[k], fl.src_node)
+        })
+        .collect();
+    d.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(d.len(), 3, "{d:?}");
+    let want = [(0.1, 1.1), (1.1, 2.1), (2.1, 3.1)];
+    assert!(
+        d.iter()
+            .zip(want)
+            .all(|(a, b)| close(a.0, b.0) && close(a.1, b.1)),
+        "{d:?}"
+    );
+    // The last to go is rank 1's.
+    assert_ne!(d[2].2, d[0].2, "{d:?}");
 }

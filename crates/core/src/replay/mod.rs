@@ -1585,8 +1585,9 @@ struct Engine<'a, S: Store> {
     port_free: Vec<f64>,
     /// Open MPI's grant rule holds (see [`Engine::held_behind`]).
     grant: bool,
-    /// Inter-node rendezvous messages on the wire, by (source rank, destination rank).
-    on_wire: FxMap<(i32, i32), u32>,
+    /// Inter-node rendezvous messages matched and not yet arrived, by (source rank,
+    /// destination rank), in the order they matched (their connection's).
+    in_flight: FxMap<(i32, i32), VecDeque<u32>>,
     /// Messages held until another arrives: (the one on the wire, the held one).
     held: Vec<(u32, u32)>,
     /// Per rank: when its last call that runs the library's progress engine ended in the
@@ -1741,7 +1742,7 @@ impl<'a, S: Store> Engine<'a, S> {
             inst_waiters: HashMap::new(),
             port_free: Vec::new(),
             grant: grant_rule(protocol),
-            on_wire: FxMap::default(),
+            in_flight: FxMap::default(),
             held: Vec::new(),
             progressed: Vec::new(),
             sent_rec: FxMap::default(),
@@ -1910,6 +1911,13 @@ impl<'a, S: Store> Engine<'a, S> {
         if let Some(m1) = hold {
             self.held.push((m1, m));
         }
+        if self.grant && msg.rendezvous && msg.src_node != msg.dst_node {
+            let q = self
+                .in_flight
+                .entry((msg.src_rank, msg.dst_rank))
+                .or_default();
+            q.push_back(m);
+        }
         let q = &mut self.conns[c];
         q.push_back(m);
         if q.len() == 1 && hold.is_none() {
@@ -1918,32 +1926,40 @@ impl<'a, S: Store> Engine<'a, S> {
         self.wake_msg(m, self.net.now());
     }
 
-    /// The opposite message whose data rendezvous message `m` waits behind. Open MPI's TCP
+    /// The opposite message whose arrival rendezvous message `m` waits for. Open MPI's TCP
     /// transport sends a rendezvous message's request (no data), the receiver grants it once
-    /// (a put request) and the sender then writes the whole message as one fragment; a grant
-    /// a rank issues while its own fragment to that peer is being written leaves after it
-    /// (ob1 and the TCP BTL of Open MPI 4.1; with put switched off no exchange of 21 moved
-    /// one after the other, 19-20 with it), and a rank sees a request only while it runs
-    /// the progress engine (in a blocking call or a completion). So `m`, from B to A, waits
-    /// for A's message to B if that one is on the wire and B granted it before sending its
-    /// own request: B posted its receive before its send, and had run the progress engine
-    /// after A's request could have arrived (A's post plus a latency) and before its send.
-    /// Decided on the recorded run's times: in the replay's own, two ranks that finish an
-    /// exchange together start the next together and one that leads keeps leading, so it
-    /// would settle into one way or the other whatever the run did (three recordings of
-    /// LAMMPS at 2 ranks: exchanges posted 26 µs apart, median, all together; 4-5 ms apart,
-    /// one after the other).
+    /// (a put request) and the sender then writes the whole message as one fragment; a
+    /// connection writes its fragments strictly in order, a grant queued behind the data
+    /// before it; and a rank reads a request only while it runs the progress engine (in a
+    /// blocking call or a completion) — ob1 and the TCP BTL of Open MPI 4.1
+    /// (docs/accuracy.md, ninth session). So `m`, from B to A, waits for the last of A's
+    /// messages to B in flight that B granted before sending its own request: B posted its
+    /// receive before its send, and had run the progress engine after A's request could
+    /// have arrived (A's post plus a latency) and before its send. Those leave A first, in
+    /// order, and A's grant for `m` behind them (hpcc's ring at 2 ranks, two messages each
+    /// way back to back: 4.0 lone times a step, `tests/programs/pair_two.c`). Decided on
+    /// the recorded run's times: in the replay's own, two ranks that finish an exchange
+    /// together start the next together and one that leads keeps leading, so it would
+    /// settle into one way or the other whatever the run did (three recordings of LAMMPS
+    /// at 2 ranks: exchanges posted 26 µs apart, median, all together; 4-5 ms apart, one
+    /// after the other).
     fn held_behind(&self, m: u32, msg: &Msg) -> Option<u32> {
         if !self.grant {
             return None;
         }
         let (send, seen) = *self.sent_rec.get(&m)?;
-        let m1 = *self.on_wire.get(&(msg.dst_rank, msg.src_rank))?;
-        let (send1, _) = *self.sent_rec.get(&m1)?;
-        let recv1 = *self.recv_rec.get(&m1)?;
-        let back = self.s.msg(m1);
-        let alpha = self.p2p.hockney(back.src_node, back.dst_node).alpha;
-        (recv1 <= send && seen > send1 + alpha).then_some(m1)
+        let alpha = self.p2p.hockney(msg.dst_node, msg.src_node).alpha;
+        let granted = |a: &u32| {
+            let recv = self.recv_rec.get(a).copied().unwrap_or(f64::NAN);
+            let sent = self.sent_rec.get(a).map_or(f64::NAN, |x| x.0);
+            recv <= send && seen > sent + alpha
+        };
+        self.in_flight
+            .get(&(msg.dst_rank, msg.src_rank))?
+            .iter()
+            .rev()
+            .find(|a| granted(a))
+            .copied()
     }
 
     /// Puts message `m` on the network now.
@@ -1977,9 +1993,6 @@ impl<'a, S: Store> Engine<'a, S> {
             posting,
         );
         self.s.set_flow(m, f);
-        if self.grant && msg.rendezvous && msg.src_node != msg.dst_node {
-            self.on_wire.insert((msg.src_rank, msg.dst_rank), m);
-        }
     }
 
     /// Message `m` arrived at `t`: wake who waits for it, start the next on its connection.
@@ -1990,8 +2003,10 @@ impl<'a, S: Store> Engine<'a, S> {
         q.pop_front();
         let next = q.front().copied();
         if self.grant {
-            if self.on_wire.get(&(msg.src_rank, msg.dst_rank)) == Some(&m) {
-                self.on_wire.remove(&(msg.src_rank, msg.dst_rank));
+            if let Some(q) = self.in_flight.get_mut(&(msg.src_rank, msg.dst_rank))
+                && let Some(k) = q.iter().position(|&a| a == m)
+            {
+                q.remove(k);
             }
             self.sent_rec.remove(&m);
             self.recv_rec.remove(&m);
