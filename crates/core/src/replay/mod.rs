@@ -1593,11 +1593,27 @@ struct Engine<'a, S: Store> {
     /// Per rank: when its last call that runs the library's progress engine ended in the
     /// recorded run.
     progressed: Vec<f64>,
-    /// Per inter-node rendezvous message not yet arrived, from the recorded run: when its
-    /// send was posted and when its sender had last run the progress engine by then; when
-    /// its receive was posted.
-    sent_rec: FxMap<u32, (f64, f64)>,
-    recv_rec: FxMap<u32, f64>,
+    /// Per inter-node rendezvous message not yet arrived: its posts in the recorded run.
+    recorded: FxMap<u32, RecordedPosts>,
+}
+
+/// When a message's send and receive were posted in the recorded run (NaN: not yet), and
+/// when its sender had last run the progress engine by its send.
+#[derive(Debug, Clone, Copy)]
+struct RecordedPosts {
+    send: f64,
+    seen: f64,
+    recv: f64,
+}
+
+impl Default for RecordedPosts {
+    fn default() -> Self {
+        RecordedPosts {
+            send: f64::NAN,
+            seen: f64::NAN,
+            recv: f64::NAN,
+        }
+    }
 }
 
 /// Replays `plan`. `model` is the penalty model of the network (None: contention-free);
@@ -1745,8 +1761,7 @@ impl<'a, S: Store> Engine<'a, S> {
             in_flight: FxMap::default(),
             held: Vec::new(),
             progressed: Vec::new(),
-            sent_rec: FxMap::default(),
-            recv_rec: FxMap::default(),
+            recorded: FxMap::default(),
         };
         for s in 0..streams as u32 {
             if e.s.stream_len(s) == 0 {
@@ -1911,7 +1926,7 @@ impl<'a, S: Store> Engine<'a, S> {
         if let Some(m1) = hold {
             self.held.push((m1, m));
         }
-        if self.grant && msg.rendezvous && msg.src_node != msg.dst_node {
+        if self.grant_kind(&msg) {
             let q = self
                 .in_flight
                 .entry((msg.src_rank, msg.dst_rank))
@@ -1944,15 +1959,15 @@ impl<'a, S: Store> Engine<'a, S> {
     /// at 2 ranks: exchanges posted 26 µs apart, median, all together; 4-5 ms apart, one
     /// after the other).
     fn held_behind(&self, m: u32, msg: &Msg) -> Option<u32> {
-        if !self.grant {
+        if !self.grant_kind(msg) {
             return None;
         }
-        let (send, seen) = *self.sent_rec.get(&m)?;
+        let mine = *self.recorded.get(&m)?;
         let alpha = self.p2p.hockney(msg.dst_node, msg.src_node).alpha;
         let granted = |a: &u32| {
-            let recv = self.recv_rec.get(a).copied().unwrap_or(f64::NAN);
-            let sent = self.sent_rec.get(a).map_or(f64::NAN, |x| x.0);
-            recv <= send && seen > sent + alpha
+            self.recorded
+                .get(a)
+                .is_some_and(|back| back.recv <= mine.send && mine.seen > back.send + alpha)
         };
         self.in_flight
             .get(&(msg.dst_rank, msg.src_rank))?
@@ -1960,6 +1975,12 @@ impl<'a, S: Store> Engine<'a, S> {
             .rev()
             .find(|a| granted(a))
             .copied()
+    }
+
+    /// Whether the grant rule follows message `msg`: an inter-node rendezvous message of
+    /// a run the rule holds for.
+    fn grant_kind(&self, msg: &Msg) -> bool {
+        self.grant && msg.rendezvous && msg.src_node != msg.dst_node
     }
 
     /// Puts message `m` on the network now.
@@ -2002,29 +2023,28 @@ impl<'a, S: Store> Engine<'a, S> {
         let q = &mut self.conns[msg.conn as usize];
         q.pop_front();
         let next = q.front().copied();
-        if self.grant {
+        if self.grant_kind(&msg) {
             if let Some(q) = self.in_flight.get_mut(&(msg.src_rank, msg.dst_rank))
                 && let Some(k) = q.iter().position(|&a| a == m)
             {
                 q.remove(k);
             }
-            self.sent_rec.remove(&m);
-            self.recv_rec.remove(&m);
-            let mut k = 0;
-            while k < self.held.len() {
-                if self.held[k].0 == m {
-                    // Granted now: the held message's send returns from here (see
-                    // `rendezvous_send_done`), its data leaves when its connection is free.
-                    let (_, h) = self.held.swap_remove(k);
-                    self.s.set_msg_time(h, MsgTime::Matched, t);
-                    let c = self.s.msg(h).conn as usize;
-                    if self.conns[c].front() == Some(&h) {
-                        self.launch(h);
-                    }
-                    self.wake_msg(h, t);
-                } else {
-                    k += 1;
+            self.recorded.remove(&m);
+        }
+        let mut k = 0;
+        while k < self.held.len() {
+            if self.held[k].0 == m {
+                // Granted now: the held message's send returns from here (see
+                // `rendezvous_send_done`), its data leaves when its connection is free.
+                let (_, h) = self.held.swap_remove(k);
+                self.s.set_msg_time(h, MsgTime::Matched, t);
+                let c = self.s.msg(h).conn as usize;
+                if self.conns[c].front() == Some(&h) {
+                    self.launch(h);
                 }
+                self.wake_msg(h, t);
+            } else {
+                k += 1;
             }
         }
         if let Some(n) = next
@@ -2120,24 +2140,20 @@ impl<'a, S: Store> Engine<'a, S> {
         let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
             self.s.set_msg_time(out, MsgTime::SendPost, t);
-            if self.grant {
-                let msg = self.s.msg(out);
-                if msg.rendezvous && msg.src_node != msg.dst_node {
-                    let r = msg.src_rank.max(0) as usize;
-                    let p = self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY);
-                    self.sent_rec.insert(out, (rec, p));
-                }
+            let msg = self.s.msg(out);
+            if self.grant_kind(&msg) {
+                let r = msg.src_rank.max(0) as usize;
+                let seen = self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY);
+                let p = self.recorded.entry(out).or_default();
+                (p.send, p.seen) = (rec, seen);
             }
             self.maybe_start(out);
             self.wake_msg(out, t);
         }
         if inn != NONE {
             self.s.set_msg_time(inn, MsgTime::RecvPost, t);
-            if self.grant {
-                let msg = self.s.msg(inn);
-                if msg.rendezvous && msg.src_node != msg.dst_node {
-                    self.recv_rec.insert(inn, rec);
-                }
+            if self.grant_kind(&self.s.msg(inn)) {
+                self.recorded.entry(inn).or_default().recv = rec;
             }
             self.maybe_start(inn);
         }
