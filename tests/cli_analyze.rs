@@ -4,6 +4,7 @@
 mod common;
 
 use pmpi_core::trace::{self, ClockSample, NO_RANK, RankMeta, Record, call};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -286,6 +287,29 @@ fn accuracy_groups_the_send_and_the_receive() {
         groups
             .iter()
             .any(|g| g["call"] == "MPI_Recv" && g["count"] == 1)
+    );
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_tool_quietly() {
+    // `pmpi-predict accuracy RUN | head -1`: the tool dies of SIGPIPE as any filter does,
+    // never with a Rust panic on stderr.
+    let dir = make_run("cli-accuracy-pipe", true);
+    let mut child = bin()
+        .arg("accuracy")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.status.code() == Some(0) || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {err}",
+        out.status
     );
 }
 

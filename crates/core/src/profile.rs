@@ -322,10 +322,12 @@ impl Profile {
                 inter: Hockney {
                     alpha: 50e-6,
                     beta: 8.0e-8,
+                    burst: 0.0,
                 },
                 intra: Hockney {
                     alpha: 1e-6,
                     beta: 2e-10,
+                    burst: 0.0,
                 },
             },
             plogp: None,

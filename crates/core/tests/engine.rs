@@ -20,6 +20,7 @@ fn profile() -> Profile {
     p.hockney.inter = Hockney {
         alpha: 0.0,
         beta: 1e-8,
+        burst: 0.0,
     };
     p.socket_buffer = Some(0);
     p
@@ -1171,6 +1172,7 @@ fn another_placement_moves_messages_between_paths() {
     prof.hockney.intra = Hockney {
         alpha: 0.0,
         beta: 1e-9,
+        burst: 0.0,
     };
     let r = fan_out(3, 100_000_000);
     let a = Assumptions::default();
@@ -1287,6 +1289,7 @@ fn all_to_all_across_two_clusters_follows_eq6_and_eq7() {
     let wan = Hockney {
         alpha: 0.01,
         beta: 1e-7,
+        burst: 0.0,
     };
     let two = TwoClusters::new(3, 7, prof.hockney.inter, prof.alltoall, wan).unwrap();
     let a = Assumptions::default();
@@ -1374,6 +1377,7 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
         Hockney {
             alpha: 0.0,
             beta: bw,
+            burst: 0.0,
         },
     )
     .unwrap();
@@ -2117,4 +2121,53 @@ fn an_open_mpi_rank_s_message_waits_behind_every_message_it_granted_first() {
     );
     // The last to go is rank 1's.
     assert_ne!(d[2].2, d[0].2, "{d:?}");
+}
+
+#[test]
+fn a_small_message_crosses_a_shaped_link_at_once_when_its_buckets_hold_it() {
+    // β = 1 ms/B, bucket 1500 B: 1000 B fit a full bucket (latency alone, 0 here); sent
+    // 0.1 s later the next finds 500 + 100 B and pays β for all its bytes (1 s); after a
+    // pause of 3.9 s the bucket is full again.
+    let mut prof = profile();
+    prof.hockney.inter = Hockney::new(0.0, 1e-3).unwrap().with_burst(1500.0).unwrap();
+    prof.eager = Some(Eager {
+        inter: Some(65536),
+        intra: Some(4096),
+        source: EagerSource::MpiT,
+    });
+    let ms = S / 1000;
+    let sender = vec![
+        send(call::MPI_Send, 1, 1000, 0, 0),
+        send(call::MPI_Send, 1, 1000, 100 * ms, 100 * ms),
+        send(call::MPI_Send, 1, 1000, 5 * S, 5 * S),
+    ];
+    let receiver = vec![
+        recv_rec(call::MPI_Recv, 0, 1000, 0, 10 * ms),
+        recv_rec(call::MPI_Recv, 0, 1000, 10 * ms, 1200 * ms),
+        recv_rec(call::MPI_Recv, 0, 1000, 1200 * ms, 5100 * ms),
+    ];
+    let r = run(vec![
+        rank(0, "a", 0, sender, 2),
+        rank(1, "b", 0, receiver, 2),
+    ]);
+    for model in [None, Some("none")] {
+        let p = predict_run(&r, &prof, model).unwrap();
+        let got: Vec<f64> = p.calls[1].iter().map(|c| c.predicted.unwrap()).collect();
+        let want = [0.0, 1.1, 3.9];
+        assert!(
+            got.iter().zip(want).all(|(&g, w)| (g - w).abs() < 1e-4),
+            "{model:?}: {got:?}"
+        );
+    }
+    // Without the bucket every message pays its second, the second one queued behind
+    // the first on their connection.
+    prof.hockney.inter.burst = 0.0;
+    let p = predict_run(&r, &prof, None).unwrap();
+    let got: Vec<f64> = p.calls[1].iter().map(|c| c.predicted.unwrap()).collect();
+    assert!(
+        got.iter()
+            .zip([1.0, 1.0, 4.0])
+            .all(|(&g, w)| (g - w).abs() < 1e-4),
+        "{got:?}"
+    );
 }

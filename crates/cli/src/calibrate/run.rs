@@ -505,10 +505,11 @@ pub fn run(opts: &Options) -> i32 {
                     ));
                 }
                 pg.end(&format!(
-                    "alpha = {:.1} us, beta = {:.3e} s/B ({:.1} Mbit/s), socket buffer {} KiB",
+                    "alpha = {:.1} us, beta = {:.3e} s/B ({:.1} Mbit/s), burst allowance {:.0} B, socket buffer {} KiB",
                     f.hockney.alpha * 1e6,
                     f.hockney.beta,
                     8e-6 / f.hockney.beta.max(1e-300),
+                    f.hockney.burst,
                     profile.socket_buffer.unwrap_or(0) / 1024
                 ));
                 res.insert(

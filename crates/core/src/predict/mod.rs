@@ -919,6 +919,7 @@ mod tests {
         p.hockney.inter = Hockney {
             alpha: 1e-5,
             beta: 1e-8,
+            burst: 0.0,
         };
         p.alltoall_gamma = alltoall::GammaTable(vec![(4096, 1.5), (1 << 20, 1.5)]);
         p.alltoall_placed = vec![crate::profile::PlacedGamma {
@@ -953,6 +954,7 @@ mod tests {
         let h = Hockney {
             alpha: 1e-4,
             beta: 8e-8,
+            burst: 0.0,
         };
         let pl = PLogP::from_hockney(&h);
         let t = bcast::predict(&pl, assumed_bcast(2, 16384), 2, 16384)
