@@ -363,7 +363,7 @@ struct Reader {
     lens: Vec<usize>,
     starts: Vec<f64>,
     /// Connections (messages from one rank to another) numbered as first seen.
-    conns: FxMap<(i32, i32), u32>,
+    conns: Conns,
     /// Calls read that some replay has not taken, the first numbered `base`.
     held: Held,
     base: u64,
@@ -383,6 +383,39 @@ struct Reader {
     /// Message slots alike: the online plan's events name a message by its slot, so a
     /// replay finds it without a map from sending records to messages.
     msg_slots: SharedSlots,
+}
+
+/// Connections (messages from one rank to another) numbered as first seen.
+#[derive(Default)]
+struct Conns {
+    map: FxMap<(i32, i32), u32>,
+    /// Per WORLD rank: the destination and number of its last connection looked up.
+    last: Vec<(i32, u32)>,
+}
+
+impl Conns {
+    /// The number of the connection from WORLD rank `src` to `dst`. A rank's last one is
+    /// looked up first: most messages of a rank go to the peer its previous one went to
+    /// (a ring, an exchange), and the map costs a hash.
+    #[inline]
+    fn of(&mut self, src: i32, dst: i32) -> u32 {
+        let s = usize::try_from(src).ok();
+        if let Some((d, c)) = s.and_then(|s| self.last.get(s)).copied()
+            && d == dst
+            && c != NONE
+        {
+            return c;
+        }
+        let next = self.map.len() as u32;
+        let c = *self.map.entry((src, dst)).or_insert(next);
+        if let Some(s) = s {
+            if self.last.len() <= s {
+                self.last.resize(s + 1, (NO_RANK, NONE));
+            }
+            self.last[s] = (dst, c);
+        }
+        c
+    }
 }
 
 /// Slots every replay holds until it lets go: per slot, the replays that have not let it
@@ -451,7 +484,7 @@ impl Reader {
             rank_streams,
             lens,
             starts,
-            conns: FxMap::default(),
+            conns: Conns::default(),
             held: Held::default(),
             base: 0,
             events: VecDeque::new(),
@@ -500,10 +533,7 @@ impl Reader {
                         .iter()
                         .find(|t| t.0 == r.thread)
                         .map_or(NONE, |t| t.1);
-                    let conn = planned.msg.map_or(NONE, |m| {
-                        let next = self.conns.len() as u32;
-                        *self.conns.entry((m.src_rank, m.dst_rank)).or_insert(next)
-                    });
+                    let conn = planned.msg.map_or(NONE, |m| self.conns.of(m.src_rank, m.dst_rank));
                     // Written in place, field by field (a `Read` built and moved in was a
                     // copy through the stack, and the call's another).
                     let h = self.held.push();
@@ -912,27 +942,25 @@ impl<'a> Window<'a> {
         let (m_start, m_end, entry_ns) = (read.m_start, read.m_end, read.entry_ns);
         if let Some(m) = planned.msg {
             let conn = read.conn;
-            let ms = self.alloc_msg(
-                read.msg_slot,
-                MsgSlot {
-                    msg: Msg::of(m, g, conn),
-                    recv: Match::Pending,
-                    times: [f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0],
-                    waiters: [NONE; 2],
-                    flow: NONE,
-                    send_op: if matches!(hot.op, Op::Isend { .. }) {
-                        g
-                    } else {
-                        NONE
-                    },
-                    recv_op: NONE,
-                    refs: 3,
-                    m_posts: [m_start, f64::NAN],
-                    fig_waiter: NONE,
-                    owner: id,
-                    owner_waiter: NONE,
-                },
-            );
+            let ms = self.alloc_msg(read.msg_slot);
+            // Written in place, field by field (a slot built and moved in was a copy).
+            let s = &mut self.msgs[ms as usize];
+            s.msg = Msg::of(m, g, conn);
+            s.recv = Match::Pending;
+            s.times = [f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN, 0.0];
+            s.waiters = [NONE; 2];
+            s.flow = NONE;
+            s.send_op = if matches!(hot.op, Op::Isend { .. }) {
+                g
+            } else {
+                NONE
+            };
+            s.recv_op = NONE;
+            s.refs = 3;
+            s.m_posts = [m_start, f64::NAN];
+            s.fig_waiter = NONE;
+            s.owner = id;
+            s.owner_waiter = NONE;
             hot.msg_out = ms;
         }
         if let Some(h) = self.awaiting_end.get_mut(ri) {
@@ -1381,17 +1409,50 @@ impl<'a> Window<'a> {
         }
     }
 
-    /// Takes the reader's message slot `k` for message `m`.
-    fn alloc_msg(&mut self, k: u32, m: MsgSlot) -> u32 {
+    /// Takes the reader's message slot `k` (its fields are the caller's to write).
+    #[inline]
+    fn alloc_msg(&mut self, k: u32) -> u32 {
         self.live.1 += 1;
         self.stats.most_messages = self.stats.most_messages.max(self.live.1);
         if self.msgs.len() <= k as usize {
-            // Slots up to `k` (the reader's grow as the messages held do); a slot not in
-            // use holds no reference.
-            self.msgs.resize(k as usize + 1, MsgSlot { refs: 0, ..m });
+            self.grow_msgs(k);
         }
-        self.msgs[k as usize] = m;
         k
+    }
+
+    /// Slots up to `k` (the reader's grow as the messages held do); a slot not in use
+    /// holds no reference.
+    #[cold]
+    #[inline(never)]
+    fn grow_msgs(&mut self, k: u32) {
+        self.msgs.resize(
+            k as usize + 1,
+            MsgSlot {
+                msg: Msg::of(
+                    super::online::Message {
+                        bytes: 0,
+                        src_rank: NO_RANK,
+                        dst_rank: NO_RANK,
+                        src_node: 0,
+                        dst_node: 0,
+                        rendezvous: false,
+                    },
+                    NONE,
+                    NONE,
+                ),
+                recv: Match::No,
+                times: [f64::NAN; 6],
+                waiters: [NONE; 2],
+                flow: NONE,
+                send_op: NONE,
+                recv_op: NONE,
+                refs: 0,
+                m_posts: [f64::NAN; 2],
+                fig_waiter: NONE,
+                owner: (0, 0),
+                owner_waiter: NONE,
+            },
+        );
     }
 
     #[inline]
