@@ -198,6 +198,8 @@ pub fn replay_windows(
                     },
                 ));
             }
+            // (`take` reads the reader's metadata for the collectives: not while it reads.)
+            store.direct = n == 1 && store.colls.is_none();
             let mut net = network(p2p, side.model, protocol, placement.nodes(), false);
             if let Some(sink) = side.net {
                 store.hold_senders = true;
@@ -241,12 +243,18 @@ pub fn replay_windows(
 
 /// A call read and planned, held until every replay has taken it.
 struct Read {
-    ri: usize,
     call: Call,
     planned: Planned,
-    /// What every replay takes of it alike, found once: its stream (NONE: a thread the
-    /// first pass did not see), its entry on rank 0's clock (ns), its measured start and end
-    /// (seconds from the origin), the connection of the message it sends (NONE: none).
+    fixed: Fixed,
+}
+
+/// What every replay takes of a call alike, found once when it is read.
+#[derive(Debug, Clone, Copy)]
+struct Fixed {
+    /// Its rank index, its stream (NONE: a thread the first pass did not see), its entry
+    /// on rank 0's clock (ns), its measured start and end (seconds from the origin), the
+    /// connection of the message it sends (NONE: none).
+    ri: usize,
     stream: u32,
     entry_ns: i64,
     m_start: f64,
@@ -305,7 +313,7 @@ impl Held {
         let r = &mut self.ring[self.head];
         // Its per-peer bytes go now, not when the entry is written again.
         r.call.arcs = None;
-        let events = r.events;
+        let events = r.fixed.events;
         self.head = (self.head + 1) & mask;
         self.len -= 1;
         Some(events)
@@ -328,7 +336,6 @@ impl Held {
 impl Read {
     fn blank() -> Read {
         Read {
-            ri: 0,
             call: Call {
                 rec: 0,
                 record: Default::default(),
@@ -338,15 +345,18 @@ impl Read {
                 hot: Hot::BLANK,
                 msg: None,
             },
-            stream: NONE,
-            entry_ns: 0,
-            m_start: 0.0,
-            m_end: 0.0,
-            conn: NONE,
-            ev_from: 0,
-            events: 0,
-            slot: NONE,
-            msg_slot: NONE,
+            fixed: Fixed {
+                ri: 0,
+                stream: NONE,
+                entry_ns: 0,
+                m_start: 0.0,
+                m_end: 0.0,
+                conn: NONE,
+                ev_from: 0,
+                events: 0,
+                slot: NONE,
+                msg_slot: NONE,
+            },
         }
     }
 }
@@ -503,75 +513,101 @@ impl Reader {
     fn next(&mut self, k: usize) -> Option<usize> {
         let at = (self.pos[k] - self.base) as usize;
         if at == self.held.len() {
-            if self.eof {
-                return None;
-            }
-            match self.order.peek() {
-                Ok(Some(Peeked {
-                    at: entry_ns,
-                    ri,
-                    call,
-                    meta,
-                })) => {
-                    let slot = self.rec_slots.take(self.pos.len());
-                    let slots = Slots {
-                        rec: slot,
-                        msg: self.msg_slots.next(),
-                    };
-                    let events = &mut self.events;
-                    let before = events.len();
-                    let planned = self.online.record(ri, call, slots, |e| events.push_back(e));
-                    let n = events.len() - before;
-                    let msg_slot = if planned.msg.is_some() {
-                        self.msg_slots.take(self.pos.len())
-                    } else {
-                        NONE
-                    };
-                    self.ev_end += n as u64;
-                    let r = &call.record;
-                    let stream = self.rank_streams[ri]
-                        .iter()
-                        .find(|t| t.0 == r.thread)
-                        .map_or(NONE, |t| t.1);
-                    let conn = planned.msg.map_or(NONE, |m| self.conns.of(m.src_rank, m.dst_rank));
-                    // Written in place, field by field (a `Read` built and moved in was a
-                    // copy through the stack, and the call's another).
-                    let h = self.held.push();
-                    h.ri = ri;
-                    h.stream = stream;
-                    h.entry_ns = entry_ns;
-                    h.m_start = RunTrace::seconds_from(entry_ns, self.origin);
-                    h.m_end = RunTrace::seconds_since(meta, r.t_end, self.origin);
-                    h.conn = conn;
-                    h.call.rec = call.rec;
-                    h.call.record = call.record;
-                    h.call.arcs = call.arcs.take();
-                    h.planned = planned;
-                    h.ev_from = self.ev_end - n as u64;
-                    h.events = n as u32;
-                    h.slot = slot;
-                    h.msg_slot = msg_slot;
-                    self.order.advance();
-                }
-                Ok(None) => {
-                    self.eof = true;
-                    return None;
-                }
-                Err(e) => {
-                    self.eof = true;
-                    self.err = Some(e);
-                    return None;
-                }
-            }
+            let holders = self.pos.len();
+            self.read(holders, |held, _, call, planned, fixed| {
+                // Written in place, field by field (a `Read` built and moved in was a
+                // copy through the stack, and the call's another).
+                let h = held.push();
+                h.call.rec = call.rec;
+                h.call.record = call.record;
+                h.call.arcs = call.arcs.take();
+                h.planned = planned;
+                h.fixed = fixed;
+            })?;
         }
         Some(at)
+    }
+
+    /// Reads and plans the next call of the run, held by `holders` replays, and gives it to
+    /// `keep` where the run's reader holds it (with the held calls and the events, its own
+    /// last); None at the end of the run (or at a read error, kept in `err`).
+    #[inline(always)]
+    fn read<R>(
+        &mut self,
+        holders: usize,
+        keep: impl FnOnce(&mut Held, &VecDeque<Event>, &mut Call, Planned, Fixed) -> R,
+    ) -> Option<R> {
+        if self.eof {
+            return None;
+        }
+        match self.order.peek() {
+            Ok(Some(Peeked {
+                at: entry_ns,
+                ri,
+                call,
+                meta,
+            })) => {
+                let slot = self.rec_slots.take(holders);
+                let slots = Slots {
+                    rec: slot,
+                    msg: self.msg_slots.next(),
+                };
+                let events = &mut self.events;
+                let before = events.len();
+                let planned = self.online.record(ri, call, slots, |e| events.push_back(e));
+                let n = events.len() - before;
+                let msg_slot = if planned.msg.is_some() {
+                    self.msg_slots.take(holders)
+                } else {
+                    NONE
+                };
+                self.ev_end += n as u64;
+                let r = &call.record;
+                let stream = self.rank_streams[ri]
+                    .iter()
+                    .find(|t| t.0 == r.thread)
+                    .map_or(NONE, |t| t.1);
+                let conn = planned
+                    .msg
+                    .map_or(NONE, |m| self.conns.of(m.src_rank, m.dst_rank));
+                let fixed = Fixed {
+                    ri,
+                    stream,
+                    entry_ns,
+                    m_start: RunTrace::seconds_from(entry_ns, self.origin),
+                    m_end: RunTrace::seconds_since(meta, r.t_end, self.origin),
+                    conn,
+                    ev_from: self.ev_end - n as u64,
+                    events: n as u32,
+                    slot,
+                    msg_slot,
+                };
+                let kept = keep(&mut self.held, &self.events, call, planned, fixed);
+                self.order.advance();
+                Some(kept)
+            }
+            Ok(None) => {
+                self.eof = true;
+                None
+            }
+            Err(e) => {
+                self.eof = true;
+                self.err = Some(e);
+                None
+            }
+        }
     }
 
     /// The events of held call `at` (its index in `held`), in order.
     fn events_of(&self, at: usize) -> std::collections::vec_deque::Iter<'_, Event> {
         let r = self.held.get(at);
-        let from = (r.ev_from - (self.ev_end - self.events.len() as u64)) as usize;
-        self.events.range(from..from + r.events as usize)
+        self.events_at(&r.fixed)
+    }
+
+    /// The events of a call read, `f` its [`Fixed`], in order.
+    fn events_at(&self, f: &Fixed) -> std::collections::vec_deque::Iter<'_, Event> {
+        let from = (f.ev_from - (self.ev_end - self.events.len() as u64)) as usize;
+        self.events.range(from..from + f.events as usize)
     }
 
     /// Replay `k` took its next call.
@@ -580,6 +616,16 @@ impl Reader {
         // Only the slowest replay's step can let a call go.
         if self.pos[k] - 1 == self.base {
             self.drop_taken();
+        }
+    }
+
+    /// Replay `k`, the only one, took the call it read itself (never held), which made
+    /// `events` events.
+    fn took_direct(&mut self, k: usize, events: u32) {
+        self.pos[k] += 1;
+        self.base += 1;
+        for _ in 0..events {
+            self.events.pop_front();
         }
     }
 
@@ -799,6 +845,9 @@ struct Window<'a> {
     stats: Stats,
     /// [`Reader::ahead`] when last asked: false until this replay reads again.
     ahead: Cell<bool>,
+    /// The only replay of the read, told of no collective operation: it takes each call
+    /// from the run's reader directly ([`Window::pull`]).
+    direct: bool,
 }
 
 fn is_op(op: Op) -> bool {
@@ -864,6 +913,7 @@ impl<'a> Window<'a> {
             live: (0, 0, 0),
             stats: Stats::default(),
             ahead: Cell::new(false),
+            direct: false,
         }
     }
 
@@ -898,20 +948,37 @@ impl<'a> Window<'a> {
             return false;
         }
         let reader = self.reader.clone();
-        let at = {
-            let mut rd = reader.borrow_mut();
-            for m in self.msgs_let_go.drain(..) {
-                rd.msg_slots.release(m);
-            }
-            rd.next(self.side)
-        };
+        let mut rd = reader.borrow_mut();
+        for m in self.msgs_let_go.drain(..) {
+            rd.msg_slots.release(m);
+        }
+        if self.direct {
+            // The only replay: it takes the call where the run's reader holds it, not
+            // through the held calls (a copy of each call, and its events queued and let go
+            // again, for no other replay to take).
+            let taken = rd.read(1, |_, events, call, planned, fixed| {
+                let from = events.len() - fixed.events as usize;
+                let more = self.take(call, &planned, &fixed, events.range(from..));
+                (more, fixed.events)
+            });
+            let Some((more, events)) = taken else {
+                drop(rd);
+                self.end_of_run();
+                return false;
+            };
+            rd.took_direct(self.side, events);
+            return more;
+        }
+        let at = rd.next(self.side);
+        drop(rd);
         let Some(at) = at else {
             self.end_of_run();
             return false;
         };
         let more = {
             let rd = reader.borrow();
-            self.take(rd.held.get(at), rd.events_of(at))
+            let h = rd.held.get(at);
+            self.take(&h.call, &h.planned, &h.fixed, rd.events_of(at))
         };
         let mut rd = reader.borrow_mut();
         rd.took(self.side);
@@ -921,9 +988,16 @@ impl<'a> Window<'a> {
         more
     }
 
-    /// Takes call `read`, with its `events`; false if it ends the run (an error).
-    fn take<'e>(&mut self, read: &Read, events: impl Iterator<Item = &'e Event>) -> bool {
-        let (ri, c, stream) = (read.ri, &read.call, read.stream);
+    /// Takes call `c`, planned as `planned`, with what `read` fixed of it and its
+    /// `events`; false if it ends the run (an error).
+    fn take<'e>(
+        &mut self,
+        c: &Call,
+        planned: &Planned,
+        read: &Fixed,
+        events: impl Iterator<Item = &'e Event>,
+    ) -> bool {
+        let (ri, stream) = (read.ri, read.stream);
         if stream == NONE {
             // The spool changed since the first pass (a run still being written).
             self.err = Some(Error::Input(format!(
@@ -934,7 +1008,6 @@ impl<'a> Window<'a> {
             return false;
         };
         self.stats.records += 1;
-        let planned = &read.planned;
         let id = (ri as u32, c.rec);
         let r = &c.record;
         let g = self.alloc_rec(read.slot);
