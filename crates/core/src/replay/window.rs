@@ -521,8 +521,8 @@ impl Reader {
                 h.call.rec = call.rec;
                 h.call.record = call.record;
                 h.call.arcs = call.arcs.take();
-                h.planned = planned;
-                h.fixed = fixed;
+                h.planned = *planned;
+                h.fixed = *fixed;
             })?;
         }
         Some(at)
@@ -535,7 +535,7 @@ impl Reader {
     fn read<R>(
         &mut self,
         holders: usize,
-        keep: impl FnOnce(&mut Held, &VecDeque<Event>, &mut Call, Planned, Fixed) -> R,
+        keep: impl FnOnce(&mut Held, &VecDeque<Event>, &mut Call, &Planned, &Fixed) -> R,
     ) -> Option<R> {
         if self.eof {
             return None;
@@ -582,7 +582,7 @@ impl Reader {
                     slot,
                     msg_slot,
                 };
-                let kept = keep(&mut self.held, &self.events, call, planned, fixed);
+                let kept = keep(&mut self.held, &self.events, call, &planned, &fixed);
                 self.order.advance();
                 Some(kept)
             }
@@ -958,7 +958,7 @@ impl<'a> Window<'a> {
             // again, for no other replay to take).
             let taken = rd.read(1, |_, events, call, planned, fixed| {
                 let from = events.len() - fixed.events as usize;
-                let more = self.take(call, &planned, &fixed, events.range(from..));
+                let more = self.take(call, planned, fixed, events.range(from..));
                 (more, fixed.events)
             });
             let Some((more, events)) = taken else {
