@@ -1706,12 +1706,15 @@ impl<'a> Window<'a> {
             duration,
             prediction,
         });
-        let ops = std::mem::take(&mut r.ops);
         let probe_m = std::mem::replace(&mut r.probe_m, NONE);
-        for &(o, _) in &ops {
-            self.hold(o, false);
+        // (Most records completed no operation: their list is not taken and put back.)
+        if !r.ops.is_empty() {
+            let ops = std::mem::take(&mut r.ops);
+            for &(o, _) in &ops {
+                self.hold(o, false);
+            }
+            self.recs[g as usize].ops = ops;
         }
-        self.recs[g as usize].ops = ops;
         if probe_m != NONE {
             self.unref_msg(probe_m);
         }
