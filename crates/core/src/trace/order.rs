@@ -981,15 +981,28 @@ mod tests {
             for window in [1024, 4096] {
                 let want = fits_by_buffer(&path, window);
                 let (mut threads, mut order) = (Vec::new(), true);
-                let got = fits(&mut Records::open(&path).unwrap(), window, &mut threads, &mut order)
-                    .unwrap();
+                let got = fits(
+                    &mut Records::open(&path).unwrap(),
+                    window,
+                    &mut threads,
+                    &mut order,
+                )
+                .unwrap();
                 assert_eq!((got, threads, order), want, "window {window}");
                 failed += !got as u32;
                 in_order += order as u32;
                 cases += 1;
             }
         };
-        for first_late in [None, Some(0), Some(1), Some(1023), Some(1024), Some(1025), Some(3000)] {
+        for first_late in [
+            None,
+            Some(0),
+            Some(1),
+            Some(1023),
+            Some(1024),
+            Some(1025),
+            Some(3000),
+        ] {
             for shift in [1u64, 500, 1100, 4000] {
                 let n = 3_500 + rnd(500);
                 let mut recs: Vec<Record> = (0..n)
@@ -998,7 +1011,11 @@ mod tests {
                         t_end: 1_005 + i * 10,
                         t_posted: 1_005 + i * 10,
                         thread: (rnd(5) == 0) as u16,
-                        call: if rnd(9) == 0 { crate::trace::arcs::ARC_CALL } else { 3 },
+                        call: if rnd(9) == 0 {
+                            crate::trace::arcs::ARC_CALL
+                        } else {
+                            3
+                        },
                         ..Default::default()
                     })
                     .collect();
@@ -1030,8 +1047,14 @@ mod tests {
             check(&recs);
         }
         // Both answers, and spools in and out of order, were met.
-        assert!(failed > 0 && failed < cases, "{failed} of {cases} did not fit");
-        assert!(in_order > 0 && in_order < cases, "{in_order} of {cases} in order");
+        assert!(
+            failed > 0 && failed < cases,
+            "{failed} of {cases} did not fit"
+        );
+        assert!(
+            in_order > 0 && in_order < cases,
+            "{in_order} of {cases} in order"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 
