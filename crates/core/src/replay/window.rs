@@ -381,6 +381,8 @@ struct Reader {
     /// so far, `ev_end - events.len()` those of calls every replay has taken.
     events: VecDeque<Event>,
     ev_end: u64,
+    /// The events of the call read last, when its replay takes it at once.
+    made: Vec<Event>,
     /// Per replay: the number of the next call it takes; whether it still reads.
     pos: Vec<u64>,
     active: Vec<bool>,
@@ -498,6 +500,7 @@ impl Reader {
             held: Held::default(),
             base: 0,
             events: VecDeque::new(),
+            made: Vec::new(),
             ev_end: 0,
             pos: vec![0; n],
             active: vec![true; n],
@@ -514,7 +517,7 @@ impl Reader {
         let at = (self.pos[k] - self.base) as usize;
         if at == self.held.len() {
             let holders = self.pos.len();
-            self.read(holders, |held, _, call, planned, fixed| {
+            self.read(holders, false, |held, _, call, planned, fixed| {
                 // Written in place, field by field (a `Read` built and moved in was a
                 // copy through the stack, and the call's another).
                 let h = held.push();
@@ -529,13 +532,16 @@ impl Reader {
     }
 
     /// Reads and plans the next call of the run, held by `holders` replays, and gives it to
-    /// `keep` where the run's reader holds it (with the held calls and the events, its own
-    /// last); None at the end of the run (or at a read error, kept in `err`).
+    /// `keep` where the run's reader holds it, with the held calls; its events go to the
+    /// held calls' queue, or, for a replay that takes the call at once (`direct`), to
+    /// `keep` (a slice, not queued and let go again); None at the end of the run (or at a
+    /// read error, kept in `err`).
     #[inline(always)]
     fn read<R>(
         &mut self,
         holders: usize,
-        keep: impl FnOnce(&mut Held, &VecDeque<Event>, &mut Call, &Planned, &Fixed) -> R,
+        direct: bool,
+        keep: impl FnOnce(&mut Held, &[Event], &mut Call, &Planned, &Fixed) -> R,
     ) -> Option<R> {
         if self.eof {
             return None;
@@ -553,8 +559,14 @@ impl Reader {
                     msg: self.msg_slots.next(),
                 };
                 let events = &mut self.events;
+                let made = &mut self.made;
+                made.clear();
                 let before = events.len();
-                let planned = self.online.record(ri, call, slots, |e| events.push_back(e));
+                let planned = if direct {
+                    self.online.record(ri, call, slots, |e| made.push(e))
+                } else {
+                    self.online.record(ri, call, slots, |e| events.push_back(e))
+                };
                 let n = events.len() - before;
                 let msg_slot = if planned.msg.is_some() {
                     self.msg_slots.take(holders)
@@ -582,7 +594,7 @@ impl Reader {
                     slot,
                     msg_slot,
                 };
-                let kept = keep(&mut self.held, &self.events, call, &planned, &fixed);
+                let kept = keep(&mut self.held, &self.made, call, &planned, &fixed);
                 self.order.advance();
                 Some(kept)
             }
@@ -619,14 +631,10 @@ impl Reader {
         }
     }
 
-    /// Replay `k`, the only one, took the call it read itself (never held), which made
-    /// `events` events.
-    fn took_direct(&mut self, k: usize, events: u32) {
+    /// Replay `k`, the only one, took the call it read itself (never held).
+    fn took_direct(&mut self, k: usize) {
         self.pos[k] += 1;
         self.base += 1;
-        for _ in 0..events {
-            self.events.pop_front();
-        }
     }
 
     /// Replay `k` reads no more.
@@ -956,17 +964,15 @@ impl<'a> Window<'a> {
             // The only replay: it takes the call where the run's reader holds it, not
             // through the held calls (a copy of each call, and its events queued and let go
             // again, for no other replay to take).
-            let taken = rd.read(1, |_, events, call, planned, fixed| {
-                let from = events.len() - fixed.events as usize;
-                let more = self.take(call, planned, fixed, events.range(from..));
-                (more, fixed.events)
+            let taken = rd.read(1, true, |_, events, call, planned, fixed| {
+                self.take(call, planned, fixed, events.iter())
             });
-            let Some((more, events)) = taken else {
+            let Some(more) = taken else {
                 drop(rd);
                 self.end_of_run();
                 return false;
             };
-            rd.took_direct(self.side, events);
+            rd.took_direct(self.side);
             return more;
         }
         let at = rd.next(self.side);
