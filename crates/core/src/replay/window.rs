@@ -377,9 +377,12 @@ struct Reader {
     /// Calls read that some replay has not taken, the first numbered `base`.
     held: Held,
     base: u64,
-    /// The events of the held calls, in their order; `ev_end`: the number of events made
-    /// so far, `ev_end - events.len()` those of calls every replay has taken.
-    events: VecDeque<Event>,
+    /// The events of the held calls, in their order, from `events[ev_head]` on (those
+    /// before it are of calls every replay has taken, let go in batches: a call's events
+    /// are then one slice, which iterates faster than a range of a `VecDeque`); `ev_end`:
+    /// the number of events made so far.
+    events: Vec<Event>,
+    ev_head: usize,
     ev_end: u64,
     /// The events of the call read last, when its replay takes it at once.
     made: Vec<Event>,
@@ -499,7 +502,8 @@ impl Reader {
             conns: Conns::default(),
             held: Held::default(),
             base: 0,
-            events: VecDeque::new(),
+            events: Vec::new(),
+            ev_head: 0,
             made: Vec::new(),
             ev_end: 0,
             pos: vec![0; n],
@@ -565,7 +569,7 @@ impl Reader {
                 let planned = if direct {
                     self.online.record(ri, call, slots, |e| made.push(e))
                 } else {
-                    self.online.record(ri, call, slots, |e| events.push_back(e))
+                    self.online.record(ri, call, slots, |e| events.push(e))
                 };
                 let n = events.len() - before;
                 let msg_slot = if planned.msg.is_some() {
@@ -611,15 +615,15 @@ impl Reader {
     }
 
     /// The events of held call `at` (its index in `held`), in order.
-    fn events_of(&self, at: usize) -> std::collections::vec_deque::Iter<'_, Event> {
+    fn events_of(&self, at: usize) -> &[Event] {
         let r = self.held.get(at);
         self.events_at(&r.fixed)
     }
 
     /// The events of a call read, `f` its [`Fixed`], in order.
-    fn events_at(&self, f: &Fixed) -> std::collections::vec_deque::Iter<'_, Event> {
+    fn events_at(&self, f: &Fixed) -> &[Event] {
         let from = (f.ev_from - (self.ev_end - self.events.len() as u64)) as usize;
-        self.events.range(from..from + f.events as usize)
+        &self.events[from..from + f.events as usize]
     }
 
     /// Replay `k` took its next call.
@@ -652,11 +656,17 @@ impl Reader {
         while self.base < low
             && let Some(events) = self.held.pop_front()
         {
-            // (Popped one by one: a drain of one or two costs more.)
-            for _ in 0..events {
-                self.events.pop_front();
-            }
+            self.ev_head += events as usize;
             self.base += 1;
+        }
+        // The events let go leave once they are all the events or half of them (each is
+        // moved at most once a time as many events have been made).
+        if self.ev_head == self.events.len() {
+            self.events.clear();
+            self.ev_head = 0;
+        } else if self.ev_head >= 1024 && 2 * self.ev_head >= self.events.len() {
+            self.events.drain(..self.ev_head);
+            self.ev_head = 0;
         }
     }
 
@@ -984,7 +994,7 @@ impl<'a> Window<'a> {
         let more = {
             let rd = reader.borrow();
             let h = rd.held.get(at);
-            self.take(&h.call, &h.planned, &h.fixed, rd.events_of(at))
+            self.take(&h.call, &h.planned, &h.fixed, rd.events_of(at).iter())
         };
         let mut rd = reader.borrow_mut();
         rd.took(self.side);
