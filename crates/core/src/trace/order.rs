@@ -188,7 +188,10 @@ const BLOCK: usize = 32;
 /// can give two entries one instant: those of one instant are put by record number).
 #[derive(Default)]
 struct Ahead {
-    calls: VecDeque<(i64, Call)>,
+    /// From `calls[head]` on (a `Vec` read from its head: a `VecDeque`'s wrap-around cost
+    /// at every call; those taken leave when the next block is read).
+    calls: Vec<(i64, Call)>,
+    head: usize,
     /// The first `ready` calls are final: those before the last instant read, whose later
     /// calls may come in the next block (all, at the end of the spool).
     ready: usize,
@@ -201,12 +204,12 @@ impl Ahead {
     /// Reads on from `reader` until a call is ready or the spool ends (called when none
     /// is: the calls held are those of one instant, left open).
     fn fill(&mut self, reader: &mut CallOrder, meta: &RankMeta) {
+        self.calls.drain(..self.head);
+        self.head = 0;
         while self.ready == 0 && !self.done {
             for _ in 0..BLOCK {
                 match reader.next_call() {
-                    Ok(Some(c)) => self
-                        .calls
-                        .push_back((meta.to_global_ns(c.record.t_start), c)),
+                    Ok(Some(c)) => self.calls.push((meta.to_global_ns(c.record.t_start), c)),
                     Ok(None) => {
                         self.done = true;
                         break;
@@ -243,14 +246,38 @@ impl Ahead {
             while j < self.ready && self.calls[j].0 == at {
                 j += 1;
             }
-            self.calls.make_contiguous()[k..j].sort_by_key(|c| c.1.rec);
+            self.calls[k..j].sort_by_key(|c| c.1.rec);
             k = j;
         }
     }
 
     /// The instant of its next ready call.
     fn next_at(&self) -> Option<i64> {
-        (self.ready > 0).then(|| self.calls[0].0)
+        (self.ready > 0).then(|| self.calls[self.head].0)
+    }
+
+    /// The next ready call.
+    #[inline]
+    fn front_mut(&mut self) -> Option<&mut (i64, Call)> {
+        self.calls.get_mut(self.head)
+    }
+
+    /// Takes the next ready call out (its entry left blank).
+    fn pop_front(&mut self) -> Option<(i64, Call)> {
+        let blank = Call {
+            rec: 0,
+            record: Record::default(),
+            arcs: None,
+        };
+        let c = std::mem::replace(self.calls.get_mut(self.head)?, (0, blank));
+        self.head += 1;
+        Some(c)
+    }
+
+    /// Lets the next ready call go.
+    #[inline]
+    fn skip(&mut self) {
+        self.head = (self.head + 1).min(self.calls.len());
     }
 }
 
@@ -345,7 +372,6 @@ impl RunOrder {
             return Ok(None);
         };
         let (_, c) = self.ahead[ri]
-            .calls
             .pop_front()
             .expect("a rank in the heap has calls ready");
         self.step(at, ri);
@@ -366,7 +392,6 @@ impl RunOrder {
         };
         let (at, ri) = instant_of(k);
         let call = &mut self.ahead[ri]
-            .calls
             .front_mut()
             .expect("a rank in the heap has calls ready")
             .1;
@@ -385,7 +410,7 @@ impl RunOrder {
             return;
         };
         let (at, ri) = instant_of(k);
-        self.ahead[ri].calls.pop_front();
+        self.ahead[ri].skip();
         self.step(at, ri);
     }
 
