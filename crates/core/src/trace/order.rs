@@ -188,7 +188,10 @@ const BLOCK: usize = 32;
 /// can give two entries one instant: those of one instant are put by record number).
 #[derive(Default)]
 struct Ahead {
-    calls: VecDeque<(i64, Call)>,
+    /// From `calls[head]` on (a `Vec` read from its head: a `VecDeque`'s wrap-around cost
+    /// at every call; those taken leave when the next block is read).
+    calls: Vec<(i64, Call)>,
+    head: usize,
     /// The first `ready` calls are final: those before the last instant read, whose later
     /// calls may come in the next block (all, at the end of the spool).
     ready: usize,
@@ -201,12 +204,12 @@ impl Ahead {
     /// Reads on from `reader` until a call is ready or the spool ends (called when none
     /// is: the calls held are those of one instant, left open).
     fn fill(&mut self, reader: &mut CallOrder, meta: &RankMeta) {
+        self.calls.drain(..self.head);
+        self.head = 0;
         while self.ready == 0 && !self.done {
             for _ in 0..BLOCK {
                 match reader.next_call() {
-                    Ok(Some(c)) => self
-                        .calls
-                        .push_back((meta.to_global_ns(c.record.t_start), c)),
+                    Ok(Some(c)) => self.calls.push((meta.to_global_ns(c.record.t_start), c)),
                     Ok(None) => {
                         self.done = true;
                         break;
@@ -243,14 +246,38 @@ impl Ahead {
             while j < self.ready && self.calls[j].0 == at {
                 j += 1;
             }
-            self.calls.make_contiguous()[k..j].sort_by_key(|c| c.1.rec);
+            self.calls[k..j].sort_by_key(|c| c.1.rec);
             k = j;
         }
     }
 
     /// The instant of its next ready call.
     fn next_at(&self) -> Option<i64> {
-        (self.ready > 0).then(|| self.calls[0].0)
+        (self.ready > 0).then(|| self.calls[self.head].0)
+    }
+
+    /// The next ready call.
+    #[inline]
+    fn front_mut(&mut self) -> Option<&mut (i64, Call)> {
+        self.calls.get_mut(self.head)
+    }
+
+    /// Takes the next ready call out (its entry left blank).
+    fn pop_front(&mut self) -> Option<(i64, Call)> {
+        let blank = Call {
+            rec: 0,
+            record: Record::default(),
+            arcs: None,
+        };
+        let c = std::mem::replace(self.calls.get_mut(self.head)?, (0, blank));
+        self.head += 1;
+        Some(c)
+    }
+
+    /// Lets the next ready call go.
+    #[inline]
+    fn skip(&mut self) {
+        self.head = (self.head + 1).min(self.calls.len());
     }
 }
 
@@ -345,7 +372,6 @@ impl RunOrder {
             return Ok(None);
         };
         let (_, c) = self.ahead[ri]
-            .calls
             .pop_front()
             .expect("a rank in the heap has calls ready");
         self.step(at, ri);
@@ -366,7 +392,6 @@ impl RunOrder {
         };
         let (at, ri) = instant_of(k);
         let call = &mut self.ahead[ri]
-            .calls
             .front_mut()
             .expect("a rank in the heap has calls ready")
             .1;
@@ -385,7 +410,7 @@ impl RunOrder {
             return;
         };
         let (at, ri) = instant_of(k);
-        self.ahead[ri].calls.pop_front();
+        self.ahead[ri].skip();
         self.step(at, ri);
     }
 
@@ -437,34 +462,46 @@ fn fits(
     threads: &mut Vec<Thread>,
     in_order: &mut bool,
 ) -> Result<bool, Error> {
-    let mut heap: Reorder<()> = Reorder::default();
-    let mut last = None;
     threads.clear();
-    loop {
-        let more = records.next()?;
-        if let Some((k, r)) = &more
-            && k.1
-        {
-            match threads.binary_search_by_key(&r.thread, |t| t.thread) {
-                Ok(i) => {
-                    let t = &mut threads[i];
-                    t.calls += 1;
-                    t.first_start = t.first_start.min(r.t_start);
-                }
-                Err(i) => threads.insert(
-                    i,
-                    Thread {
-                        thread: r.thread,
-                        calls: 1,
-                        first_start: r.t_start,
-                    },
-                ),
-            }
+    let mut counted = 0;
+    // While the records come in order, the buffer holds their last `window` keys and gives
+    // each back unchanged: they are kept in a ring instead (most spools are in order to
+    // the end; the buffer's work was half of this pass), and the buffer is built from the
+    // ring only if a record comes out of order.
+    debug_assert!(window.is_power_of_two());
+    let mut ring: Vec<Key> = vec![(0, false, 0); window];
+    let (mut n, mut prev, mut last) = (0usize, None::<Key>, None::<Key>);
+    let first = loop {
+        let Some((k, r)) = records.next()? else {
+            return Ok(true);
+        };
+        if k.1 {
+            count_thread(threads, &mut counted, &r);
         }
+        if prev.is_some_and(|p| k < p) {
+            break (k, r);
+        }
+        prev = Some(k);
+        // The key `window` places back leaves the buffer now (the original `pop`).
+        let slot = &mut ring[n & (window - 1)];
+        if n >= window {
+            last = Some(*slot);
+        }
+        *slot = k;
+        n += 1;
+    };
+    *in_order = false;
+    let mut heap: Reorder<()> = Reorder::default();
+    for j in n.saturating_sub(window)..n {
+        heap.push(ring[j & (window - 1)], ());
+    }
+    drop(ring);
+    let mut more = Some(first);
+    loop {
         if let Some((k, _)) = more {
-            *in_order &= heap.run.back().is_none_or(|b| b.0 <= k) && heap.late.is_empty();
             heap.push(k, ());
             if heap.len() <= window {
+                more = next_counted(records, threads, &mut counted)?;
                 continue;
             }
         }
@@ -475,6 +512,56 @@ fn fits(
             return Ok(false);
         }
         last = Some(k);
+        if more.is_some() {
+            more = next_counted(records, threads, &mut counted)?;
+        }
+    }
+}
+
+/// The next record of `records`, its thread counted if it is a call.
+fn next_counted(
+    records: &mut Records,
+    threads: &mut Vec<Thread>,
+    counted: &mut usize,
+) -> Result<Option<(Key, Record)>, Error> {
+    let more = records.next()?;
+    if let Some((k, r)) = &more
+        && k.1
+    {
+        count_thread(threads, counted, r);
+    }
+    Ok(more)
+}
+
+/// Counts call record `r` in its thread's entry of `threads` (by number); `at`: the entry
+/// last counted, most often the same thread's.
+#[inline]
+fn count_thread(threads: &mut Vec<Thread>, at: &mut usize, r: &Record) {
+    if let Some(t) = threads.get_mut(*at)
+        && t.thread == r.thread
+    {
+        t.calls += 1;
+        t.first_start = t.first_start.min(r.t_start);
+        return;
+    }
+    match threads.binary_search_by_key(&r.thread, |t| t.thread) {
+        Ok(i) => {
+            let t = &mut threads[i];
+            t.calls += 1;
+            t.first_start = t.first_start.min(r.t_start);
+            *at = i;
+        }
+        Err(i) => {
+            threads.insert(
+                i,
+                Thread {
+                    thread: r.thread,
+                    calls: 1,
+                    first_start: r.t_start,
+                },
+            );
+            *at = i;
+        }
     }
 }
 
@@ -866,6 +953,136 @@ mod tests {
     /// run still being written) with records out of order: every record comes out once,
     /// those read before the first out of order as read, the later ones through the buffer
     /// turned on there (in order among themselves).
+    /// The buffer replayed on every record's key (the first pass before its ring): whether
+    /// a buffer of `window` records gives the spool in call order, its threads, and
+    /// whether every record came after the one before it.
+    fn fits_by_buffer(path: &Path, window: usize) -> (bool, Vec<Thread>, bool) {
+        let mut records = Records::open(path).unwrap();
+        let (mut heap, mut last, mut threads, mut in_order) =
+            (Reorder::<()>::default(), None, Vec::new(), true);
+        let mut at = usize::MAX;
+        loop {
+            let more = records.next().unwrap();
+            if let Some((k, r)) = &more
+                && k.1
+            {
+                count_thread(&mut threads, &mut at, r);
+            }
+            if let Some((k, _)) = more {
+                in_order &= heap.run.back().is_none_or(|b| b.0 <= k) && heap.late.is_empty();
+                heap.push(k, ());
+                if heap.len() <= window {
+                    continue;
+                }
+            }
+            let Some((k, ())) = heap.pop() else {
+                return (true, threads, in_order);
+            };
+            if last.is_some_and(|l| k < l) {
+                return (false, threads, in_order);
+            }
+            last = Some(k);
+        }
+    }
+
+    /// The first pass's ring (records in order kept as keys, the buffer built only when
+    /// one comes out of order) decides as the buffer replayed on every record: spools in
+    /// order, and out of order first at record 0 to 3,000 (before, at and after a window of
+    /// 1,024), displaced by less than, about and more than the window, two threads and
+    /// continuations among the calls.
+    #[test]
+    fn the_first_pass_decides_as_the_buffer_replayed_on_every_record() {
+        let dir = std::env::temp_dir().join(format!("pmpi-fits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = crate::trace::spool_path(&dir, 0);
+        let mut seed = 0x5eed_u64;
+        let mut rnd = |n: u64| {
+            seed = crate::replay::net::splitmix64(seed);
+            seed % n
+        };
+        let (mut failed, mut in_order, mut cases) = (0, 0, 0);
+        let mut check = |recs: &[Record]| {
+            crate::trace::write_spool(&dir, 0, recs).unwrap();
+            for window in [1024, 4096] {
+                let want = fits_by_buffer(&path, window);
+                let (mut threads, mut order) = (Vec::new(), true);
+                let got = fits(
+                    &mut Records::open(&path).unwrap(),
+                    window,
+                    &mut threads,
+                    &mut order,
+                )
+                .unwrap();
+                assert_eq!((got, threads, order), want, "window {window}");
+                failed += !got as u32;
+                in_order += order as u32;
+                cases += 1;
+            }
+        };
+        for first_late in [
+            None,
+            Some(0),
+            Some(1),
+            Some(1023),
+            Some(1024),
+            Some(1025),
+            Some(3000),
+        ] {
+            for shift in [1u64, 500, 1100, 4000] {
+                let n = 3_500 + rnd(500);
+                let mut recs: Vec<Record> = (0..n)
+                    .map(|i| Record {
+                        t_start: 1_000 + i * 10,
+                        t_end: 1_005 + i * 10,
+                        t_posted: 1_005 + i * 10,
+                        thread: (rnd(5) == 0) as u16,
+                        call: if rnd(9) == 0 {
+                            crate::trace::arcs::ARC_CALL
+                        } else {
+                            3
+                        },
+                        ..Default::default()
+                    })
+                    .collect();
+                if let Some(at) = first_late {
+                    // Records from `at` on entered up to `shift` records earlier, at random.
+                    for r in recs.iter_mut().skip(at as usize) {
+                        if rnd(3) == 0 {
+                            r.t_start = r.t_start.saturating_sub(10 * rnd(shift + 1)).max(1);
+                        }
+                    }
+                    if at > 0 {
+                        recs[at as usize].t_start = recs[at as usize - 1].t_start - 1;
+                    }
+                }
+                check(&recs);
+            }
+        }
+        // One record displaced by exactly the window and by one more: the first fits a
+        // buffer of 1,024, the second does not (the key the buffer let go last decides).
+        for d in [1024usize, 1025] {
+            let mut recs: Vec<Record> = (0..3000u64)
+                .map(|i| Record {
+                    t_start: 1_000 + i * 10,
+                    call: 3,
+                    ..Default::default()
+                })
+                .collect();
+            recs[2000].t_start = recs[2000 - d].t_start - 1;
+            check(&recs);
+        }
+        // Both answers, and spools in and out of order, were met.
+        assert!(
+            failed > 0 && failed < cases,
+            "{failed} of {cases} did not fit"
+        );
+        assert!(
+            in_order > 0 && in_order < cases,
+            "{in_order} of {cases} in order"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     #[test]
     fn a_spool_in_order_that_grows_out_of_order_turns_the_buffer_on() {
         use std::io::Write;
