@@ -661,19 +661,26 @@ impl Reader {
         }
         // The events let go leave once they are all the events or half of them (each is
         // moved at most once a time as many events have been made).
-        if self.ev_head == self.events.len() {
-            self.events.clear();
-            self.ev_head = 0;
-        } else if self.ev_head >= 1024 && 2 * self.ev_head >= self.events.len() {
-            self.events.drain(..self.ev_head);
-            self.ev_head = 0;
-        }
+        let_go(&mut self.events, &mut self.ev_head, 1024);
     }
 
     /// Replay `k` has read [`LEAD`] calls beyond another that still reads.
     fn ahead(&self, k: usize) -> bool {
         let me = self.pos[k];
         (0..self.pos.len()).any(|o| o != k && self.active[o] && me > self.pos[o] + LEAD)
+    }
+}
+
+/// Drops the items of `v` before `head` (those taken) once they are all of them, or at
+/// least `min` and half of them: each item is moved at most once per as many pushed.
+#[inline]
+fn let_go<T>(v: &mut Vec<T>, head: &mut usize, min: usize) {
+    if *head == v.len() {
+        v.clear();
+        *head = 0;
+    } else if *head >= min && 2 * *head >= v.len() {
+        v.drain(..*head);
+        *head = 0;
     }
 }
 
@@ -689,13 +696,7 @@ struct Line {
 impl Line {
     #[inline]
     fn push(&mut self, g: u32) {
-        if self.head == self.v.len() {
-            self.v.clear();
-            self.head = 0;
-        } else if self.head >= 64 && 2 * self.head >= self.v.len() {
-            self.v.drain(..self.head);
-            self.head = 0;
-        }
+        let_go(&mut self.v, &mut self.head, 64);
         self.v.push(g);
     }
 
