@@ -141,17 +141,14 @@ pub fn render(p: &Profile, title: &str) -> String {
             }
         );
     }
-    for (name, h) in [
-        ("inter-node", p.hockney.inter),
-        ("intra-node", p.hockney.intra),
-    ] {
-        if h.burst > 0.0 {
-            let _ = writeln!(
-                o,
-                "  {name} burst allowance {:.0} B: a message up to it crosses in alpha alone (a shaper's token bucket)",
-                h.burst
-            );
-        }
+    // Only between nodes: the replay keeps token buckets on the nodes' network ports, and
+    // a burst in `hockney.intra` would be ignored.
+    if p.hockney.inter.burst > 0.0 {
+        let _ = writeln!(
+            o,
+            "  inter-node burst allowance {:.0} B: a message up to it crosses in alpha alone (a shaper's token bucket)",
+            p.hockney.inter.burst
+        );
     }
     let _ = writeln!(o);
     let errs = rget(&["penalty", "mean_abs_rel_error_pct"]);
