@@ -1140,6 +1140,54 @@ fn messages_on_one_connection_leave_in_order_and_do_not_share_the_port() {
     assert!(p.sim.arcs.iter().all(|&(_, pen)| close(pen, 1.0)));
 }
 
+#[test]
+fn a_train_of_eager_messages_overlaps_its_latencies_on_one_connection() {
+    // α = 1 s, β = 1 ms/B: a 100-B message alone takes 1.1 s. Three sent 0.2 s apart on
+    // one connection each leave when the one before has left (0.1 s of bytes), not when
+    // it has arrived: they arrive at 1.1, 1.3 and 1.5 s, where queued for whole lone
+    // times they would arrive at 1.1, 2.2 and 3.3 s. Above the eager limit the
+    // handshake keeps them whole.
+    let ms = S / 1000;
+    let sender = vec![
+        isend(1, 100, 0, 0),
+        isend(1, 100, 200 * ms, 200 * ms),
+        isend(1, 100, 400 * ms, 400 * ms),
+    ];
+    let receiver = vec![
+        recv_rec(call::MPI_Recv, 0, 100, 0, 1100 * ms),
+        recv_rec(call::MPI_Recv, 0, 100, 1100 * ms, 1300 * ms),
+        recv_rec(call::MPI_Recv, 0, 100, 1300 * ms, 1500 * ms),
+    ];
+    let r = run(vec![
+        rank(0, "a", 0, sender, 2),
+        rank(1, "b", 0, receiver, 2),
+    ]);
+    let mut prof = profile();
+    prof.hockney.inter = Hockney::new(1.0, 1e-3).unwrap();
+    for (eager, want) in [(65536, [1.1, 1.3, 1.5]), (64, [1.1, 2.2, 3.3])] {
+        prof.eager = Some(Eager {
+            inter: Some(eager),
+            intra: Some(4096),
+            source: EagerSource::MpiT,
+        });
+        for model in [None, Some("none")] {
+            let p = predict_run(&r, &prof, model).unwrap();
+            let mut got: Vec<f64> = p.inter.iter().map(|&f| p.flow_end[f]).collect();
+            got.sort_by(f64::total_cmp);
+            assert_eq!(got.len(), 3, "{got:?}");
+            assert!(
+                got.iter().zip(want).all(|(&g, w)| (g - w).abs() < 1e-6),
+                "eager limit {eager}, {model:?}: {got:?}"
+            );
+            assert!(
+                p.calls[1].iter().all(|c| c.contention == 0.0),
+                "{:?}",
+                p.calls[1]
+            );
+        }
+    }
+}
+
 // What-if replay: the same trace under other conditions.
 
 fn conditions(names: &[&str]) -> Conditions {

@@ -1990,7 +1990,15 @@ impl<'a, S: Store> Engine<'a, S> {
     /// Puts message `m` on the network now.
     fn launch(&mut self, m: u32) {
         let msg = self.s.msg(m);
-        let tref = self.lone_time(&msg);
+        let mut tref = self.lone_time(&msg);
+        if !msg.rendezvous {
+            // Queued behind the message before it on its connection, an eager message
+            // could leave as soon as that one's bytes had: its latency overlaps the other's
+            // (TCP pipelines a train of small messages; ABySS sends them 7 µs apart, a
+            // latency of 14 µs). A rendezvous message's data waits for its handshake.
+            let queued = self.net.now() - self.s.msg_time(m, MsgTime::Matched);
+            tref -= queued.clamp(0.0, self.p2p.hockney(msg.src_node, msg.dst_node).alpha);
+        }
         self.s.set_msg_time(m, MsgTime::Tref, tref);
         self.s.set_msg_time(m, MsgTime::FlowStart, self.net.now());
         let owner = self.s.flow_owner(m);
