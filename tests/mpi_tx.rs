@@ -173,6 +173,36 @@ fn sub_communicators_translate_to_world_ranks() {
 }
 
 #[test]
+fn sends_never_completed_are_recorded_at_finalize() {
+    let p = run_pair("tx_unfinished", 2, &[]);
+    let rows = read_calls(&p.out);
+    // The three sends rank 0 never tested are in the trace (incomplete at MPI_Finalize),
+    // so rank 1's receives match them and every row is predicted.
+    let mut sends = cols(&rows_of(&rows, 0, "MPI_Isend"), &["peer", "tag", "bytes"]);
+    sends.sort();
+    assert_eq!(
+        sends,
+        [
+            ["1", "40", "2048"],
+            ["1", "41", "2048"],
+            ["1", "42", "2048"]
+        ]
+    );
+    assert_eq!(rows_of(&rows, 1, "MPI_Recv").len(), 3);
+    assert!(
+        rows.iter().all(|r| r["reason"].is_empty()),
+        "{:?}",
+        rows.iter()
+            .filter(|r| !r["reason"].is_empty())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        summary(&p.out)["prediction"]["not_predicted"],
+        serde_json::json!({})
+    );
+}
+
+#[test]
 fn request_arrays_with_inactive_entries() {
     let p = run_pair("tx_requests", 2, &[]);
     let rows = read_calls(&p.out);

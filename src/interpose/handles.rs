@@ -824,6 +824,26 @@ impl RequestTable {
         None
     }
 
+    /// Removes and returns every entry (at MPI_Finalize, when no other thread uses the
+    /// table).
+    fn drain(&self) -> Vec<Pending> {
+        let mut out = Vec::new();
+        for slot in self.slots.iter() {
+            let sk = slot.key.load(Ordering::Acquire);
+            if sk > TOMB
+                && slot
+                    .key
+                    .compare_exchange(sk, BUSY, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // SAFETY: we own the slot while its key is BUSY.
+                out.push(unsafe { *slot.op.get() });
+                slot.key.store(TOMB, Ordering::Release);
+            }
+        }
+        out
+    }
+
     /// Sets the entry under `req`, replacing any (a handle MPI reused after a free the
     /// layer did not see).
     fn set(&self, req: usize, op: Pending) {
@@ -898,6 +918,12 @@ pub fn learn_shared_request(req: usize) {
 #[inline]
 pub fn take(req: usize) -> Option<Pending> {
     REQUESTS.get()?.lookup(req, true)
+}
+
+/// Removes and returns every operation still pending (posted, never completed through a
+/// call the layer saw), at MPI_Finalize.
+pub fn drain_pending() -> Vec<Pending> {
+    REQUESTS.get().map_or_else(Vec::new, |t| t.drain())
 }
 
 /// Remembers what each start of persistent request `req` communicates.

@@ -42,8 +42,8 @@ pub(crate) static RANK: AtomicI32 = AtomicI32::new(-1);
 /// Prints one line on stderr, prefixed with the rank when it is not rank 0.
 pub(crate) fn say(msg: &str) {
     match RANK.load(Ordering::Relaxed) {
-        r if r > 0 => eprintln!("pmpi-predict (rank {r}): {msg}"),
-        _ => eprintln!("pmpi-predict: {msg}"),
+        r if r > 0 => pmpi_core::say_line!("pmpi-predict (rank {r}): {msg}"),
+        _ => pmpi_core::say_line!("pmpi-predict: {msg}"),
     }
 }
 

@@ -261,7 +261,7 @@ fn start_inner() -> Result<(), String> {
         Ok(sp) => {
             if rank == 0 && !run.cfg.quiet {
                 let opts = crate::report::ReportOptions::from_env();
-                eprintln!("{}", crate::report::banner_init(&opts, size, &dir));
+                pmpi_core::say_line!("{}", crate::report::banner_init(&opts, size, &dir));
             }
             run.spooler = Some(sp);
             run.dir = Some(dir);
@@ -450,6 +450,7 @@ fn finish() {
     let Some(mut run) = RUN.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return;
     };
+    let _ = super::hook::record_unfinished(crate::topo::clock::now_ns());
     // Calls made from here on (other threads, the layer's own) are not recorded.
     STATE.store(PASS, Ordering::Release);
     let clock = sync_clock(run.comm, run.rank, run.size, run.cfg.clock_rounds);
@@ -478,13 +479,13 @@ fn finish() {
         let (got, problems) =
             super::gather::gather_to_root(run.comm, run.rank, run.size, dir.as_deref());
         if !got.is_empty() && !run.cfg.quiet {
-            eprintln!(
+            pmpi_core::say_line!(
                 "pmpi-predict: gathered the spools of {} ranks from node-local directories",
                 got.len()
             );
         }
         for p in problems {
-            eprintln!("pmpi-predict: {p}");
+            pmpi_core::say_line!("pmpi-predict: {p}");
         }
     }
     if let (0, 1, Some(dir)) = (run.rank, report, dir) {
@@ -492,7 +493,7 @@ fn finish() {
         let limit = run.cfg.report_max_mb.saturating_mul(1 << 20);
         if spooled > limit {
             // Analysing a very large trace here would hold the whole job at MPI_Finalize.
-            eprintln!(
+            pmpi_core::say_line!(
                 "pmpi-predict: {} MB of records exceed PMPI_PREDICT_REPORT_MAX_MB={}; no report at MPI_Finalize, run: pmpi-predict analyze {}",
                 spooled >> 20,
                 run.cfg.report_max_mb,
@@ -503,13 +504,13 @@ fn finish() {
             match crate::report::write_report(&dir) {
                 Ok(s) => {
                     if !run.cfg.quiet {
-                        eprintln!(
+                        pmpi_core::say_line!(
                             "{}",
                             crate::report::banner_finalize(&s, t0.elapsed().as_secs_f64(), &dir)
                         );
                     }
                 }
-                Err(e) => eprintln!(
+                Err(e) => pmpi_core::say_line!(
                     "pmpi-predict: cannot write the report in {}: {e}",
                     dir.display()
                 ),

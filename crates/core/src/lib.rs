@@ -20,3 +20,22 @@ pub mod wrapspec;
 
 #[cfg(test)]
 mod testing;
+
+/// Writes one line to stderr in a single `write` (`eprintln!` writes the text and its
+/// newline separately, and `mpirun` interleaves what its ranks write between the two:
+/// Ray's output landed in the middle of the layer's banner).
+#[doc(hidden)]
+pub fn stderr_line(msg: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut s = msg.to_string();
+    s.push('\n');
+    let _ = std::io::stderr().write_all(s.as_bytes());
+}
+
+/// [`eprintln!`] as one write: see [`stderr_line`].
+#[macro_export]
+macro_rules! say_line {
+    ($($arg:tt)*) => {
+        $crate::stderr_line(format_args!($($arg)*))
+    };
+}

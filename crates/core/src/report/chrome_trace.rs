@@ -1123,7 +1123,7 @@ impl TraceWriter {
         let s = &plan.sampling;
         let (n, kept_calls, sampled) = (s.total_calls, s.kept_calls, s.sampled());
         if sampled {
-            eprintln!(
+            crate::say_line!(
                 "pmpi-predict: trace.json would be {:.1} MB, above the cap of {:.1} MB (PMPI_PREDICT_TRACE_MAX_MB): kept {kept_calls} of {n} calls ({} of {WINDOWS} time windows; see otherData)",
                 s.would_be as f64 / 1e6,
                 plan.max_bytes as f64 / 1e6,

@@ -358,8 +358,8 @@ pub fn write_html(
 pub fn guarded(what: &Path, f: &dyn Fn() -> Result<(), Error>) {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => eprintln!("pmpi-predict: {e}; {} not written", what.display()),
-        Err(_) => eprintln!(
+        Ok(Err(e)) => crate::say_line!("pmpi-predict: {e}; {} not written", what.display()),
+        Err(_) => crate::say_line!(
             "pmpi-predict: internal error while writing {}; the rest of the report is written",
             what.display()
         ),

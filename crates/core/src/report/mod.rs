@@ -64,7 +64,7 @@ impl ReportOptions {
             Ok(a) => Ok(a),
             Err(e) if self.strict => Err(Error::Input(e)),
             Err(e) => {
-                eprintln!(
+                crate::say_line!(
                     "pmpi-predict: {e} (PMPI_PREDICT_BCAST/PMPI_PREDICT_SCATTER); assuming Open MPI's algorithms"
                 );
                 Ok(predict::Assumptions::default())
@@ -80,7 +80,7 @@ impl ReportOptions {
                 Ok(pr) => (pr, p.display().to_string()),
                 Err(e) if self.strict => return Err(e),
                 Err(e) => {
-                    eprintln!(
+                    crate::say_line!(
                         "pmpi-predict: {e} (PMPI_PREDICT_PROFILE); using the built-in default profile"
                     );
                     (Profile::builtin_default(), "builtin-default".to_string())
@@ -94,7 +94,7 @@ impl ReportOptions {
                 Ok(_) => Some(m.clone()),
                 Err(e) if self.strict => return Err(Error::Input(format!("--model {m}: {e}"))),
                 Err(e) => {
-                    eprintln!(
+                    crate::say_line!(
                         "pmpi-predict: PMPI_PREDICT_MODEL={m:?}: {e}; using the profile's model {}",
                         profile.penalty.model
                     );
@@ -276,7 +276,7 @@ pub fn write_report_sized(
     }
     let s = stream::write_report_streamed(dir, opts)?;
     if opts.print_hotspots {
-        eprintln!(
+        crate::say_line!(
             "pmpi-predict: {} MB of records analysed as they were read (bounded memory)",
             bytes >> 20
         );

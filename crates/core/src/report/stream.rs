@@ -150,7 +150,8 @@ fn write_with(
     // written), one more at the end writes the kept ones (docs/reports.md). A failure
     // there is one stderr line, never the report's.
     let tj_path = dir.join("trace.json");
-    let not_written = |e: Error| eprintln!("pmpi-predict: {e}; {} not written", tj_path.display());
+    let not_written =
+        |e: Error| crate::say_line!("pmpi-predict: {e}; {} not written", tj_path.display());
     let mut tj = if trace_max_bytes > 0 {
         TraceExtent::read(dir, &shell)
             .map(|extent| TraceCount::new(&shell, extent))
