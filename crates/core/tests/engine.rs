@@ -1188,6 +1188,38 @@ fn a_train_of_eager_messages_overlaps_its_latencies_on_one_connection() {
     }
 }
 
+#[test]
+fn a_receive_entered_after_its_eager_message_arrived_only_copies_it() {
+    // α = 1 s: a 100-B message sent at 0 arrives at 1.1 s; the receive overhead from
+    // Hockney is α/4 = 0.25 s. Entered at 0.5 s, the receive ends at the arrival (0.6 s);
+    // entered at 3 s, after it, it copies 100 B at memory speed (intra-node β) instead of
+    // paying the overhead again: the call that found the message had paid it.
+    let ms = S / 1000;
+    let mut prof = profile();
+    prof.hockney.inter = Hockney::new(1.0, 1e-3).unwrap();
+    prof.eager = Some(Eager {
+        inter: Some(65536),
+        intra: Some(4096),
+        source: EagerSource::MpiT,
+    });
+    let copy = 100.0 * prof.hockney.intra.beta;
+    for (entry, want) in [(500 * ms, 0.6), (3000 * ms, copy)] {
+        let r = run(vec![
+            rank(0, "a", 0, vec![isend(1, 100, 0, 0)], 2),
+            rank(
+                1,
+                "b",
+                0,
+                vec![recv_rec(call::MPI_Recv, 0, 100, entry, entry + ms)],
+                2,
+            ),
+        ]);
+        let p = predict_run(&r, &prof, None).unwrap();
+        let got = p.calls[1][0].predicted.unwrap();
+        assert!((got - want).abs() < 1e-9, "entered at {entry} ns: {got}");
+    }
+}
+
 // What-if replay: the same trace under other conditions.
 
 fn conditions(names: &[&str]) -> Conditions {
