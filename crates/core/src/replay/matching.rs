@@ -18,25 +18,53 @@ use std::hash::Hash;
 /// k-th item of side B (MPI's non-overtaking rule: sends and receives per (source,
 /// destination, tag)), whichever side comes first.
 pub struct Fifo<K, A, B> {
-    /// Per channel, the items of the side that came first and are not matched yet (the
-    /// other side's queue is empty). Channels are kept once seen: they are bounded by the
-    /// ranks and tags, not by the run's length, and dropping an empty one would cost a
-    /// queue allocation per message.
-    waiting: FxMap<K, (VecDeque<A>, VecDeque<B>)>,
+    /// Per channel, its number in `chans`. Channels are kept once seen: they are bounded
+    /// by the ranks and tags, not by the run's length, and dropping an empty one would
+    /// cost a queue allocation per message.
+    index: FxMap<K, u32>,
+    /// Per channel number, the items of the side that came first and are not matched yet
+    /// (the other side's queue is empty). (Numbered, so that a caller who knows the
+    /// channel a record uses, as most records use their rank's previous one, skips the
+    /// hash: [`Fifo::channel`], [`Fifo::a_in`], [`Fifo::b_in`].)
+    chans: Vec<(VecDeque<A>, VecDeque<B>)>,
 }
 
 impl<K, A, B> Default for Fifo<K, A, B> {
     fn default() -> Self {
         Fifo {
-            waiting: FxMap::default(),
+            index: FxMap::default(),
+            chans: Vec::new(),
         }
     }
 }
 
 impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
+    /// The number of channel `k` (made when first seen; numbers never change).
+    pub fn channel(&mut self, k: K) -> u32 {
+        let next = self.chans.len() as u32;
+        let c = *self.index.entry(k).or_insert(next);
+        if c == next {
+            self.chans.push((VecDeque::new(), VecDeque::new()));
+        }
+        c
+    }
+
     /// Item `a` of side A on channel `k`: the B it matches, if one waits; else `a` waits.
     pub fn a(&mut self, k: K, a: A) -> Option<B> {
-        let (qa, qb) = self.waiting.entry(k).or_default();
+        let c = self.channel(k);
+        self.a_in(c, a)
+    }
+
+    /// Item `b` of side B on channel `k`: the A it matches, if one waits; else `b` waits.
+    pub fn b(&mut self, k: K, b: B) -> Option<A> {
+        let c = self.channel(k);
+        self.b_in(c, b)
+    }
+
+    /// [`Fifo::a`] on the channel numbered `c` ([`Fifo::channel`]).
+    #[inline]
+    pub fn a_in(&mut self, c: u32, a: A) -> Option<B> {
+        let (qa, qb) = &mut self.chans[c as usize];
         let b = qb.pop_front();
         if b.is_none() {
             qa.push_back(a);
@@ -44,9 +72,10 @@ impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
         b
     }
 
-    /// Item `b` of side B on channel `k`: the A it matches, if one waits; else `b` waits.
-    pub fn b(&mut self, k: K, b: B) -> Option<A> {
-        let (qa, qb) = self.waiting.entry(k).or_default();
+    /// [`Fifo::b`] on the channel numbered `c` ([`Fifo::channel`]).
+    #[inline]
+    pub fn b_in(&mut self, c: u32, b: B) -> Option<A> {
+        let (qa, qb) = &mut self.chans[c as usize];
         let a = qa.pop_front();
         if a.is_none() {
             qb.push_back(b);
@@ -56,7 +85,7 @@ impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
 
     /// Items waiting for their match (what the matching holds).
     pub fn waiting(&self) -> usize {
-        self.waiting.values().map(|(a, b)| a.len() + b.len()).sum()
+        self.chans.iter().map(|(a, b)| a.len() + b.len()).sum()
     }
 }
 
@@ -194,7 +223,12 @@ impl<P: Copy> Probes<P> {
 
     /// A receive on stream `s` from `peer` with tag `tag`: calls `found` with each waiting
     /// probe it answers, in call order, and forgets them.
+    #[inline]
     pub fn recv(&mut self, s: u32, peer: i32, tag: i32, mut found: impl FnMut(P)) {
+        // Most runs probe rarely: no hash while none waits.
+        if self.waiting.is_empty() {
+            return;
+        }
         let Some(w) = self.waiting.get_mut(&s) else {
             return;
         };
