@@ -175,7 +175,7 @@ pub struct RunOrder {
     /// Per rank: its calls read ahead, in a block ([`Ahead`]).
     ahead: Vec<Ahead>,
     /// The next instant of each rank with calls ready, as [`instant`] packs it.
-    heap: BinaryHeap<Reverse<u128>>,
+    merge: Merge,
     /// A rank's read error, given after the calls read before it.
     failed: Option<Error>,
 }
@@ -302,6 +302,77 @@ fn instant_of(k: u128) -> (i64, usize) {
     (((k >> 64) as u64 ^ 1 << 63) as i64, k as u64 as usize)
 }
 
+/// The ranks' next instants merged in a tournament tree of losers: the smallest key wins,
+/// and a rank whose key changes (always the winner's: the merge takes from it) replays
+/// only its path to the root, one comparison a level with the loser kept there (a binary
+/// heap's sift down made two a level). Keys are unique ([`instant`] holds the rank index).
+struct Merge {
+    /// Per leaf (rank index, padded to a power of two with [`Merge::NONE`]): its key, read
+    /// only by [`Merge::build`].
+    keys: Vec<u128>,
+    /// `nodes[i]`, `i >= 1`: the key and leaf that lost at inner node `i` (its children
+    /// `2i` and `2i + 1`; leaf `j` is node `leaves + j`); `win`: the winner's.
+    nodes: Vec<(u128, u32)>,
+    win: (u128, u32),
+}
+
+impl Merge {
+    /// The key of a rank without calls ready: above every [`instant`] (whose low word is a
+    /// rank index).
+    const NONE: u128 = u128::MAX;
+
+    /// `n` leaves, every key [`Merge::NONE`] until set in `keys` and [`Merge::build`] is
+    /// called.
+    fn new(n: usize) -> Merge {
+        let leaves = n.max(1).next_power_of_two();
+        Merge {
+            keys: vec![Merge::NONE; leaves],
+            nodes: vec![(Merge::NONE, 0); leaves],
+            win: (Merge::NONE, 0),
+        }
+    }
+
+    /// Plays every match from `keys`.
+    fn build(&mut self) {
+        self.win = self.winner(1);
+    }
+
+    /// The winner below node `i`, the losers kept on the way.
+    fn winner(&mut self, i: usize) -> (u128, u32) {
+        let leaves = self.keys.len();
+        if i >= leaves {
+            return (self.keys[i - leaves], (i - leaves) as u32);
+        }
+        let (a, b) = (self.winner(2 * i), self.winner(2 * i + 1));
+        let (w, l) = if a.0 <= b.0 { (a, b) } else { (b, a) };
+        self.nodes[i] = l;
+        w
+    }
+
+    /// The smallest key, if any rank has calls ready.
+    #[inline]
+    fn top(&self) -> Option<u128> {
+        (self.win.0 != Merge::NONE).then_some(self.win.0)
+    }
+
+    /// Leaf `j`, the winner, now has key `k`.
+    #[inline]
+    fn replace(&mut self, j: usize, k: u128) {
+        debug_assert_eq!(self.win.1 as usize, j);
+        let nodes = &mut self.nodes[..];
+        let mut w = (k, j as u32);
+        let mut i = (nodes.len() + j) / 2;
+        while i > 0 {
+            let n = &mut nodes[i];
+            if n.0 < w.0 {
+                std::mem::swap(n, &mut w);
+            }
+            i /= 2;
+        }
+        self.win = w;
+    }
+}
+
 impl RunOrder {
     /// Opens the run in `dir`.
     pub fn open(dir: &Path) -> Result<RunOrder, Error> {
@@ -315,7 +386,7 @@ impl RunOrder {
             metas,
             readers,
             ahead: (0..n).map(|_| Ahead::default()).collect(),
-            heap: BinaryHeap::new(),
+            merge: Merge::new(n),
             failed: None,
         };
         for ri in 0..n {
@@ -325,7 +396,7 @@ impl RunOrder {
                 None => a.done = true,
             }
             match a.next_at() {
-                Some(at) => o.heap.push(Reverse(instant(at, ri))),
+                Some(at) => o.merge.keys[ri] = instant(at, ri),
                 None => {
                     if let Some(e) = a.err.take() {
                         return Err(e);
@@ -333,6 +404,7 @@ impl RunOrder {
                 }
             }
         }
+        o.merge.build();
         Ok(o)
     }
 
@@ -373,7 +445,7 @@ impl RunOrder {
         };
         let (_, c) = self.ahead[ri]
             .pop_front()
-            .expect("a rank in the heap has calls ready");
+            .expect("a rank at the top of the merge has calls ready");
         self.step(at, ri);
         Ok(Some((at, ri, c)))
     }
@@ -387,13 +459,13 @@ impl RunOrder {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let Some(&Reverse(k)) = self.heap.peek() else {
+        let Some(k) = self.merge.top() else {
             return Ok(None);
         };
         let (at, ri) = instant_of(k);
         let call = &mut self.ahead[ri]
             .front_mut()
-            .expect("a rank in the heap has calls ready")
+            .expect("a rank at the top of the merge has calls ready")
             .1;
         Ok(Some(Peeked {
             at,
@@ -406,7 +478,7 @@ impl RunOrder {
     /// Lets the call [`RunOrder::peek`] gave go.
     #[inline]
     pub fn advance(&mut self) {
-        let Some(&Reverse(k)) = self.heap.peek() else {
+        let Some(k) = self.merge.top() else {
             return;
         };
         let (at, ri) = instant_of(k);
@@ -426,14 +498,12 @@ impl RunOrder {
             a.fill(reader, &self.metas[ri]);
         }
         // The rank stays at the top while its instant has calls ready; then its next
-        // instant takes its place there (one sift down, not a pop and a push).
+        // instant takes its place there (one replay of its path in the tree).
         match a.next_at() {
             Some(t) if t == at => {}
-            Some(t) => {
-                *self.heap.peek_mut().expect("the rank is in the heap") = Reverse(instant(t, ri))
-            }
+            Some(t) => self.merge.replace(ri, instant(t, ri)),
             None => {
-                self.heap.pop();
+                self.merge.replace(ri, Merge::NONE);
                 self.failed = a.err.take();
             }
         }
@@ -726,6 +796,44 @@ impl Records {
 mod tests {
     use super::*;
     use crate::trace::{FLAG_ARCS, FLAG_NONBLOCKING};
+
+    /// The tournament tree gives the smallest key at every step as a heap of the same keys
+    /// does, ranks replaced at the top with later keys or taken out, for 1 to 40 ranks.
+    #[test]
+    fn the_merge_gives_the_smallest_key_as_a_heap_does() {
+        let mut rnd = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
+        for case in 0..400 {
+            let n = 1 + case % 40;
+            let mut m = Merge::new(n);
+            let mut heap = BinaryHeap::new();
+            for ri in 0..n {
+                // Some ranks start without calls.
+                if rnd(5) != 0 {
+                    let k = instant(rnd(1000) as i64 - 500, ri);
+                    m.keys[ri] = k;
+                    heap.push(Reverse(k));
+                }
+            }
+            m.build();
+            let mut steps = 0;
+            loop {
+                let want = heap.peek().map(|r: &Reverse<u128>| r.0);
+                assert_eq!(m.top(), want, "case {case}, step {steps}");
+                let Some(k) = want else { break };
+                let (at, ri) = instant_of(k);
+                heap.pop();
+                // Later instants (at times the same one), or no more calls.
+                if rnd(8) != 0 {
+                    let k = instant(at + rnd(3) as i64, ri);
+                    m.replace(ri, k);
+                    heap.push(Reverse(k));
+                } else {
+                    m.replace(ri, Merge::NONE);
+                }
+                steps += 1;
+            }
+        }
+    }
 
     /// The merge's packed keys order as (instant, rank index) pairs and give them back,
     /// negative instants and the extremes included.
