@@ -133,6 +133,13 @@ impl Record {
     /// `t_posted` is set back to `t_end`, as for any blocking call; the flag and the count
     /// stay.
     pub fn settle(mut self) -> Record {
+        self.settle_in_place();
+        self
+    }
+
+    /// [`Record::settle`] where the record is.
+    #[inline]
+    pub fn settle_in_place(&mut self) {
         if self.flags & FLAG_POLLED != 0
             && self.flags & FLAG_NONBLOCKING == 0
             && !self.is_continuation()
@@ -142,7 +149,6 @@ impl Record {
             }
             self.t_posted = self.t_end;
         }
-        self
     }
 
     /// Duration in seconds (rank clock).

@@ -105,19 +105,29 @@ impl CallOrder {
     /// The next call in call order, or None at the end.
     #[inline]
     pub fn next_call(&mut self) -> Result<Option<Call>, Error> {
+        let mut c = Call::blank();
+        Ok(self.next_call_into(&mut c)?.then_some(c))
+    }
+
+    /// [`CallOrder::next_call`] written into `out` (false at the end: `out` is then
+    /// unspecified). A spool in order has each record parsed where the caller keeps it:
+    /// a call returned through the stack was copied there in pieces and read back whole,
+    /// which the processor cannot forward.
+    #[inline]
+    pub fn next_call_into(&mut self, out: &mut Call) -> Result<bool, Error> {
         loop {
-            let next = if self.direct {
-                match self.records.next()? {
-                    Some((k, r)) if self.last.is_some_and(|l| k < l) => {
+            let (_, call, n) = if self.direct {
+                match self.records.next_into(&mut out.record)? {
+                    Some(k) if self.last.is_some_and(|l| k < l) => {
                         self.direct = false;
-                        self.heap.push(k, r);
+                        self.heap.push(k, out.record);
                         continue;
                     }
-                    Some((k, r)) => {
+                    Some(k) => {
                         self.last = Some(k);
-                        Some((k, r))
+                        k
                     }
-                    None => None,
+                    None => return Ok(false),
                 }
             } else {
                 while self.heap.len() <= self.window {
@@ -126,27 +136,27 @@ impl CallOrder {
                     };
                     self.heap.push(k, r);
                 }
-                self.heap.pop()
+                let Some((k, r)) = self.heap.pop() else {
+                    return Ok(false);
+                };
+                out.record = r;
+                k
             };
-            let Some(((_, call, n), r)) = next else {
-                return Ok(None);
-            };
+            let r = &out.record;
             if !call {
                 let key = (r.t_start, r.thread, r.reserved);
-                self.conts.entry(key).or_default().push(r);
+                self.conts.entry(key).or_default().push(*r);
                 continue;
             }
+            out.rec = n;
             // Continuations of earlier entries never had their call: dropped, as the
             // loader drops them.
             if self.conts.is_empty() {
-                return Ok(Some(Call {
-                    rec: n,
-                    record: r,
-                    arcs: None,
-                }));
+                out.arcs = None;
+                return Ok(true);
             }
             self.conts = self.conts.split_off(&(r.t_start, 0, 0));
-            let arcs = self
+            out.arcs = self
                 .conts
                 .remove(&(r.t_start, r.thread, r.call))
                 .and_then(|c| {
@@ -155,11 +165,18 @@ impl CallOrder {
                     (send.is_some() || recv.is_some())
                         .then(|| Box::new(CallArcs { rec: n, send, recv }))
                 });
-            return Ok(Some(Call {
-                rec: n,
-                record: r,
-                arcs,
-            }));
+            return Ok(true);
+        }
+    }
+}
+
+impl Call {
+    /// A call of no record (a slot to be written).
+    pub fn blank() -> Call {
+        Call {
+            rec: 0,
+            record: Record::default(),
+            arcs: None,
         }
     }
 }
@@ -188,10 +205,12 @@ const BLOCK: usize = 32;
 /// can give two entries one instant: those of one instant are put by record number).
 #[derive(Default)]
 struct Ahead {
-    /// From `calls[head]` on (a `Vec` read from its head: a `VecDeque`'s wrap-around cost
-    /// at every call; those taken leave when the next block is read).
+    /// `calls[head..len]` (a `Vec` read from its head: a `VecDeque`'s wrap-around cost
+    /// at every call; those taken are written again when the next block is read, in
+    /// place: the entries from `len` on are spare).
     calls: Vec<(i64, Call)>,
     head: usize,
+    len: usize,
     /// The first `ready` calls are final: those before the last instant read, whose later
     /// calls may come in the next block (all, at the end of the spool).
     ready: usize,
@@ -204,13 +223,24 @@ impl Ahead {
     /// Reads on from `reader` until a call is ready or the spool ends (called when none
     /// is: the calls held are those of one instant, left open).
     fn fill(&mut self, reader: &mut CallOrder, meta: &RankMeta) {
-        self.calls.drain(..self.head);
-        self.head = 0;
+        // The calls left go to the front, the entries taken after them, to be written.
+        let left = self.len - self.head;
+        for k in 0..left {
+            self.calls.swap(k, self.head + k);
+        }
+        (self.head, self.len) = (0, left);
         while self.ready == 0 && !self.done {
             for _ in 0..BLOCK {
-                match reader.next_call() {
-                    Ok(Some(c)) => self.calls.push((meta.to_global_ns(c.record.t_start), c)),
-                    Ok(None) => {
+                if self.len == self.calls.len() {
+                    self.calls.push((0, Call::blank()));
+                }
+                let (at, c) = &mut self.calls[self.len];
+                match reader.next_call_into(c) {
+                    Ok(true) => {
+                        *at = meta.to_global_ns(c.record.t_start);
+                        self.len += 1;
+                    }
+                    Ok(false) => {
                         self.done = true;
                         break;
                     }
@@ -221,7 +251,7 @@ impl Ahead {
                     }
                 }
             }
-            let n = self.calls.len();
+            let n = self.len;
             self.ready = if self.done || n == 0 {
                 n
             } else {
@@ -259,17 +289,12 @@ impl Ahead {
     /// The next ready call.
     #[inline]
     fn front_mut(&mut self) -> Option<&mut (i64, Call)> {
-        self.calls.get_mut(self.head)
+        self.calls[..self.len].get_mut(self.head)
     }
 
     /// Takes the next ready call out (its entry left blank).
     fn pop_front(&mut self) -> Option<(i64, Call)> {
-        let blank = Call {
-            rec: 0,
-            record: Record::default(),
-            arcs: None,
-        };
-        let c = std::mem::replace(self.calls.get_mut(self.head)?, (0, blank));
+        let c = std::mem::replace(self.calls[..self.len].get_mut(self.head)?, (0, Call::blank()));
         self.head += 1;
         Some(c)
     }
@@ -277,7 +302,7 @@ impl Ahead {
     /// Lets the next ready call go.
     #[inline]
     fn skip(&mut self) {
-        self.head = (self.head + 1).min(self.calls.len());
+        self.head = (self.head + 1).min(self.len);
     }
 }
 
@@ -755,6 +780,13 @@ impl Records {
     /// final record cut short included).
     #[inline]
     fn next(&mut self) -> Result<Option<(Key, Record)>, Error> {
+        let mut r = Record::default();
+        Ok(self.next_into(&mut r)?.map(|k| (k, r)))
+    }
+
+    /// [`Records::next`] parsed into `r` (left unspecified at the end); its key.
+    #[inline]
+    fn next_into(&mut self, r: &mut Record) -> Result<Option<Key>, Error> {
         if self.len - self.at < RECORD_SIZE && !self.fill()? {
             return Ok(None);
         }
@@ -762,7 +794,8 @@ impl Records {
             .try_into()
             .expect("a whole record");
         self.at += RECORD_SIZE;
-        let r = Record::from_bytes(b).settle();
+        *r = Record::from_bytes(b);
+        r.settle_in_place();
         let call = !r.is_continuation();
         let n = if call {
             &mut self.calls
@@ -770,7 +803,7 @@ impl Records {
             &mut self.conts
         };
         *n += 1;
-        Ok(Some(((r.t_start, call, *n - 1), r)))
+        Ok(Some((r.t_start, call, *n - 1)))
     }
 
     /// Reads on until the buffer holds a whole record; false at the end of the file (a
