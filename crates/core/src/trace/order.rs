@@ -13,7 +13,7 @@
 //! them to it; the calls are numbered and their arcs attached as [`super::load_run`] does.
 
 use super::arcs::{self, CallArcs};
-use super::{RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
+use super::{Clock, RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
 use crate::error::Error;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -188,6 +188,8 @@ impl Call {
 pub struct RunOrder {
     /// Every rank's metadata, by rank (with the clocks the loader gives them).
     pub metas: Vec<RankMeta>,
+    /// Their clocks ([`RankMeta::clock`]).
+    clocks: Vec<Clock>,
     readers: Vec<Option<CallOrder>>,
     /// Per rank: its calls read ahead, in a block ([`Ahead`]).
     ahead: Vec<Ahead>,
@@ -222,7 +224,7 @@ struct Ahead {
 impl Ahead {
     /// Reads on from `reader` until a call is ready or the spool ends (called when none
     /// is: the calls held are those of one instant, left open).
-    fn fill(&mut self, reader: &mut CallOrder, meta: &RankMeta) {
+    fn fill(&mut self, reader: &mut CallOrder, clock: &Clock) {
         // The calls left go to the front, the entries taken after them, to be written.
         let left = self.len - self.head;
         for k in 0..left {
@@ -237,7 +239,7 @@ impl Ahead {
                 let (at, c) = &mut self.calls[self.len];
                 match reader.next_call_into(c) {
                     Ok(true) => {
-                        *at = meta.to_global_ns(c.record.t_start);
+                        *at = clock.to_global_ns(c.record.t_start);
                         self.len += 1;
                     }
                     Ok(false) => {
@@ -313,6 +315,8 @@ pub struct Peeked<'a> {
     pub ri: usize,
     pub call: &'a mut Call,
     pub meta: &'a RankMeta,
+    /// The rank's clock ([`RankMeta::clock`]).
+    pub clock: &'a Clock,
 }
 
 /// A rank's next instant `at` and its index `ri` as one key ordered as the pair (one
@@ -408,6 +412,7 @@ impl RunOrder {
             .collect();
         let n = metas.len();
         let mut o = RunOrder {
+            clocks: metas.iter().map(RankMeta::clock).collect(),
             metas,
             readers,
             ahead: (0..n).map(|_| Ahead::default()).collect(),
@@ -417,7 +422,7 @@ impl RunOrder {
         for ri in 0..n {
             let a = &mut o.ahead[ri];
             match o.readers[ri].as_mut() {
-                Some(reader) => a.fill(reader, &o.metas[ri]),
+                Some(reader) => a.fill(reader, &o.clocks[ri]),
                 None => a.done = true,
             }
             match a.next_at() {
@@ -497,6 +502,7 @@ impl RunOrder {
             ri,
             call,
             meta: &self.metas[ri],
+            clock: &self.clocks[ri],
         }))
     }
 
@@ -520,7 +526,7 @@ impl RunOrder {
         if a.ready == 0
             && let Some(reader) = self.readers[ri].as_mut()
         {
-            a.fill(reader, &self.metas[ri]);
+            a.fill(reader, &self.clocks[ri]);
         }
         // The rank stays at the top while its instant has calls ready; then its next
         // instant takes its place there (one replay of its path in the tree).
