@@ -40,6 +40,7 @@ impl<K, A, B> Default for Fifo<K, A, B> {
 
 impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
     /// The number of channel `k` (made when first seen; numbers never change).
+    #[inline(never)]
     pub fn channel(&mut self, k: K) -> u32 {
         let next = self.chans.len() as u32;
         let c = *self.index.entry(k).or_insert(next);
@@ -47,6 +48,25 @@ impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
             self.chans.push((VecDeque::new(), VecDeque::new()));
         }
         c
+    }
+
+    /// [`Fifo::channel`], `last` (the caller's last channel, of a rank say: most of a
+    /// rank's messages use the channel its previous one did, a ring, an exchange) checked
+    /// first, without a hash, and kept. (Forced inline: out of line, the windowed replay
+    /// ran 1.3 % more instructions.)
+    #[inline(always)]
+    pub fn channel_after(&mut self, last: &mut Option<(K, u32)>, k: K) -> u32
+    where
+        K: Copy,
+    {
+        match *last {
+            Some((lk, c)) if lk == k => c,
+            _ => {
+                let c = self.channel(k);
+                *last = Some((k, c));
+                c
+            }
+        }
     }
 
     /// Item `a` of side A on channel `k`: the B it matches, if one waits; else `a` waits.

@@ -566,6 +566,9 @@ struct Messages {
     msgs: Vec<Msg>,
     /// Connection number of each (source rank, destination rank).
     conns: FxMap<(i32, i32), u32>,
+    /// Per WORLD rank: the channels of its last send and its last receive
+    /// ([`matching::Fifo::channel_after`]).
+    last: Vec<[Option<((i32, i32, i32), u32)>; 2]>,
 }
 
 impl Messages {
@@ -588,15 +591,29 @@ impl Messages {
         let next_conn = self.conns.len() as u32;
         let conn = *self.conns.entry((me, r.peer)).or_insert(next_conn);
         self.msgs.push(Msg::of(msg, g, conn));
-        if let Some(rg) = self.fifo.a((me, r.peer, r.tag), m) {
+        let c = self.channel(me, 0, (me, r.peer, r.tag));
+        if let Some(rg) = self.fifo.a_in(c, m) {
             self.link(m, rg, hot);
         }
+    }
+
+    /// The number of channel `k`, for a send (`side` 0) or a receive (1) of `me`.
+    #[inline]
+    fn channel(&mut self, me: i32, side: usize, k: (i32, i32, i32)) -> u32 {
+        let Ok(w) = usize::try_from(me) else {
+            return self.fifo.channel(k);
+        };
+        if self.last.len() <= w {
+            self.last.resize(w + 1, [None; 2]);
+        }
+        self.fifo.channel_after(&mut self.last[w][side], k)
     }
 
     /// Receive `g` of WORLD rank `me` from `src` with tag `tag`: matched with the message
     /// that waits for it, if one does.
     fn recv(&mut self, me: i32, src: i32, tag: i32, g: u32, hot: &mut [Hot]) {
-        if let Some(m) = self.fifo.b((src, me, tag), g) {
+        let c = self.channel(me, 1, (src, me, tag));
+        if let Some(m) = self.fifo.b_in(c, g) {
             self.link(m, g, hot);
         }
     }

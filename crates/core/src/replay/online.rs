@@ -102,11 +102,10 @@ struct Rank {
     last_end: Vec<Option<u64>>,
     /// (record number, slot) of the calls and operations.
     completions: Completions<(u32, u32)>,
-    /// The message channels of its last send, (destination, tag, channel number), and of
-    /// its last receive, (source, tag, channel): most of a rank's messages use the
-    /// channel its previous one did (a ring, an exchange), found so without a hash.
-    last_send: (i32, i32, u32),
-    last_recv: (i32, i32, u32),
+    /// The message channels of its last send and its last receive
+    /// ([`Fifo::channel_after`]).
+    last_send: Option<((i32, i32, i32), u32)>,
+    last_recv: Option<((i32, i32, i32), u32)>,
 }
 
 /// A collective operation some member has not joined yet.
@@ -172,8 +171,8 @@ impl OnlinePlan {
                     counters: FxMap::default(),
                     last_end: Vec::new(),
                     completions: Completions::default(),
-                    last_send: (0, 0, NONE),
-                    last_recv: (0, 0, NONE),
+                    last_send: None,
+                    last_recv: None,
                 }
             })
             .collect();
@@ -251,15 +250,8 @@ impl OnlinePlan {
         let msg = sent_message(op, me, r, &self.placement, self.protocol);
         if msg.is_some() {
             hot.msg_out = 0;
-            let rk = &mut self.ranks[ri];
-            let c = match rk.last_send {
-                (d, t, c) if d == r.peer && t == r.tag && c != NONE => c,
-                _ => {
-                    let c = self.messages.channel((me, r.peer, r.tag));
-                    rk.last_send = (r.peer, r.tag, c);
-                    c
-                }
-            };
+            let last = &mut self.ranks[ri].last_send;
+            let c = self.messages.channel_after(last, (me, r.peer, r.tag));
             if let Some(recv) = self.messages.a_in(c, (id, slots.msg)) {
                 event(Event::Message {
                     send: id,
@@ -270,15 +262,8 @@ impl OnlinePlan {
         }
         if let Some(src) = receive_source(op, r)
             && let Some((send, msg)) = {
-                let rk = &mut self.ranks[ri];
-                let c = match rk.last_recv {
-                    (s, t, c) if s == src && t == r.tag && c != NONE => c,
-                    _ => {
-                        let c = self.messages.channel((src, me, r.tag));
-                        rk.last_recv = (src, r.tag, c);
-                        c
-                    }
-                };
+                let last = &mut self.ranks[ri].last_recv;
+                let c = self.messages.channel_after(last, (src, me, r.tag));
                 self.messages.b_in(c, me_named)
             }
         {
