@@ -14,6 +14,9 @@ use super::FxMap;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
+/// A caller's last channel and its number ([`Fifo::channel_after`]).
+pub type LastChannel<K> = Option<(K, u32)>;
+
 /// First-in first-out matching per channel: the k-th item of side A on a channel gets the
 /// k-th item of side B (MPI's non-overtaking rule: sends and receives per (source,
 /// destination, tag)), whichever side comes first.
@@ -55,7 +58,7 @@ impl<K: Hash + Eq, A, B> Fifo<K, A, B> {
     /// first, without a hash, and kept. (Forced inline: out of line, the windowed replay
     /// ran 1.3 % more instructions.)
     #[inline(always)]
-    pub fn channel_after(&mut self, last: &mut Option<(K, u32)>, k: K) -> u32
+    pub fn channel_after(&mut self, last: &mut LastChannel<K>, k: K) -> u32
     where
         K: Copy,
     {

@@ -568,7 +568,7 @@ struct Messages {
     conns: FxMap<(i32, i32), u32>,
     /// Per WORLD rank: the channels of its last send and its last receive
     /// ([`matching::Fifo::channel_after`]).
-    last: Vec<[Option<((i32, i32, i32), u32)>; 2]>,
+    last: Vec<[matching::LastChannel<(i32, i32, i32)>; 2]>,
 }
 
 impl Messages {

@@ -15,7 +15,7 @@
 //! in its events, a replay holding records and messages by slot finds them without a
 //! lookup.)
 
-use super::matching::{Completions, Fifo, Groups, Probes};
+use super::matching::{Completions, Fifo, Groups, LastChannel, Probes};
 use super::{
     FxMap, Hot, NONE, Op, Protocol, block_of_call, op_of, own_end, receive_source, record_op,
     sent_message,
@@ -104,8 +104,8 @@ struct Rank {
     completions: Completions<(u32, u32)>,
     /// The message channels of its last send and its last receive
     /// ([`Fifo::channel_after`]).
-    last_send: Option<((i32, i32, i32), u32)>,
-    last_recv: Option<((i32, i32, i32), u32)>,
+    last_send: LastChannel<(i32, i32, i32)>,
+    last_recv: LastChannel<(i32, i32, i32)>,
 }
 
 /// A collective operation some member has not joined yet.

@@ -506,7 +506,12 @@ pub enum Clock {
     Offset(i64),
     /// Offsets measured at init and finalize, interpolated linearly: `from` at local time
     /// `at`, `from + by` a `span` later (ns).
-    Drift { at: f64, span: f64, from: f64, by: f64 },
+    Drift {
+        at: f64,
+        span: f64,
+        from: f64,
+        by: f64,
+    },
 }
 
 impl Clock {

@@ -296,7 +296,10 @@ impl Ahead {
 
     /// Takes the next ready call out (its entry left blank).
     fn pop_front(&mut self) -> Option<(i64, Call)> {
-        let c = std::mem::replace(self.calls[..self.len].get_mut(self.head)?, (0, Call::blank()));
+        let c = std::mem::replace(
+            self.calls[..self.len].get_mut(self.head)?,
+            (0, Call::blank()),
+        );
         self.head += 1;
         Some(c)
     }
