@@ -292,6 +292,33 @@ mod tests {
         assert_eq!(f.waiting(), 1);
     }
 
+    /// Channels found through a caller's last one ([`Fifo::channel_after`]) match as the
+    /// keyed calls do, the last channel changing at random (runs of one key, then others).
+    #[test]
+    fn a_last_channel_matches_as_the_keyed_calls() {
+        let mut rnd = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
+        let (mut keyed, mut cached): (Fifo<(i32, i32), u32, u32>, Fifo<(i32, i32), u32, u32>) =
+            (Fifo::default(), Fifo::default());
+        let (mut last_a, mut last_b) = (None, None);
+        let (mut key, mut matched) = ((0, 0), 0);
+        for item in 0..20_000u32 {
+            if rnd(8) == 0 {
+                key = (rnd(4) as i32, rnd(3) as i32);
+            }
+            let (want, got) = if rnd(2) == 0 {
+                let c = cached.channel_after(&mut last_a, key);
+                (keyed.a(key, item), cached.a_in(c, item))
+            } else {
+                let c = cached.channel_after(&mut last_b, key);
+                (keyed.b(key, item), cached.b_in(c, item))
+            };
+            assert_eq!(got, want, "item {item}");
+            matched += want.is_some() as u32;
+            assert_eq!(cached.waiting(), keyed.waiting());
+        }
+        assert!(matched > 5_000, "{matched}");
+    }
+
     #[test]
     fn an_operation_leaves_when_its_last_member_joins() {
         let mut g: Groups<(u8, u8)> = Groups::default();
