@@ -297,8 +297,8 @@ mod tests {
     #[test]
     fn a_last_channel_matches_as_the_keyed_calls() {
         let mut rnd = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
-        let (mut keyed, mut cached): (Fifo<(i32, i32), u32, u32>, Fifo<(i32, i32), u32, u32>) =
-            (Fifo::default(), Fifo::default());
+        type Pairs = Fifo<(i32, i32), u32, u32>;
+        let (mut keyed, mut cached) = (Pairs::default(), Pairs::default());
         let (mut last_a, mut last_b) = (None, None);
         let (mut key, mut matched) = ((0, 0), 0);
         for item in 0..20_000u32 {
