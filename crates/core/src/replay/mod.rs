@@ -566,9 +566,10 @@ struct Messages {
     msgs: Vec<Msg>,
     /// Connection number of each (source rank, destination rank).
     conns: FxMap<(i32, i32), u32>,
-    /// Per WORLD rank: the channels of its last send and its last receive
-    /// ([`matching::Fifo::channel_after`]).
-    last: Vec<[matching::LastChannel<(i32, i32, i32)>; 2]>,
+    /// The channels of the last send and the last receive
+    /// ([`matching::Fifo::channel_after`]: the plan matches a rank's sends, then its
+    /// receives, rank after rank).
+    last: [matching::LastChannel<(i32, i32, i32)>; 2],
 }
 
 impl Messages {
@@ -591,28 +592,18 @@ impl Messages {
         let next_conn = self.conns.len() as u32;
         let conn = *self.conns.entry((me, r.peer)).or_insert(next_conn);
         self.msgs.push(Msg::of(msg, g, conn));
-        let c = self.channel(me, 0, (me, r.peer, r.tag));
+        let c = self
+            .fifo
+            .channel_after(&mut self.last[0], (me, r.peer, r.tag));
         if let Some(rg) = self.fifo.a_in(c, m) {
             self.link(m, rg, hot);
         }
     }
 
-    /// The number of channel `k`, for a send (`side` 0) or a receive (1) of `me`.
-    #[inline]
-    fn channel(&mut self, me: i32, side: usize, k: (i32, i32, i32)) -> u32 {
-        let Ok(w) = usize::try_from(me) else {
-            return self.fifo.channel(k);
-        };
-        if self.last.len() <= w {
-            self.last.resize(w + 1, [None; 2]);
-        }
-        self.fifo.channel_after(&mut self.last[w][side], k)
-    }
-
     /// Receive `g` of WORLD rank `me` from `src` with tag `tag`: matched with the message
     /// that waits for it, if one does.
     fn recv(&mut self, me: i32, src: i32, tag: i32, g: u32, hot: &mut [Hot]) {
-        let c = self.channel(me, 1, (src, me, tag));
+        let c = self.fifo.channel_after(&mut self.last[1], (src, me, tag));
         if let Some(m) = self.fifo.b_in(c, g) {
             self.link(m, g, hot);
         }
