@@ -566,6 +566,10 @@ struct Messages {
     msgs: Vec<Msg>,
     /// Connection number of each (source rank, destination rank).
     conns: FxMap<(i32, i32), u32>,
+    /// The channels of the last send and the last receive
+    /// ([`matching::Fifo::channel_after`]: the plan matches a rank's sends, then its
+    /// receives, rank after rank).
+    last: [matching::LastChannel<(i32, i32, i32)>; 2],
 }
 
 impl Messages {
@@ -588,7 +592,10 @@ impl Messages {
         let next_conn = self.conns.len() as u32;
         let conn = *self.conns.entry((me, r.peer)).or_insert(next_conn);
         self.msgs.push(Msg::of(msg, g, conn));
-        if let Some(rg) = self.fifo.a((me, r.peer, r.tag), m) {
+        let c = self
+            .fifo
+            .channel_after(&mut self.last[0], (me, r.peer, r.tag));
+        if let Some(rg) = self.fifo.a_in(c, m) {
             self.link(m, rg, hot);
         }
     }
@@ -596,7 +603,8 @@ impl Messages {
     /// Receive `g` of WORLD rank `me` from `src` with tag `tag`: matched with the message
     /// that waits for it, if one does.
     fn recv(&mut self, me: i32, src: i32, tag: i32, g: u32, hot: &mut [Hot]) {
-        if let Some(m) = self.fifo.b((src, me, tag), g) {
+        let c = self.fifo.channel_after(&mut self.last[1], (src, me, tag));
+        if let Some(m) = self.fifo.b_in(c, g) {
             self.link(m, g, hot);
         }
     }

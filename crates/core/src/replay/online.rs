@@ -15,7 +15,7 @@
 //! in its events, a replay holding records and messages by slot finds them without a
 //! lookup.)
 
-use super::matching::{Completions, Fifo, Groups, Probes};
+use super::matching::{Completions, Fifo, Groups, LastChannel, Probes};
 use super::{
     FxMap, Hot, NONE, Op, Protocol, block_of_call, op_of, own_end, receive_source, record_op,
     sent_message,
@@ -102,6 +102,10 @@ struct Rank {
     last_end: Vec<Option<u64>>,
     /// (record number, slot) of the calls and operations.
     completions: Completions<(u32, u32)>,
+    /// The message channels of its last send and its last receive
+    /// ([`Fifo::channel_after`]).
+    last_send: LastChannel<(i32, i32, i32)>,
+    last_recv: LastChannel<(i32, i32, i32)>,
 }
 
 /// A collective operation some member has not joined yet.
@@ -167,6 +171,8 @@ impl OnlinePlan {
                     counters: FxMap::default(),
                     last_end: Vec::new(),
                     completions: Completions::default(),
+                    last_send: None,
+                    last_recv: None,
                 }
             })
             .collect();
@@ -244,7 +250,9 @@ impl OnlinePlan {
         let msg = sent_message(op, me, r, &self.placement, self.protocol);
         if msg.is_some() {
             hot.msg_out = 0;
-            if let Some(recv) = self.messages.a((me, r.peer, r.tag), (id, slots.msg)) {
+            let last = &mut self.ranks[ri].last_send;
+            let c = self.messages.channel_after(last, (me, r.peer, r.tag));
+            if let Some(recv) = self.messages.a_in(c, (id, slots.msg)) {
                 event(Event::Message {
                     send: id,
                     msg: slots.msg,
@@ -253,7 +261,11 @@ impl OnlinePlan {
             }
         }
         if let Some(src) = receive_source(op, r)
-            && let Some((send, msg)) = self.messages.b((src, me, r.tag), me_named)
+            && let Some((send, msg)) = {
+                let last = &mut self.ranks[ri].last_recv;
+                let c = self.messages.channel_after(last, (src, me, r.tag));
+                self.messages.b_in(c, me_named)
+            }
         {
             event(Event::Message {
                 send,

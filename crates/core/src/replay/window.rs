@@ -555,7 +555,8 @@ impl Reader {
                 at: entry_ns,
                 ri,
                 call,
-                meta,
+                clock,
+                ..
             })) => {
                 let slot = self.rec_slots.take(holders);
                 let slots = Slots {
@@ -591,7 +592,7 @@ impl Reader {
                     stream,
                     entry_ns,
                     m_start: RunTrace::seconds_from(entry_ns, self.origin),
-                    m_end: RunTrace::seconds_since(meta, r.t_end, self.origin),
+                    m_end: clock.seconds_since(r.t_end, self.origin),
                     conn,
                     ev_from: self.ev_end - n as u64,
                     events: n as u32,

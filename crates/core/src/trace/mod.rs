@@ -133,6 +133,13 @@ impl Record {
     /// `t_posted` is set back to `t_end`, as for any blocking call; the flag and the count
     /// stay.
     pub fn settle(mut self) -> Record {
+        self.settle_in_place();
+        self
+    }
+
+    /// [`Record::settle`] where the record is.
+    #[inline]
+    pub fn settle_in_place(&mut self) {
         if self.flags & FLAG_POLLED != 0
             && self.flags & FLAG_NONBLOCKING == 0
             && !self.is_continuation()
@@ -142,7 +149,6 @@ impl Record {
             }
             self.t_posted = self.t_end;
         }
-        self
     }
 
     /// Duration in seconds (rank clock).
@@ -464,25 +470,71 @@ impl RankMeta {
     /// finalize are interpolated linearly (drift); with one sample, a constant offset.
     /// Saturates at the ends of `i64` (a corrupt metadata file must not overflow).
     pub fn to_global_ns(&self, t: u64) -> i64 {
-        let ti = i64::try_from(t).unwrap_or(i64::MAX);
+        self.clock().to_global_ns(t)
+    }
+
+    /// What [`RankMeta::to_global_ns`] does to a timestamp, decided once (a reader of
+    /// every record converts two timestamps a record).
+    pub fn clock(&self) -> Clock {
         match (self.clock_init, self.clock_finalize) {
             (Some(a), Some(b)) if b.at_ns > a.at_ns && drift_is_measurable(&a, &b) => {
-                let f = (t as f64 - a.at_ns as f64) / (b.at_ns - a.at_ns) as f64;
-                let off = a.offset_ns as f64 + f * (b.offset_ns as f64 - a.offset_ns as f64);
-                // `as` saturates a finite f64 to the i64 range.
-                ti.saturating_add(off.round() as i64)
+                Clock::Drift {
+                    at: a.at_ns as f64,
+                    span: (b.at_ns - a.at_ns) as f64,
+                    from: a.offset_ns as f64,
+                    by: b.offset_ns as f64 - a.offset_ns as f64,
+                }
             }
             // Without a measurable drift, the sample with the smaller round trip is the
             // better offset.
-            (Some(a), Some(b)) => ti.saturating_add(if b.rtt_ns < a.rtt_ns {
+            (Some(a), Some(b)) => Clock::Offset(if b.rtt_ns < a.rtt_ns {
                 b.offset_ns
             } else {
                 a.offset_ns
             }),
-            (Some(a), None) => ti.saturating_add(a.offset_ns),
-            (None, Some(b)) => ti.saturating_add(b.offset_ns),
-            (None, None) => ti,
+            (Some(a), None) => Clock::Offset(a.offset_ns),
+            (None, Some(b)) => Clock::Offset(b.offset_ns),
+            (None, None) => Clock::Offset(0),
         }
+    }
+}
+
+/// A rank's clock against rank 0's ([`RankMeta::clock`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Clock {
+    /// A constant offset (ns).
+    Offset(i64),
+    /// Offsets measured at init and finalize, interpolated linearly: `from` at local time
+    /// `at`, `from + by` a `span` later (ns).
+    Drift {
+        at: f64,
+        span: f64,
+        from: f64,
+        by: f64,
+    },
+}
+
+impl Clock {
+    /// [`RankMeta::to_global_ns`].
+    #[inline]
+    pub fn to_global_ns(&self, t: u64) -> i64 {
+        let ti = i64::try_from(t).unwrap_or(i64::MAX);
+        match *self {
+            Clock::Offset(o) => ti.saturating_add(o),
+            Clock::Drift { at, span, from, by } => {
+                let f = (t as f64 - at) / span;
+                let off = from + f * by;
+                // `as` saturates a finite f64 to the i64 range.
+                ti.saturating_add(off.round() as i64)
+            }
+        }
+    }
+
+    /// Seconds from `origin` (ns on rank 0's clock) to local timestamp `t`, as
+    /// [`RunTrace::seconds_since`] gives them.
+    #[inline]
+    pub fn seconds_since(&self, t: u64, origin: i64) -> f64 {
+        RunTrace::seconds_from(self.to_global_ns(t), origin)
     }
 }
 

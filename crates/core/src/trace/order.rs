@@ -13,7 +13,7 @@
 //! them to it; the calls are numbered and their arcs attached as [`super::load_run`] does.
 
 use super::arcs::{self, CallArcs};
-use super::{RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
+use super::{Clock, RECORD_SIZE, RankMeta, Record, SPOOL_HEADER};
 use crate::error::Error;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -105,19 +105,29 @@ impl CallOrder {
     /// The next call in call order, or None at the end.
     #[inline]
     pub fn next_call(&mut self) -> Result<Option<Call>, Error> {
+        let mut c = Call::blank();
+        Ok(self.next_call_into(&mut c)?.then_some(c))
+    }
+
+    /// [`CallOrder::next_call`] written into `out` (false at the end: `out` is then
+    /// unspecified). A spool in order has each record parsed where the caller keeps it:
+    /// a call returned through the stack was copied there in pieces and read back whole,
+    /// which the processor cannot forward.
+    #[inline]
+    pub fn next_call_into(&mut self, out: &mut Call) -> Result<bool, Error> {
         loop {
-            let next = if self.direct {
-                match self.records.next()? {
-                    Some((k, r)) if self.last.is_some_and(|l| k < l) => {
+            let (_, call, n) = if self.direct {
+                match self.records.next_into(&mut out.record)? {
+                    Some(k) if self.last.is_some_and(|l| k < l) => {
                         self.direct = false;
-                        self.heap.push(k, r);
+                        self.heap.push(k, out.record);
                         continue;
                     }
-                    Some((k, r)) => {
+                    Some(k) => {
                         self.last = Some(k);
-                        Some((k, r))
+                        k
                     }
-                    None => None,
+                    None => return Ok(false),
                 }
             } else {
                 while self.heap.len() <= self.window {
@@ -126,27 +136,27 @@ impl CallOrder {
                     };
                     self.heap.push(k, r);
                 }
-                self.heap.pop()
+                let Some((k, r)) = self.heap.pop() else {
+                    return Ok(false);
+                };
+                out.record = r;
+                k
             };
-            let Some(((_, call, n), r)) = next else {
-                return Ok(None);
-            };
+            let r = &out.record;
             if !call {
                 let key = (r.t_start, r.thread, r.reserved);
-                self.conts.entry(key).or_default().push(r);
+                self.conts.entry(key).or_default().push(*r);
                 continue;
             }
+            out.rec = n;
             // Continuations of earlier entries never had their call: dropped, as the
             // loader drops them.
             if self.conts.is_empty() {
-                return Ok(Some(Call {
-                    rec: n,
-                    record: r,
-                    arcs: None,
-                }));
+                out.arcs = None;
+                return Ok(true);
             }
             self.conts = self.conts.split_off(&(r.t_start, 0, 0));
-            let arcs = self
+            out.arcs = self
                 .conts
                 .remove(&(r.t_start, r.thread, r.call))
                 .and_then(|c| {
@@ -155,11 +165,18 @@ impl CallOrder {
                     (send.is_some() || recv.is_some())
                         .then(|| Box::new(CallArcs { rec: n, send, recv }))
                 });
-            return Ok(Some(Call {
-                rec: n,
-                record: r,
-                arcs,
-            }));
+            return Ok(true);
+        }
+    }
+}
+
+impl Call {
+    /// A call of no record (a slot to be written).
+    pub fn blank() -> Call {
+        Call {
+            rec: 0,
+            record: Record::default(),
+            arcs: None,
         }
     }
 }
@@ -171,11 +188,13 @@ impl CallOrder {
 pub struct RunOrder {
     /// Every rank's metadata, by rank (with the clocks the loader gives them).
     pub metas: Vec<RankMeta>,
+    /// Their clocks ([`RankMeta::clock`]).
+    clocks: Vec<Clock>,
     readers: Vec<Option<CallOrder>>,
     /// Per rank: its calls read ahead, in a block ([`Ahead`]).
     ahead: Vec<Ahead>,
     /// The next instant of each rank with calls ready, as [`instant`] packs it.
-    heap: BinaryHeap<Reverse<u128>>,
+    merge: Merge,
     /// A rank's read error, given after the calls read before it.
     failed: Option<Error>,
 }
@@ -188,10 +207,12 @@ const BLOCK: usize = 32;
 /// can give two entries one instant: those of one instant are put by record number).
 #[derive(Default)]
 struct Ahead {
-    /// From `calls[head]` on (a `Vec` read from its head: a `VecDeque`'s wrap-around cost
-    /// at every call; those taken leave when the next block is read).
+    /// `calls[head..len]` (a `Vec` read from its head: a `VecDeque`'s wrap-around cost
+    /// at every call; those taken are written again when the next block is read, in
+    /// place: the entries from `len` on are spare).
     calls: Vec<(i64, Call)>,
     head: usize,
+    len: usize,
     /// The first `ready` calls are final: those before the last instant read, whose later
     /// calls may come in the next block (all, at the end of the spool).
     ready: usize,
@@ -203,14 +224,25 @@ struct Ahead {
 impl Ahead {
     /// Reads on from `reader` until a call is ready or the spool ends (called when none
     /// is: the calls held are those of one instant, left open).
-    fn fill(&mut self, reader: &mut CallOrder, meta: &RankMeta) {
-        self.calls.drain(..self.head);
-        self.head = 0;
+    fn fill(&mut self, reader: &mut CallOrder, clock: &Clock) {
+        // The calls left go to the front, the entries taken after them, to be written.
+        let left = self.len - self.head;
+        for k in 0..left {
+            self.calls.swap(k, self.head + k);
+        }
+        (self.head, self.len) = (0, left);
         while self.ready == 0 && !self.done {
             for _ in 0..BLOCK {
-                match reader.next_call() {
-                    Ok(Some(c)) => self.calls.push((meta.to_global_ns(c.record.t_start), c)),
-                    Ok(None) => {
+                if self.len == self.calls.len() {
+                    self.calls.push((0, Call::blank()));
+                }
+                let (at, c) = &mut self.calls[self.len];
+                match reader.next_call_into(c) {
+                    Ok(true) => {
+                        *at = clock.to_global_ns(c.record.t_start);
+                        self.len += 1;
+                    }
+                    Ok(false) => {
                         self.done = true;
                         break;
                     }
@@ -221,7 +253,7 @@ impl Ahead {
                     }
                 }
             }
-            let n = self.calls.len();
+            let n = self.len;
             self.ready = if self.done || n == 0 {
                 n
             } else {
@@ -259,17 +291,15 @@ impl Ahead {
     /// The next ready call.
     #[inline]
     fn front_mut(&mut self) -> Option<&mut (i64, Call)> {
-        self.calls.get_mut(self.head)
+        self.calls[..self.len].get_mut(self.head)
     }
 
     /// Takes the next ready call out (its entry left blank).
     fn pop_front(&mut self) -> Option<(i64, Call)> {
-        let blank = Call {
-            rec: 0,
-            record: Record::default(),
-            arcs: None,
-        };
-        let c = std::mem::replace(self.calls.get_mut(self.head)?, (0, blank));
+        let c = std::mem::replace(
+            self.calls[..self.len].get_mut(self.head)?,
+            (0, Call::blank()),
+        );
         self.head += 1;
         Some(c)
     }
@@ -277,7 +307,7 @@ impl Ahead {
     /// Lets the next ready call go.
     #[inline]
     fn skip(&mut self) {
-        self.head = (self.head + 1).min(self.calls.len());
+        self.head = (self.head + 1).min(self.len);
     }
 }
 
@@ -288,6 +318,8 @@ pub struct Peeked<'a> {
     pub ri: usize,
     pub call: &'a mut Call,
     pub meta: &'a RankMeta,
+    /// The rank's clock ([`RankMeta::clock`]).
+    pub clock: &'a Clock,
 }
 
 /// A rank's next instant `at` and its index `ri` as one key ordered as the pair (one
@@ -302,6 +334,77 @@ fn instant_of(k: u128) -> (i64, usize) {
     (((k >> 64) as u64 ^ 1 << 63) as i64, k as u64 as usize)
 }
 
+/// The ranks' next instants merged in a tournament tree of losers: the smallest key wins,
+/// and a rank whose key changes (always the winner's: the merge takes from it) replays
+/// only its path to the root, one comparison a level with the loser kept there (a binary
+/// heap's sift down made two a level). Keys are unique ([`instant`] holds the rank index).
+struct Merge {
+    /// Per leaf (rank index, padded to a power of two with [`Merge::NONE`]): its key, read
+    /// only by [`Merge::build`].
+    keys: Vec<u128>,
+    /// `nodes[i]`, `i >= 1`: the key and leaf that lost at inner node `i` (its children
+    /// `2i` and `2i + 1`; leaf `j` is node `leaves + j`); `win`: the winner's.
+    nodes: Vec<(u128, u32)>,
+    win: (u128, u32),
+}
+
+impl Merge {
+    /// The key of a rank without calls ready: above every [`instant`] (whose low word is a
+    /// rank index).
+    const NONE: u128 = u128::MAX;
+
+    /// `n` leaves, every key [`Merge::NONE`] until set in `keys` and [`Merge::build`] is
+    /// called.
+    fn new(n: usize) -> Merge {
+        let leaves = n.max(1).next_power_of_two();
+        Merge {
+            keys: vec![Merge::NONE; leaves],
+            nodes: vec![(Merge::NONE, 0); leaves],
+            win: (Merge::NONE, 0),
+        }
+    }
+
+    /// Plays every match from `keys`.
+    fn build(&mut self) {
+        self.win = self.winner(1);
+    }
+
+    /// The winner below node `i`, the losers kept on the way.
+    fn winner(&mut self, i: usize) -> (u128, u32) {
+        let leaves = self.keys.len();
+        if i >= leaves {
+            return (self.keys[i - leaves], (i - leaves) as u32);
+        }
+        let (a, b) = (self.winner(2 * i), self.winner(2 * i + 1));
+        let (w, l) = if a.0 <= b.0 { (a, b) } else { (b, a) };
+        self.nodes[i] = l;
+        w
+    }
+
+    /// The smallest key, if any rank has calls ready.
+    #[inline]
+    fn top(&self) -> Option<u128> {
+        (self.win.0 != Merge::NONE).then_some(self.win.0)
+    }
+
+    /// Leaf `j`, the winner, now has key `k`.
+    #[inline]
+    fn replace(&mut self, j: usize, k: u128) {
+        debug_assert_eq!(self.win.1 as usize, j);
+        let nodes = &mut self.nodes[..];
+        let mut w = (k, j as u32);
+        let mut i = (nodes.len() + j) / 2;
+        while i > 0 {
+            let n = &mut nodes[i];
+            if n.0 < w.0 {
+                std::mem::swap(n, &mut w);
+            }
+            i /= 2;
+        }
+        self.win = w;
+    }
+}
+
 impl RunOrder {
     /// Opens the run in `dir`.
     pub fn open(dir: &Path) -> Result<RunOrder, Error> {
@@ -312,20 +415,21 @@ impl RunOrder {
             .collect();
         let n = metas.len();
         let mut o = RunOrder {
+            clocks: metas.iter().map(RankMeta::clock).collect(),
             metas,
             readers,
             ahead: (0..n).map(|_| Ahead::default()).collect(),
-            heap: BinaryHeap::new(),
+            merge: Merge::new(n),
             failed: None,
         };
         for ri in 0..n {
             let a = &mut o.ahead[ri];
             match o.readers[ri].as_mut() {
-                Some(reader) => a.fill(reader, &o.metas[ri]),
+                Some(reader) => a.fill(reader, &o.clocks[ri]),
                 None => a.done = true,
             }
             match a.next_at() {
-                Some(at) => o.heap.push(Reverse(instant(at, ri))),
+                Some(at) => o.merge.keys[ri] = instant(at, ri),
                 None => {
                     if let Some(e) = a.err.take() {
                         return Err(e);
@@ -333,6 +437,7 @@ impl RunOrder {
                 }
             }
         }
+        o.merge.build();
         Ok(o)
     }
 
@@ -373,7 +478,7 @@ impl RunOrder {
         };
         let (_, c) = self.ahead[ri]
             .pop_front()
-            .expect("a rank in the heap has calls ready");
+            .expect("a rank at the top of the merge has calls ready");
         self.step(at, ri);
         Ok(Some((at, ri, c)))
     }
@@ -387,26 +492,27 @@ impl RunOrder {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let Some(&Reverse(k)) = self.heap.peek() else {
+        let Some(k) = self.merge.top() else {
             return Ok(None);
         };
         let (at, ri) = instant_of(k);
         let call = &mut self.ahead[ri]
             .front_mut()
-            .expect("a rank in the heap has calls ready")
+            .expect("a rank at the top of the merge has calls ready")
             .1;
         Ok(Some(Peeked {
             at,
             ri,
             call,
             meta: &self.metas[ri],
+            clock: &self.clocks[ri],
         }))
     }
 
     /// Lets the call [`RunOrder::peek`] gave go.
     #[inline]
     pub fn advance(&mut self) {
-        let Some(&Reverse(k)) = self.heap.peek() else {
+        let Some(k) = self.merge.top() else {
             return;
         };
         let (at, ri) = instant_of(k);
@@ -423,17 +529,15 @@ impl RunOrder {
         if a.ready == 0
             && let Some(reader) = self.readers[ri].as_mut()
         {
-            a.fill(reader, &self.metas[ri]);
+            a.fill(reader, &self.clocks[ri]);
         }
         // The rank stays at the top while its instant has calls ready; then its next
-        // instant takes its place there (one sift down, not a pop and a push).
+        // instant takes its place there (one replay of its path in the tree).
         match a.next_at() {
             Some(t) if t == at => {}
-            Some(t) => {
-                *self.heap.peek_mut().expect("the rank is in the heap") = Reverse(instant(t, ri))
-            }
+            Some(t) => self.merge.replace(ri, instant(t, ri)),
             None => {
-                self.heap.pop();
+                self.merge.replace(ri, Merge::NONE);
                 self.failed = a.err.take();
             }
         }
@@ -685,6 +789,13 @@ impl Records {
     /// final record cut short included).
     #[inline]
     fn next(&mut self) -> Result<Option<(Key, Record)>, Error> {
+        let mut r = Record::default();
+        Ok(self.next_into(&mut r)?.map(|k| (k, r)))
+    }
+
+    /// [`Records::next`] parsed into `r` (left unspecified at the end); its key.
+    #[inline]
+    fn next_into(&mut self, r: &mut Record) -> Result<Option<Key>, Error> {
         if self.len - self.at < RECORD_SIZE && !self.fill()? {
             return Ok(None);
         }
@@ -692,7 +803,8 @@ impl Records {
             .try_into()
             .expect("a whole record");
         self.at += RECORD_SIZE;
-        let r = Record::from_bytes(b).settle();
+        *r = Record::from_bytes(b);
+        r.settle_in_place();
         let call = !r.is_continuation();
         let n = if call {
             &mut self.calls
@@ -700,7 +812,7 @@ impl Records {
             &mut self.conts
         };
         *n += 1;
-        Ok(Some(((r.t_start, call, *n - 1), r)))
+        Ok(Some((r.t_start, call, *n - 1)))
     }
 
     /// Reads on until the buffer holds a whole record; false at the end of the file (a
@@ -726,6 +838,44 @@ impl Records {
 mod tests {
     use super::*;
     use crate::trace::{FLAG_ARCS, FLAG_NONBLOCKING};
+
+    /// The tournament tree gives the smallest key at every step as a heap of the same keys
+    /// does, ranks replaced at the top with later keys or taken out, for 1 to 40 ranks.
+    #[test]
+    fn the_merge_gives_the_smallest_key_as_a_heap_does() {
+        let mut rnd = crate::testing::xorshift(0x2545_f491_4f6c_dd1d);
+        for case in 0..400 {
+            let n = 1 + case % 40;
+            let mut m = Merge::new(n);
+            let mut heap = BinaryHeap::new();
+            for ri in 0..n {
+                // Some ranks start without calls.
+                if rnd(5) != 0 {
+                    let k = instant(rnd(1000) as i64 - 500, ri);
+                    m.keys[ri] = k;
+                    heap.push(Reverse(k));
+                }
+            }
+            m.build();
+            let mut steps = 0;
+            loop {
+                let want = heap.peek().map(|r: &Reverse<u128>| r.0);
+                assert_eq!(m.top(), want, "case {case}, step {steps}");
+                let Some(k) = want else { break };
+                let (at, ri) = instant_of(k);
+                heap.pop();
+                // Later instants (at times the same one), or no more calls.
+                if rnd(8) != 0 {
+                    let k = instant(at + rnd(3) as i64, ri);
+                    m.replace(ri, k);
+                    heap.push(Reverse(k));
+                } else {
+                    m.replace(ri, Merge::NONE);
+                }
+                steps += 1;
+            }
+        }
+    }
 
     /// The merge's packed keys order as (instant, rank index) pairs and give them back,
     /// negative instants and the extremes included.
