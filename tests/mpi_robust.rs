@@ -241,10 +241,28 @@ fn mpi_abort_flushes_and_marks_the_rank() {
 #[test]
 fn exit_without_finalize_flushes_at_exit() {
     let out = die("exit");
+    // 50 sends, the Isend never completed and the receive after it.
     assert_eq!(
         meta_ended(&out, 1),
-        (false, Some("exit without MPI_Finalize".into()), 50)
+        (false, Some("exit without MPI_Finalize".into()), 52)
     );
+    // The Isend is recorded all the same, flagged incomplete: rank 0 received its message.
+    let run = pmpi_core::trace::load_run(&out).unwrap();
+    let r1 = run.ranks.iter().find(|r| r.meta.rank == 1).unwrap();
+    let isends: Vec<_> = r1
+        .records
+        .iter()
+        .filter(|r| r.call == pmpi_core::trace::call::MPI_Isend)
+        .map(|r| {
+            (
+                r.peer,
+                r.tag,
+                r.bytes_send,
+                r.flags & pmpi_core::trace::FLAG_INCOMPLETE != 0,
+            )
+        })
+        .collect();
+    assert_eq!(isends, [(0, 3, 2048, true)]);
     let a = cli(&["analyze", out.to_str().unwrap()]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(summary(&out)["complete"], false);

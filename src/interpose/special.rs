@@ -537,6 +537,9 @@ pub fn flush_on_exit(why: &str) {
         Err(std::sync::TryLockError::WouldBlock) => None,
     };
     if let Some(mut run) = run {
+        // Operations still pending are recorded too (incomplete): their messages may have
+        // been received.
+        let _ = super::hook::record_unfinished(crate::topo::clock::now_ns());
         close_spool(&mut run, Some(why.to_string()));
     }
 }

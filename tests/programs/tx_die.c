@@ -3,7 +3,9 @@
  * waits forever:
  *   term  - rank 1 sends itself SIGTERM
  *   abort - rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7)
- *   exit  - rank 1 calls exit(0) (rank 0 then waits outside MPI, in sleep)
+ *   exit  - rank 1 calls exit(0) (rank 0 then waits outside MPI, in sleep); before it,
+ *           rank 1 posts one 2 KiB MPI_Isend (tag 3) it never completes, which rank 0
+ *           receives
  *   own   - every rank installs its own one-shot SIGTERM handler (SA_RESETHAND) before
  *           MPI_Init; rank 1 sends itself SIGTERM, prints whether its handler ran and
  *           whether the action was reset to the default, and the run finalizes normally
@@ -65,13 +67,25 @@ int main(int argc, char **argv) {
         }
         if (strcmp(mode, "term") == 0) kill(getpid(), SIGTERM);
         else if (strcmp(mode, "abort") == 0) MPI_Abort(MPI_COMM_WORLD, 7);
-        else exit(0);
+        else {
+            static int big[512];
+            MPI_Request rq;
+            MPI_Isend(big, 512, MPI_INT, 0, 3, MPI_COMM_WORLD, &rq);
+            /* Received: rank 0 says so once it has it. */
+            MPI_Recv(buf, 1, MPI_INT, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            exit(0);
+        }
         for (;;) sleep(1);
     } else {
         for (int k = 0; k < m; k++)
             MPI_Recv(buf, 16, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         printf("rank 0 received %d\n", m);
         fflush(stdout);
+        if (strcmp(mode, "exit") == 0) {
+            static int big[512];
+            MPI_Recv(big, 512, MPI_INT, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, 1, MPI_INT, 1, 4, MPI_COMM_WORLD);
+        }
         /* After rank 1's exit(0), waiting inside MPI races the launcher: MPICH's rank 0
          * either sees the connection close and aborts (status 1) or is killed by hydra
          * first (status 0). Outside MPI only the launcher ends it. */
