@@ -178,6 +178,27 @@ fn real_run_renders_every_section_without_network() {
             "{c} E_rel"
         );
     }
+    // The scatter plot's axes are labelled at exact powers of ten ("1.00e+3 µs" was a
+    // product of tens that drifted below 1 ms).
+    let axis = dom
+        .split("id=\"scatter\"")
+        .nth(1)
+        .and_then(|a| a.split("<g class=\"axis\">").nth(1))
+        .and_then(|a| a.split("</g>").next())
+        .expect("scatter axis");
+    let labels: Vec<&str> = axis
+        .split("text-anchor=\"middle\">")
+        .skip(1)
+        .map(|t| &t[..t.find('<').unwrap()])
+        .collect();
+    assert!(labels.len() >= 2, "{axis}");
+    for l in &labels {
+        let (n, unit) = l.split_once(' ').unwrap_or(("", ""));
+        assert!(
+            ["1", "10", "100"].contains(&n) && ["ns", "µs", "ms", "s"].contains(&unit),
+            "axis label {l:?}"
+        );
+    }
     // Hotspots: somebody always waits in this program (which rank most depends on the
     // machine's load, so it is not checked).
     let waited: Vec<i32> = dom

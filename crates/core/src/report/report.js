@@ -210,7 +210,9 @@
     F.forEach(function (f) { if (calls.indexOf(f.call) < 0) calls.push(f.call); });
     var color = function (c) { return PALETTE[calls.indexOf(c) % PALETTE.length]; };
     var vals = [];
-    F.forEach(function (f) { [f.measured_s, f.predicted_s, f.free_s].forEach(function (v) { if (v > 0) vals.push(v); }); });
+    // Below a nanosecond (the clocks' resolution) a time is drawn at the axis' floor: a
+    // predicted 7 ps would otherwise stretch the axes over eight empty decades.
+    F.forEach(function (f) { [f.measured_s, f.predicted_s, f.free_s].forEach(function (v) { if (v >= 1e-9) vals.push(v); }); });
     var lo = Math.pow(10, Math.floor(Math.log10(vals.length ? Math.min.apply(null, vals) : 1e-6)));
     var hi = Math.pow(10, Math.ceil(Math.log10(vals.length ? Math.max.apply(null, vals) : 1e-3)));
     if (hi / lo < 100) lo = hi / 100;
@@ -222,11 +224,17 @@
       return sx(p[0]) + ',' + sy(p[1]);
     }).join(' ') + '" fill="#eef1f5"/>');
     o.push('<g class="axis">');
-    for (var d = lo; d <= hi * 1.0001; d *= 10) {
+    // Decades as exact powers of ten (repeated products drift: 0.000999 printed as
+    // "1.00e+3 µs"), labelled every other one when there are more than six.
+    var k0 = Math.round(Math.log10(lo)), k1 = Math.round(Math.log10(hi)), every = k1 - k0 > 6 ? 2 : 1;
+    var tick = function (d) { var t = fmtS(d).split(' '); return parseFloat(t[0]) + ' ' + t[1]; };
+    for (var k = k0; k <= k1; k++) {
+      var d = Math.pow(10, k);
       o.push('<line x1="' + sx(d) + '" x2="' + sx(d) + '" y1="' + T + '" y2="' + (H - B) + '"/>');
       o.push('<line x1="' + L + '" x2="' + (W - Rm) + '" y1="' + sy(d) + '" y2="' + sy(d) + '"/>');
-      o.push('<text x="' + sx(d) + '" y="' + (H - B + 16) + '" text-anchor="middle">' + esc(fmtS(d)) + '</text>');
-      o.push('<text x="' + (L - 6) + '" y="' + (sy(d) + 4) + '" text-anchor="end">' + esc(fmtS(d)) + '</text>');
+      if ((k - k0) % every) continue;
+      o.push('<text x="' + sx(d) + '" y="' + (H - B + 16) + '" text-anchor="middle">' + esc(tick(d)) + '</text>');
+      o.push('<text x="' + (L - 6) + '" y="' + (sy(d) + 4) + '" text-anchor="end">' + esc(tick(d)) + '</text>');
     }
     o.push('</g>');
     o.push('<line x1="' + sx(lo) + '" y1="' + sy(lo) + '" x2="' + sx(hi) + '" y2="' + sy(hi) + '" stroke="#8a93a3" stroke-dasharray="4 3"/>');
