@@ -41,48 +41,65 @@ pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
             q
         }
     };
-    // q < 10^9 · 10^9 + 1: fits u64. Digits from the right: the decimals, the point,
-    // at least one integer digit, the sign.
-    let mut q = q as u64;
-    let mut buf = [0u8; 32];
-    let mut i = buf.len();
-    for _ in 0..prec {
-        i -= 1;
-        buf[i] = b'0' + (q % 10) as u8;
-        q /= 10;
+    // q < 10^9 · 10^9 + 1: fits u64. Sign, integer digits, point, decimals, written in
+    // place at the end of `out`.
+    let q = q as u64;
+    let (whole, decimals) = (q / scale, q % scale);
+    let neg = (bits >> 63) as usize;
+    let int_end = neg + digit_count(whole);
+    let dst = grow(out, int_end + if prec > 0 { 1 + prec } else { 0 });
+    if neg == 1 {
+        dst[0] = b'-';
     }
+    put_digits(&mut dst[neg..int_end], whole);
     if prec > 0 {
-        i -= 1;
-        buf[i] = b'.';
+        dst[int_end] = b'.';
+        put_digits(&mut dst[int_end + 1..], decimals);
     }
-    i = digits_before(&mut buf, i, q);
-    if bits >> 63 == 1 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    out.extend_from_slice(&buf[i..]);
 }
 
-/// Writes the decimal digits of `n` (at least one) into `buf` right to left, ending
-/// before index `end`; returns the index of the first digit.
+/// "00" to "99": two digits per division.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Lengthens `out` by `len` bytes and returns them, to be written in place: digits
+/// stored into a stack buffer and copied out from there cost a stalled load (small
+/// stores read back wide) and a call to memcpy.
 #[inline]
-fn digits_before(buf: &mut [u8], end: usize, mut n: u64) -> usize {
-    let mut i = end;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return i;
-        }
+fn grow(out: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    let at = out.len();
+    out.resize(at + len, b'0');
+    &mut out[at..]
+}
+
+/// Decimal digits of `n` (1 for 0).
+#[inline]
+fn digit_count(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// Fills `dst` with the last `dst.len()` decimal digits of `n`, zeros in front.
+#[inline]
+fn put_digits(dst: &mut [u8], mut n: u64) {
+    let mut i = dst.len();
+    while i >= 2 {
+        let d = (n % 100) as usize * 2;
+        n /= 100;
+        dst[i - 2..i].copy_from_slice(&PAIRS[d..d + 2]);
+        i -= 2;
+    }
+    if i == 1 {
+        dst[0] = b'0' + (n % 10) as u8;
     }
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
 pub fn uint(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    let i = digits_before(&mut digits, 20, n);
-    out.extend_from_slice(&digits[i..]);
+    put_digits(grow(out, digit_count(n)), n);
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
@@ -169,6 +186,15 @@ mod tests {
             let mut a = Vec::new();
             uint(&mut a, n);
             assert_eq!(a, n.to_string().as_bytes());
+        }
+        // Every digit count, at both its ends.
+        for k in 0..20 {
+            let p = 10u64.pow(k);
+            for n in [p - 1, p, p + 1, p * 9 + (p - 1)] {
+                let mut a = b"x".to_vec();
+                uint(&mut a, n);
+                assert_eq!(a, format!("x{n}").as_bytes());
+            }
         }
         for n in [0, -1, i64::MIN, i64::MAX, -1500, 42] {
             let mut a = Vec::new();
