@@ -7,10 +7,42 @@
 /// sign whenever the sign bit is set (so `-0.000000000`). Values of 10^9 and above,
 /// infinities and NaN go through `std::fmt`.
 pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
-    if prec > 9 || x.is_nan() || x.abs() >= 1e9 {
+    let Some((neg, whole, decimals)) = fixed_parts(x, prec) else {
         use std::io::Write as _;
         let _ = write!(out, "{x:.prec$}");
         return;
+    };
+    // Sign, integer digits, point, decimals, written in place at the end of `out`.
+    let int_end = usize::from(neg) + digit_count(whole);
+    let dst = grow(out, int_end + point_and_decimals(prec));
+    if neg {
+        dst[0] = b'-';
+    }
+    put_digits(&mut dst[usize::from(neg)..int_end], whole);
+    if prec > 0 {
+        dst[int_end] = b'.';
+        put_digits(&mut dst[int_end + 1..], decimals);
+    }
+}
+
+/// The length of what [`fixed`] appends for `x` and `prec`, without writing it.
+pub fn fixed_len(x: f64, prec: usize) -> usize {
+    match fixed_parts(x, prec) {
+        Some((neg, whole, _)) => usize::from(neg) + digit_count(whole) + point_and_decimals(prec),
+        None => format!("{x:.prec$}").len(),
+    }
+}
+
+fn point_and_decimals(prec: usize) -> usize {
+    if prec > 0 { 1 + prec } else { 0 }
+}
+
+/// `x` rounded to `prec` decimals as [`fixed`] prints it: (minus sign, integer part,
+/// decimals as an integer); None for what goes through `std::fmt`.
+#[inline]
+fn fixed_parts(x: f64, prec: usize) -> Option<(bool, u64, u64)> {
+    if prec > 9 || x.is_nan() || x.abs() >= 1e9 {
+        return None;
     }
     let scale = 10u64.pow(prec as u32);
     let bits = x.to_bits();
@@ -41,21 +73,9 @@ pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
             q
         }
     };
-    // q < 10^9 · 10^9 + 1: fits u64. Sign, integer digits, point, decimals, written in
-    // place at the end of `out`.
+    // q < 10^9 · 10^9 + 1: fits u64.
     let q = q as u64;
-    let (whole, decimals) = (q / scale, q % scale);
-    let neg = (bits >> 63) as usize;
-    let int_end = neg + digit_count(whole);
-    let dst = grow(out, int_end + if prec > 0 { 1 + prec } else { 0 });
-    if neg == 1 {
-        dst[0] = b'-';
-    }
-    put_digits(&mut dst[neg..int_end], whole);
-    if prec > 0 {
-        dst[int_end] = b'.';
-        put_digits(&mut dst[int_end + 1..], decimals);
-    }
+    Some((bits >> 63 == 1, q / scale, q % scale))
 }
 
 /// "00" to "99": two digits per division.
@@ -110,6 +130,52 @@ pub fn int(out: &mut Vec<u8>, n: i64) {
     uint(out, n.unsigned_abs());
 }
 
+/// Where report text goes: appended to a buffer, or only measured (trace.json's first
+/// pass sizes every slice and flow without writing it). One formatter serves both, so a
+/// measured length is the written one.
+pub trait Text {
+    fn bytes(&mut self, b: &[u8]);
+    /// [`fixed`].
+    fn fixed(&mut self, x: f64, prec: usize);
+    /// [`uint`].
+    fn uint(&mut self, n: u64);
+    /// [`int`].
+    fn int(&mut self, n: i64) {
+        if n < 0 {
+            self.bytes(b"-");
+        }
+        self.uint(n.unsigned_abs());
+    }
+}
+
+impl Text for Vec<u8> {
+    fn bytes(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+    fn fixed(&mut self, x: f64, prec: usize) {
+        fixed(self, x, prec);
+    }
+    fn uint(&mut self, n: u64) {
+        uint(self, n);
+    }
+}
+
+/// The length of the text it is given, nothing kept.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Measure(pub usize);
+
+impl Text for Measure {
+    fn bytes(&mut self, b: &[u8]) {
+        self.0 += b.len();
+    }
+    fn fixed(&mut self, x: f64, prec: usize) {
+        self.0 += fixed_len(x, prec);
+    }
+    fn uint(&mut self, n: u64) {
+        self.0 += digit_count(n);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +190,9 @@ mod tests {
                 format!("{x:.prec$}").as_bytes(),
                 "{x:e} at {prec} decimals"
             );
+            let mut m = Measure(3);
+            m.fixed(x, prec);
+            assert_eq!(m.0, 3 + fast.len(), "{x:e} at {prec} decimals, measured");
         }
     }
 
@@ -194,12 +263,18 @@ mod tests {
                 let mut a = b"x".to_vec();
                 uint(&mut a, n);
                 assert_eq!(a, format!("x{n}").as_bytes());
+                let mut m = Measure(1);
+                m.uint(n);
+                assert_eq!(m.0, a.len(), "{n} measured");
             }
         }
         for n in [0, -1, i64::MIN, i64::MAX, -1500, 42] {
             let mut a = Vec::new();
             int(&mut a, n);
             assert_eq!(a, n.to_string().as_bytes());
+            let mut m = Measure(0);
+            m.int(n);
+            assert_eq!(m.0, a.len(), "{n} measured");
         }
     }
 }
