@@ -34,10 +34,13 @@ use crate::profile::Profile;
 use crate::replay::Reason;
 use crate::replay::wait::{Wait, WaitKind};
 use crate::trace::order::{Call, RunOrder};
+use crate::trace::{RankMeta, Record};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
 
 /// Predictions sorted in memory at once (about 100 bytes each: 50 MB). A run of 100 M
 /// records makes 200 sorted runs, whose merge holds 200 read buffers.
@@ -161,13 +164,16 @@ fn write_with(
         None
     };
     let path = dir.join("calls.csv");
-    let mut w = CallsCsv::create(&path, shell.origin_ns())?;
+    let mut w = CsvWriter::new(
+        CallsCsv::create(&path, shell.origin_ns())?,
+        rows.order.metas.clone(),
+    );
     let mut records = 0u64;
     let mut cs = [CallPrediction::default()];
     while let Some((at, ri, call)) = rows.next(&mut cs)? {
         let [c] = cs;
         let meta = &rows.order.metas[ri];
-        w.row(meta, &call.record, at, &c)?;
+        w.row(ri, &call.record, at, &c)?;
         agg.add(ri, meta, &call.record, &c)?;
         if let Some(t) = &mut tj
             && let Err(e) = t.row(ri, meta, call.rec, &call.record, &c)
@@ -218,6 +224,142 @@ fn write_with(
         hotspots: hs,
         stats,
     })
+}
+
+/// Rows of calls.csv handed to its thread at a time.
+const CSV_BATCH: usize = 4096;
+
+/// One row of calls.csv: rank index, record, entry (ns on rank 0's clock), prediction.
+type CsvRow = (usize, Record, i64, CallPrediction);
+
+/// calls.csv formatted and written on a thread of its own, fed its rows in batches (its
+/// numbers are the row loop's largest work, its file the largest write): the row loop
+/// reads the rows, sums them and counts trace.json's windows meanwhile. In the calling
+/// thread if no thread can be started. The rows go in the order given: the same bytes.
+enum CsvWriter {
+    Inline(CallsCsv, Vec<RankMeta>),
+    Thread(CsvThread),
+}
+
+/// The writing thread and the batches going to it.
+struct CsvThread {
+    batch: Vec<CsvRow>,
+    /// None once the rows are all sent.
+    to: Option<SyncSender<Vec<CsvRow>>>,
+    /// Batches written, to be filled again.
+    back: Receiver<Vec<CsvRow>>,
+    /// None once joined.
+    thread: Option<JoinHandle<Result<(), Error>>>,
+}
+
+impl CsvWriter {
+    /// Writes with `w` the rows of the ranks `metas` describes.
+    fn new(w: CallsCsv, metas: Vec<RankMeta>) -> CsvWriter {
+        // Two batches in flight: one being written, one waiting.
+        let (to, rows) = sync_channel::<Vec<CsvRow>>(2);
+        let (done, back) = channel();
+        // The writer goes over once the thread runs, so that it stays here if none starts.
+        let (give, take) = channel::<(CallsCsv, Vec<RankMeta>)>();
+        let spawned = std::thread::Builder::new()
+            .name("calls.csv".into())
+            .spawn(move || {
+                let Ok((mut w, metas)) = take.recv() else {
+                    return Ok(());
+                };
+                for mut batch in rows {
+                    for (ri, r, at, c) in batch.drain(..) {
+                        w.row(meta_of(&metas, ri)?, &r, at, &c)?;
+                    }
+                    // The row loop may be gone already: then nobody needs it back.
+                    let _ = done.send(batch);
+                }
+                w.finish()
+            });
+        let Ok(thread) = spawned else {
+            return CsvWriter::Inline(w, metas);
+        };
+        let t = CsvThread {
+            batch: Vec::with_capacity(CSV_BATCH),
+            to: Some(to),
+            back,
+            thread: Some(thread),
+        };
+        match give.send((w, metas)) {
+            Ok(()) => CsvWriter::Thread(t),
+            // Not reached (the thread waits for it), but the writer is not lost then.
+            Err(std::sync::mpsc::SendError((w, metas))) => CsvWriter::Inline(w, metas),
+        }
+    }
+
+    /// The next row: record `r` of rank index `ri`, entered at `at`, predicted as `c`.
+    fn row(&mut self, ri: usize, r: &Record, at: i64, c: &CallPrediction) -> Result<(), Error> {
+        match self {
+            CsvWriter::Inline(w, metas) => w.row(meta_of(metas, ri)?, r, at, c),
+            CsvWriter::Thread(t) => {
+                t.batch.push((ri, *r, at, *c));
+                if t.batch.len() >= CSV_BATCH {
+                    t.send()
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Writes the rows left and closes the file.
+    fn finish(self) -> Result<(), Error> {
+        match self {
+            CsvWriter::Inline(w, _) => w.finish(),
+            CsvWriter::Thread(mut t) => {
+                if !t.batch.is_empty() {
+                    t.send()?;
+                }
+                t.join()
+            }
+        }
+    }
+}
+
+/// The metadata of rank index `ri`.
+fn meta_of(metas: &[RankMeta], ri: usize) -> Result<&RankMeta, Error> {
+    metas
+        .get(ri)
+        .ok_or_else(|| Error::Internal(format!("calls.csv: rank index {ri}")))
+}
+
+impl CsvThread {
+    /// Hands the batch over (and takes a written one back to fill, if any).
+    fn send(&mut self) -> Result<(), Error> {
+        let next = self
+            .back
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CSV_BATCH));
+        let full = std::mem::replace(&mut self.batch, next);
+        if self.to.as_ref().is_some_and(|t| t.send(full).is_ok()) {
+            return Ok(());
+        }
+        // The thread stopped: its error says why.
+        self.join()?;
+        Err(Error::Internal("calls.csv's thread stopped early".into()))
+    }
+
+    /// Ends the rows and waits for the thread: its result.
+    fn join(&mut self) -> Result<(), Error> {
+        self.to.take();
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(Error::Internal("calls.csv's thread panicked".into()))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for CsvThread {
+    /// On an error elsewhere: the thread ends with the rows it was given, not after.
+    fn drop(&mut self) {
+        let _ = self.join();
+    }
 }
 
 /// What a what-if replay as the run is read ([`replay_streamed`]) gave.
@@ -898,6 +1040,62 @@ mod tests {
         assert!(dir.join("trace.json").is_dir());
         std::fs::remove_dir_all(&dir).ok();
     }
+    /// calls.csv written by its thread onto a full disk (the file a link to /dev/full),
+    /// for a run long enough that the row loop is still sending rows when the thread
+    /// fails, and for a short one that fails at the end: the report is that write error,
+    /// and no temporary file stays; with the link gone the same run is reported.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn calls_csv_on_a_full_disk_is_its_write_error() {
+        let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0005);
+        let dir = std::env::temp_dir().join(format!("pmpi-rowsfull-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        let sizes = Sizes {
+            run_len: 1000,
+            e_rel_held: callagg::IN_MEMORY,
+        };
+        for (case, scale) in [(0, 400), (1, 1)] {
+            crate::testing::write_random_case(&mut rnd, &dir, case, 0, scale);
+            let csv = dir.join("calls.csv");
+            std::fs::remove_file(&csv).ok();
+            std::os::unix::fs::symlink("/dev/full", &csv).unwrap();
+            let write = || {
+                write_with(
+                    &dir,
+                    &profile,
+                    Some("gige"),
+                    "builtin-default",
+                    &assume,
+                    sizes,
+                    u64::MAX,
+                )
+            };
+            let e = write().unwrap_err();
+            assert!(
+                matches!(&e, Error::Io { action: "write", path, .. } if *path == csv),
+                "case {case}: {e}"
+            );
+            assert_eq!(temporary(&dir), Vec::<String>::new(), "case {case}");
+            std::fs::remove_file(&csv).unwrap();
+            let s = write().unwrap();
+            let rows = std::fs::read(&csv)
+                .unwrap()
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            assert_eq!(rows as u64, s.records + 1, "case {case}");
+            if scale > 1 {
+                assert!(
+                    s.records > 4 * CSV_BATCH as u64,
+                    "case {case}: {} rows",
+                    s.records
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     /// The what-if replay: random runs (every other one with its barriers as all-to-alls
     /// of 64 KiB, which the clusters' algorithm times) under random conditions (placements
     /// rrn, rrp and shuffled on fewer, as many or more nodes than ranks; half with two
