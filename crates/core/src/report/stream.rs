@@ -39,7 +39,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
+use std::sync::Arc;
+use std::sync::mpsc::{SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 /// Predictions sorted in memory at once (about 100 bytes each: 50 MB). A run of 100 M
@@ -155,35 +156,59 @@ fn write_with(
     let tj_path = dir.join("trace.json");
     let not_written =
         |e: Error| crate::say_line!("pmpi-predict: {e}; {} not written", tj_path.display());
+    let metas = &rows.order.metas;
+    // calls.csv and trace.json's count each on a thread of their own (docs/engine.md,
+    // "The report at MPI_Finalize made faster"): this one reads the rows and sums them.
     let mut tj = if trace_max_bytes > 0 {
         TraceExtent::read(dir, &shell)
-            .map(|extent| TraceCount::new(&shell, extent))
+            .map(|extent| {
+                let count = TraceCount::new(&shell, extent);
+                RowSink::new("trace.json", CountRows(count, metas.clone()))
+            })
             .map_err(not_written)
             .ok()
     } else {
         None
     };
     let path = dir.join("calls.csv");
-    let mut w = CsvWriter::new(
-        CallsCsv::create(&path, shell.origin_ns())?,
-        rows.order.metas.clone(),
-    );
+    let w = CallsCsv::create(&path, shell.origin_ns())?;
+    let mut csv = RowSink::new("calls.csv", CsvRows(w, metas.clone()));
     let mut records = 0u64;
     let mut cs = [CallPrediction::default()];
-    while let Some((at, ri, call)) = rows.next(&mut cs)? {
-        let [c] = cs;
-        let meta = &rows.order.metas[ri];
-        w.row(ri, &call.record, at, &c)?;
-        agg.add(ri, meta, &call.record, &c)?;
+    let mut batch = Vec::with_capacity(ROW_BATCH);
+    loop {
+        let next = rows.next(&mut cs)?;
+        let more = next.is_some();
+        if let Some((at, ri, call)) = next {
+            let [c] = cs;
+            agg.add(ri, &rows.order.metas[ri], &call.record, &c)?;
+            batch.push(Row {
+                ri,
+                rec: call.rec,
+                record: call.record,
+                at,
+                pred: c,
+            });
+            records += 1;
+            if batch.len() < ROW_BATCH {
+                continue;
+            }
+        }
+        let full =
+            std::sync::Arc::new(std::mem::replace(&mut batch, Vec::with_capacity(ROW_BATCH)));
+        csv.rows(&full)?;
         if let Some(t) = &mut tj
-            && let Err(e) = t.row(ri, meta, call.rec, &call.record, &c)
+            && let Err(e) = t.rows(&full)
         {
             not_written(e);
             tj = None;
         }
-        records += 1;
+        if !more {
+            break;
+        }
     }
-    w.finish()?;
+    csv.finish()?;
+    let tj = tj.and_then(|t| t.finish().map_err(not_written).ok());
     let figures = agg.finish()?;
     let hs = write_views(dir, &shell, &placement, &figures, &prediction, net, source)?;
     if let Some(t) = tj {
@@ -226,97 +251,52 @@ fn write_with(
     })
 }
 
-/// Rows of calls.csv handed to its thread at a time.
-const CSV_BATCH: usize = 4096;
+/// Rows handed to a [`RowSink`]'s thread at a time.
+const ROW_BATCH: usize = 4096;
 
-/// One row of calls.csv: rank index, record, entry (ns on rank 0's clock), prediction.
-type CsvRow = (usize, Record, i64, CallPrediction);
-
-/// calls.csv formatted and written on a thread of its own, fed its rows in batches (its
-/// numbers are the row loop's largest work, its file the largest write): the row loop
-/// reads the rows, sums them and counts trace.json's windows meanwhile. In the calling
-/// thread if no thread can be started. The rows go in the order given: the same bytes.
-enum CsvWriter {
-    Inline(CallsCsv, Vec<RankMeta>),
-    Thread(CsvThread),
+/// A row of the report: rank index, record number, record, entry (ns on rank 0's
+/// clock), prediction.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    ri: usize,
+    rec: u32,
+    record: Record,
+    at: i64,
+    pred: CallPrediction,
 }
 
-/// The writing thread and the batches going to it.
-struct CsvThread {
-    batch: Vec<CsvRow>,
-    /// None once the rows are all sent.
-    to: Option<SyncSender<Vec<CsvRow>>>,
-    /// Batches written, to be filled again.
-    back: Receiver<Vec<CsvRow>>,
-    /// None once joined.
-    thread: Option<JoinHandle<Result<(), Error>>>,
+/// What a [`RowSink`] does with the rows, each in turn, and at their end.
+trait RowWork: Send + 'static {
+    type Out: Send + 'static;
+    fn row(&mut self, row: &Row) -> Result<(), Error>;
+    fn finish(self) -> Result<Self::Out, Error>;
 }
 
-impl CsvWriter {
-    /// Writes with `w` the rows of the ranks `metas` describes.
-    fn new(w: CallsCsv, metas: Vec<RankMeta>) -> CsvWriter {
-        // Two batches in flight: one being written, one waiting.
-        let (to, rows) = sync_channel::<Vec<CsvRow>>(2);
-        let (done, back) = channel();
-        // The writer goes over once the thread runs, so that it stays here if none starts.
-        let (give, take) = channel::<(CallsCsv, Vec<RankMeta>)>();
-        let spawned = std::thread::Builder::new()
-            .name("calls.csv".into())
-            .spawn(move || {
-                let Ok((mut w, metas)) = take.recv() else {
-                    return Ok(());
-                };
-                for mut batch in rows {
-                    for (ri, r, at, c) in batch.drain(..) {
-                        w.row(meta_of(&metas, ri)?, &r, at, &c)?;
-                    }
-                    // The row loop may be gone already: then nobody needs it back.
-                    let _ = done.send(batch);
-                }
-                w.finish()
-            });
-        let Ok(thread) = spawned else {
-            return CsvWriter::Inline(w, metas);
-        };
-        let t = CsvThread {
-            batch: Vec::with_capacity(CSV_BATCH),
-            to: Some(to),
-            back,
-            thread: Some(thread),
-        };
-        match give.send((w, metas)) {
-            Ok(()) => CsvWriter::Thread(t),
-            // Not reached (the thread waits for it), but the writer is not lost then.
-            Err(std::sync::mpsc::SendError((w, metas))) => CsvWriter::Inline(w, metas),
-        }
-    }
+/// calls.csv's rows, with the metadata of each rank index.
+struct CsvRows(CallsCsv, Vec<RankMeta>);
 
-    /// The next row: record `r` of rank index `ri`, entered at `at`, predicted as `c`.
-    fn row(&mut self, ri: usize, r: &Record, at: i64, c: &CallPrediction) -> Result<(), Error> {
-        match self {
-            CsvWriter::Inline(w, metas) => w.row(meta_of(metas, ri)?, r, at, c),
-            CsvWriter::Thread(t) => {
-                t.batch.push((ri, *r, at, *c));
-                if t.batch.len() >= CSV_BATCH {
-                    t.send()
-                } else {
-                    Ok(())
-                }
-            }
-        }
+impl RowWork for CsvRows {
+    type Out = ();
+    fn row(&mut self, r: &Row) -> Result<(), Error> {
+        self.0
+            .row(meta_of(&self.1, r.ri)?, &r.record, r.at, &r.pred)
     }
-
-    /// Writes the rows left and closes the file.
     fn finish(self) -> Result<(), Error> {
-        match self {
-            CsvWriter::Inline(w, _) => w.finish(),
-            CsvWriter::Thread(mut t) => {
-                if !t.batch.is_empty() {
-                    t.send()?;
-                }
-                t.join()
-            }
-        }
+        self.0.finish()
+    }
+}
+
+/// trace.json's first pass over the rows.
+struct CountRows(TraceCount, Vec<RankMeta>);
+
+impl RowWork for CountRows {
+    type Out = TraceCount;
+    fn row(&mut self, r: &Row) -> Result<(), Error> {
+        self.0
+            .row(r.ri, meta_of(&self.1, r.ri)?, r.rec, &r.record, &r.pred)
+    }
+    fn finish(self) -> Result<TraceCount, Error> {
+        Ok(self.0)
     }
 }
 
@@ -324,41 +304,106 @@ impl CsvWriter {
 fn meta_of(metas: &[RankMeta], ri: usize) -> Result<&RankMeta, Error> {
     metas
         .get(ri)
-        .ok_or_else(|| Error::Internal(format!("calls.csv: rank index {ri}")))
+        .ok_or_else(|| Error::Internal(format!("rank index {ri} of {}", metas.len())))
 }
 
-impl CsvThread {
-    /// Hands the batch over (and takes a written one back to fill, if any).
-    fn send(&mut self) -> Result<(), Error> {
-        let next = self
-            .back
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(CSV_BATCH));
-        let full = std::mem::replace(&mut self.batch, next);
-        if self.to.as_ref().is_some_and(|t| t.send(full).is_ok()) {
-            return Ok(());
+/// A [`RowWork`] on a thread of its own, handed the rows in shared batches, so that the
+/// works of the row loop (calls.csv's numbers and its write, trace.json's count) go on
+/// side by side; in the calling thread if no thread starts. Each sees the rows in the
+/// order given: the same bytes either way.
+enum RowSink<W: RowWork> {
+    Inline(W),
+    Thread(RowThread<W::Out>),
+}
+
+/// A sink's thread and the batches going to it.
+struct RowThread<T> {
+    /// None once the rows are all sent.
+    to: Option<SyncSender<Arc<Vec<Row>>>>,
+    /// None once joined.
+    thread: Option<JoinHandle<Result<T, Error>>>,
+}
+
+impl<W: RowWork> RowSink<W> {
+    fn new(name: &str, work: W) -> RowSink<W> {
+        // Two batches in flight: one being worked on, one waiting.
+        let (to, batches) = sync_channel::<Arc<Vec<Row>>>(2);
+        // The work goes over once the thread runs, so that it stays here if none starts.
+        let (give, take) = channel::<W>();
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let Ok(mut work) = take.recv() else {
+                    return Err(Error::Internal("a row thread got no work".into()));
+                };
+                for batch in batches {
+                    for r in batch.iter() {
+                        work.row(r)?;
+                    }
+                }
+                work.finish()
+            });
+        let Ok(thread) = spawned else {
+            return RowSink::Inline(work);
+        };
+        let t = RowThread {
+            to: Some(to),
+            thread: Some(thread),
+        };
+        match give.send(work) {
+            Ok(()) => RowSink::Thread(t),
+            // Not reached (the thread waits for it), but the work is not lost then.
+            Err(std::sync::mpsc::SendError(work)) => RowSink::Inline(work),
         }
-        // The thread stopped: its error says why.
-        self.join()?;
-        Err(Error::Internal("calls.csv's thread stopped early".into()))
     }
 
+    /// The next rows; an error of the work (on its thread: once it stopped).
+    fn rows(&mut self, batch: &Arc<Vec<Row>>) -> Result<(), Error> {
+        match self {
+            RowSink::Inline(w) => batch.iter().try_for_each(|r| w.row(r)),
+            RowSink::Thread(t) => {
+                if t.to
+                    .as_ref()
+                    .is_some_and(|to| to.send(batch.clone()).is_ok())
+                {
+                    return Ok(());
+                }
+                // The thread stopped: its error says why.
+                t.join()?;
+                Err(Error::Internal("a row thread stopped early".into()))
+            }
+        }
+    }
+
+    /// The end of the rows: what the work gave.
+    fn finish(self) -> Result<W::Out, Error> {
+        match self {
+            RowSink::Inline(w) => w.finish(),
+            RowSink::Thread(mut t) => t.join(),
+        }
+    }
+}
+
+impl<T> RowThread<T> {
     /// Ends the rows and waits for the thread: its result.
-    fn join(&mut self) -> Result<(), Error> {
+    fn join(&mut self) -> Result<T, Error> {
         self.to.take();
         match self.thread.take() {
             Some(t) => t
                 .join()
-                .unwrap_or_else(|_| Err(Error::Internal("calls.csv's thread panicked".into()))),
-            None => Ok(()),
+                .unwrap_or_else(|_| Err(Error::Internal("a row thread panicked".into()))),
+            None => Err(Error::Internal("a row thread joined twice".into())),
         }
     }
 }
 
-impl Drop for CsvThread {
+impl<T> Drop for RowThread<T> {
     /// On an error elsewhere: the thread ends with the rows it was given, not after.
     fn drop(&mut self) {
-        let _ = self.join();
+        self.to.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -1087,7 +1132,7 @@ mod tests {
             assert_eq!(rows as u64, s.records + 1, "case {case}");
             if scale > 1 {
                 assert!(
-                    s.records > 4 * CSV_BATCH as u64,
+                    s.records > 4 * ROW_BATCH as u64,
                     "case {case}: {} rows",
                     s.records
                 );
