@@ -23,7 +23,7 @@
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
-use super::chrome_trace::{TraceCount, TraceExtent};
+use super::chrome_trace::{TraceCount, TraceExtent, TraceStats, TraceWriter};
 use super::hotspots::{self, Hotspots};
 use super::netagg::StreamedNet;
 use super::whatif::{Makespans, WhatIf, WhatIfAgg};
@@ -174,37 +174,22 @@ fn write_with(
     let w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut csv = RowSink::new("calls.csv", CsvRows(w, metas.clone()));
     let mut records = 0u64;
-    let mut cs = [CallPrediction::default()];
-    let mut batch = Vec::with_capacity(ROW_BATCH);
     loop {
-        let next = rows.next(&mut cs)?;
-        let more = next.is_some();
-        if let Some((at, ri, call)) = next {
-            let [c] = cs;
-            agg.add(ri, &rows.order.metas[ri], &call.record, &c)?;
-            batch.push(Row {
-                ri,
-                rec: call.rec,
-                record: call.record,
-                at,
-                pred: c,
-            });
-            records += 1;
-            if batch.len() < ROW_BATCH {
-                continue;
-            }
+        let batch = rows.batch()?;
+        if batch.is_empty() {
+            break;
         }
-        let full =
-            std::sync::Arc::new(std::mem::replace(&mut batch, Vec::with_capacity(ROW_BATCH)));
-        csv.rows(&full)?;
+        for r in &batch {
+            agg.add(r.ri, &rows.order.metas[r.ri], &r.record, &r.pred)?;
+        }
+        records += batch.len() as u64;
+        let batch = Arc::new(batch);
+        csv.rows(&batch)?;
         if let Some(t) = &mut tj
-            && let Err(e) = t.rows(&full)
+            && let Err(e) = t.rows(&batch)
         {
             not_written(e);
             tj = None;
-        }
-        if !more {
-            break;
         }
     }
     csv.finish()?;
@@ -217,13 +202,18 @@ fn write_with(
             let Some(t) = t.borrow_mut().take() else {
                 return Ok(());
             };
-            let mut w = t.plan(&model_name, trace_max_bytes).create(&tj_path)?;
+            let w = t.plan(&model_name, trace_max_bytes).create(&tj_path)?;
             let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
-            let mut cs = [CallPrediction::default()];
-            while let Some((_, ri, call)) = rows.next(&mut cs)? {
-                w.row(ri, &rows.order.metas[ri], call.rec, &call.record, &cs[0])?;
+            // Its rows written on a thread of their own, beside their reading.
+            let mut sink = RowSink::new("trace.json", WriteRows(w, rows.order.metas.clone()));
+            loop {
+                let batch = rows.batch()?;
+                if batch.is_empty() {
+                    break;
+                }
+                sink.rows(&Arc::new(batch))?;
             }
-            w.finish().map(|_| ())
+            sink.finish().map(|_| ())
         });
     }
     let stats = super::ReportStats {
@@ -297,6 +287,20 @@ impl RowWork for CountRows {
     }
     fn finish(self) -> Result<TraceCount, Error> {
         Ok(self.0)
+    }
+}
+
+/// trace.json's second pass over the rows.
+struct WriteRows(TraceWriter, Vec<RankMeta>);
+
+impl RowWork for WriteRows {
+    type Out = TraceStats;
+    fn row(&mut self, r: &Row) -> Result<(), Error> {
+        self.0
+            .row(r.ri, meta_of(&self.1, r.ri)?, r.rec, &r.record, &r.pred)
+    }
+    fn finish(self) -> Result<TraceStats, Error> {
+        self.0.finish()
     }
 }
 
@@ -795,6 +799,31 @@ impl<'a> Rows<'a> {
             merges,
             order: RunOrder::open(dir)?,
         })
+    }
+
+    /// The next rows (at most [`ROW_BATCH`]; none at the end) of a single prediction.
+    fn batch(&mut self) -> Result<Vec<Row>, Error> {
+        if self.merges.len() != 1 {
+            return Err(Error::Internal(format!(
+                "rows of {} predictions read as one's",
+                self.merges.len()
+            )));
+        }
+        let mut batch = Vec::with_capacity(ROW_BATCH);
+        let mut cs = [CallPrediction::default()];
+        while batch.len() < ROW_BATCH {
+            let Some((at, ri, call)) = self.next(&mut cs)? else {
+                break;
+            };
+            batch.push(Row {
+                ri,
+                rec: call.rec,
+                record: call.record,
+                at,
+                pred: cs[0],
+            });
+        }
+        Ok(batch)
     }
 
     /// The next row: entry on rank 0's clock, rank index, call; its predictions (one per
