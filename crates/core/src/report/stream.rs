@@ -36,7 +36,7 @@ use crate::replay::wait::{Wait, WaitKind};
 use crate::trace::order::{Call, RunOrder};
 use crate::trace::{RankMeta, Record};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -174,16 +174,18 @@ fn write_with(
     let w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut csv = RowSink::new("calls.csv", CsvRows(w, metas.clone()));
     let mut records = 0u64;
+    let mut pool = Batches::default();
     loop {
-        let batch = rows.batch()?;
+        let mut batch = pool.take();
+        rows.fill(Arc::make_mut(&mut batch))?;
         if batch.is_empty() {
             break;
         }
-        for r in &batch {
+        for r in batch.iter() {
             agg.add(r.ri, &rows.order.metas[r.ri], &r.record, &r.pred)?;
         }
         records += batch.len() as u64;
-        let batch = Arc::new(batch);
+        pool.sent(&batch);
         csv.rows(&batch)?;
         if let Some(t) = &mut tj
             && let Err(e) = t.rows(&batch)
@@ -206,12 +208,15 @@ fn write_with(
             let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
             // Its rows written on a thread of their own, beside their reading.
             let mut sink = RowSink::new("trace.json", WriteRows(w, rows.order.metas.clone()));
+            let mut pool = Batches::default();
             loop {
-                let batch = rows.batch()?;
+                let mut batch = pool.take();
+                rows.fill(Arc::make_mut(&mut batch))?;
                 if batch.is_empty() {
                     break;
                 }
-                sink.rows(&Arc::new(batch))?;
+                pool.sent(&batch);
+                sink.rows(&batch)?;
             }
             sink.finish().map(|_| ())
         });
@@ -287,6 +292,32 @@ impl RowWork for CountRows {
     }
     fn finish(self) -> Result<TraceCount, Error> {
         Ok(self.0)
+    }
+}
+
+/// The batches of rows handed to the sinks, each taken again once no sink holds it: a
+/// batch (600 kB) allocated afresh each time cost a fresh mapping and its page faults.
+#[derive(Default)]
+struct Batches {
+    /// Oldest first.
+    out: VecDeque<Arc<Vec<Row>>>,
+}
+
+impl Batches {
+    /// An empty batch, not shared.
+    fn take(&mut self) -> Arc<Vec<Row>> {
+        if let Some(mut b) = self.out.pop_front() {
+            if Arc::get_mut(&mut b).is_some() {
+                return b;
+            }
+            self.out.push_front(b);
+        }
+        Arc::new(Vec::with_capacity(ROW_BATCH))
+    }
+
+    /// `b` goes to the sinks.
+    fn sent(&mut self, b: &Arc<Vec<Row>>) {
+        self.out.push_back(b.clone());
     }
 }
 
@@ -801,15 +832,16 @@ impl<'a> Rows<'a> {
         })
     }
 
-    /// The next rows (at most [`ROW_BATCH`]; none at the end) of a single prediction.
-    fn batch(&mut self) -> Result<Vec<Row>, Error> {
+    /// The next rows (at most [`ROW_BATCH`]; none at the end) of a single prediction into
+    /// `batch` (emptied first).
+    fn fill(&mut self, batch: &mut Vec<Row>) -> Result<(), Error> {
         if self.merges.len() != 1 {
             return Err(Error::Internal(format!(
                 "rows of {} predictions read as one's",
                 self.merges.len()
             )));
         }
-        let mut batch = Vec::with_capacity(ROW_BATCH);
+        batch.clear();
         let mut cs = [CallPrediction::default()];
         while batch.len() < ROW_BATCH {
             let Some((at, ri, call)) = self.next(&mut cs)? else {
@@ -823,7 +855,7 @@ impl<'a> Rows<'a> {
                 pred: cs[0],
             });
         }
-        Ok(batch)
+        Ok(())
     }
 
     /// The next row: entry on rank 0's clock, rank index, call; its predictions (one per
