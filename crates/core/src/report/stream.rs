@@ -138,11 +138,34 @@ fn write_with(
     trace_max_bytes: u64,
 ) -> Result<StreamedReport, Error> {
     // The placement the prediction replays the run on (from the ranks' metadata alone).
-    let placement = crate::topo::placement::Placement::from_run(&RunOrder::open(dir)?.shell());
+    let order = RunOrder::open(dir)?;
+    let placement = crate::topo::placement::Placement::from_run(&order.shell());
     let mut net = StreamedNet::new(placement.nodes(), TOP);
-    let (prediction, spill, buf) = predict_sorted(dir, CALLS_SORT, sizes.run_len, |out| {
-        predict_stream_with(dir, profile, model, assume, out, Some(&mut net))
-    })?;
+    // trace.json's extent, a read of the spools of its own, goes on beside the prediction.
+    let early = (trace_max_bytes > 0).then(|| order.loaded_shell(dir));
+    drop(order);
+    let (predicted, extent) = std::thread::scope(|s| {
+        let reading = early.as_ref().map(|shell| {
+            std::thread::Builder::new()
+                .name("trace.json".into())
+                .spawn_scoped(s, move || TraceExtent::read(dir, shell))
+                .map_err(|_| shell)
+        });
+        let predicted = predict_sorted(dir, CALLS_SORT, sizes.run_len, |out| {
+            predict_stream_with(dir, profile, model, assume, out, Some(&mut net))
+        });
+        let extent = reading.map(|r| match r {
+            Ok(t) => t.join().unwrap_or_else(|_| {
+                Err(Error::Internal(
+                    "trace.json's extent: its thread panicked".into(),
+                ))
+            }),
+            // No thread: read here.
+            Err(shell) => TraceExtent::read(dir, shell),
+        });
+        (predicted, extent)
+    });
+    let (prediction, spill, buf) = predicted?;
     let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
     let shell = rows.order.loaded_shell(dir);
     let mut agg = CallAggregates::new(
@@ -159,17 +182,14 @@ fn write_with(
     let metas = &rows.order.metas;
     // calls.csv and trace.json's count each on a thread of their own (docs/engine.md,
     // "The report at MPI_Finalize made faster"): this one reads the rows and sums them.
-    let mut tj = if trace_max_bytes > 0 {
-        TraceExtent::read(dir, &shell)
-            .map(|extent| {
-                let count = TraceCount::new(&shell, extent);
-                RowSink::new("trace.json", CountRows(count, metas.clone()))
-            })
-            .map_err(not_written)
-            .ok()
-    } else {
-        None
-    };
+    let mut tj = extent.and_then(|e| {
+        e.map(|extent| {
+            let count = TraceCount::new(&shell, extent);
+            RowSink::new("trace.json", CountRows(count, metas.clone()))
+        })
+        .map_err(not_written)
+        .ok()
+    });
     let path = dir.join("calls.csv");
     let w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut csv = RowSink::new("calls.csv", CsvRows(w, metas.clone()));
