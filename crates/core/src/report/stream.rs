@@ -14,7 +14,9 @@
 //! file order, zipped with a second read of the run in the same order (`RunOrder`, the
 //! reader the replays use), which gives each row its record. trace.json counts its
 //! windows in that pass and is written in one more over the same rows (the runs merged
-//! again, the run read again), so that none of its slices waits on disk.
+//! again, the run read again), so that none of its slices waits on disk. The rows go in
+//! batches to threads of their own ([`RowSink`]: calls.csv's, trace.json's count, then
+//! its writer), so that formatting and writing go on beside the reading.
 //!
 //! `pmpi-predict replay` above a size, or with `--stream` ([`replay_streamed`]), runs two
 //! predictions (as recorded, and under the what-if conditions), spills each to its own
