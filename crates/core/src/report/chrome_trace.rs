@@ -14,7 +14,7 @@ use crate::graph;
 use crate::predict::{CallPrediction, RunPrediction};
 use crate::replay::matching::{Completions, Fifo};
 use crate::replay::{FxMap, Op, Protocol, op_of, own_end, receive_source, record_op, sent_message};
-use crate::report::number;
+use crate::report::number::{Measure, Text};
 use crate::topo::placement::Placement;
 use crate::trace::{CallKind, FLAG_NONBLOCKING, RankMeta, Record, RunTrace};
 use std::cmp::Reverse;
@@ -77,18 +77,18 @@ pub fn spread(bins: &mut [f64], width: f64, t0: f64, t1: f64, bytes: f64) {
 }
 
 /// A JSON number, or null for NaN/infinity.
-fn put_num(out: &mut Vec<u8>, x: f64) {
+fn put_num(out: &mut impl Text, x: f64) {
     if x.is_finite() {
-        number::fixed(out, x, 9);
+        out.fixed(x, 9);
     } else {
-        out.extend_from_slice(b"null");
+        out.bytes(b"null");
     }
 }
 
-fn put_opt(out: &mut Vec<u8>, x: Option<f64>) {
+fn put_opt(out: &mut impl Text, x: Option<f64>) {
     match x {
         Some(x) => put_num(out, x),
-        None => out.extend_from_slice(b"null"),
+        None => out.bytes(b"null"),
     }
 }
 
@@ -100,23 +100,23 @@ fn us(ns: i64) -> String {
 }
 
 /// `,"pid":P,"tid":T,"ts":TS` of an event (TS in µs from `ns`).
-fn put_place(out: &mut Vec<u8>, pid: u64, tid: u64, ns: i64) {
-    out.extend_from_slice(b",\"pid\":");
-    number::uint(out, pid);
-    out.extend_from_slice(b",\"tid\":");
-    number::uint(out, tid);
-    out.extend_from_slice(b",\"ts\":");
+fn put_place(out: &mut impl Text, pid: u64, tid: u64, ns: i64) {
+    out.bytes(b",\"pid\":");
+    out.uint(pid);
+    out.bytes(b",\"tid\":");
+    out.uint(tid);
+    out.bytes(b",\"ts\":");
     put_us(out, ns);
 }
 
-fn put_us(out: &mut Vec<u8>, ns: i64) {
+fn put_us(out: &mut impl Text, ns: i64) {
     if ns < 0 {
-        out.push(b'-');
+        out.bytes(b"-");
     }
     let a = ns.unsigned_abs();
-    number::uint(out, a / 1000);
+    out.uint(a / 1000);
     let f = a % 1000;
-    out.extend_from_slice(&[
+    out.bytes(&[
         b'.',
         b'0' + (f / 100) as u8,
         b'0' + (f / 10 % 10) as u8,
@@ -130,13 +130,13 @@ fn jstr(s: &str) -> String {
 
 /// A JSON string: as is between quotes when nothing in it needs escaping (call names),
 /// else as serde_json writes it.
-fn put_jstr(out: &mut Vec<u8>, s: &str) {
+fn put_jstr(out: &mut impl Text, s: &str) {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        out.bytes(b"\"");
+        out.bytes(s.as_bytes());
+        out.bytes(b"\"");
     } else {
-        out.extend_from_slice(jstr(s).as_bytes());
+        out.bytes(jstr(s).as_bytes());
     }
 }
 
@@ -270,7 +270,7 @@ impl Frame {
         meta: &RankMeta,
         r: &Record,
         p: &CallPrediction,
-        out: &mut Vec<u8>,
+        out: &mut impl Text,
     ) -> usize {
         let (start_ns, end_ns) = span(meta, r, self.origin);
         let (pid, tid) = self.track(ri, meta, r.thread);
@@ -280,43 +280,43 @@ impl Frame {
             .map(String::as_str)
             .unwrap_or_else(|| crate::trace::call_name(r.call));
         let nb = r.flags & FLAG_NONBLOCKING != 0;
-        out.extend_from_slice(b"{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
+        out.bytes(b"{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":");
         put_jstr(out, name);
         put_place(out, pid as u64, tid, start_ns);
-        out.extend_from_slice(b",\"dur\":");
+        out.bytes(b",\"dur\":");
         put_us(out, end_ns - start_ns);
-        out.extend_from_slice(b",\"args\":{\"measured_s\":");
+        out.bytes(b",\"args\":{\"measured_s\":");
         put_num(out, r.duration_s());
-        out.extend_from_slice(b",\"predicted_s\":");
+        out.bytes(b",\"predicted_s\":");
         put_opt(out, p.predicted);
-        out.extend_from_slice(b",\"free_s\":");
+        out.bytes(b",\"free_s\":");
         put_opt(out, p.free);
-        out.extend_from_slice(b",\"wait_kind\":");
+        out.bytes(b",\"wait_kind\":");
         put_jstr(out, p.measured_wait.kind.name());
-        out.extend_from_slice(b",\"wait_s\":");
+        out.bytes(b",\"wait_s\":");
         put_num(out, p.measured_wait.seconds);
-        out.extend_from_slice(b",\"pred_wait_s\":");
+        out.bytes(b",\"pred_wait_s\":");
         put_num(out, p.wait.seconds);
-        out.extend_from_slice(b",\"contention_s\":");
+        out.bytes(b",\"contention_s\":");
         put_num(out, p.contention);
-        out.extend_from_slice(b",\"bytes\":");
-        number::uint(out, r.bytes_send + r.bytes_recv);
+        out.bytes(b",\"bytes\":");
+        out.uint(r.bytes_send + r.bytes_recv);
         // The peer as a WORLD rank, or null where the call has none.
-        out.extend_from_slice(b",\"peer\":");
+        out.bytes(b",\"peer\":");
         if r.peer >= 0 {
-            number::int(out, r.peer as i64);
+            out.int(r.peer as i64);
         } else {
-            out.extend_from_slice(b"null");
+            out.bytes(b"null");
         }
-        out.extend_from_slice(b",\"tag\":");
-        number::int(out, r.tag as i64);
-        out.extend_from_slice(if nb {
+        out.bytes(b",\"tag\":");
+        out.int(r.tag as i64);
+        out.bytes(if nb {
             b",\"nonblocking\":true,\"reason\":"
         } else {
             b",\"nonblocking\":false,\"reason\":"
         });
         put_jstr(out, p.reason.name());
-        out.extend_from_slice(b"}},\n");
+        out.bytes(b"}},\n");
         self.window_at(start_ns)
     }
 }
@@ -571,7 +571,7 @@ pub fn write_trace(
 
 /// A flow's two events (flow `id`), bound to their enclosing slices at the slices'
 /// midpoints.
-fn flow_events(id: u64, a: End, b: End, out: &mut Vec<u8>) {
+fn flow_events(id: u64, a: End, b: End, out: &mut impl Text) {
     for (head, e) in [
         (
             &b"{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":"[..],
@@ -582,10 +582,10 @@ fn flow_events(id: u64, a: End, b: End, out: &mut Vec<u8>) {
             b,
         ),
     ] {
-        out.extend_from_slice(head);
-        number::uint(out, id);
+        out.bytes(head);
+        out.uint(id);
         put_place(out, e.pid as u64, e.tid, e.mid);
-        out.extend_from_slice(b"},\n");
+        out.bytes(b"},\n");
     }
 }
 
@@ -916,14 +916,13 @@ impl TraceCount {
         p: &CallPrediction,
     ) -> Result<(), Error> {
         let w = self.pass.window(ri, meta, r)?;
-        let buf = &mut self.pass.buf;
-        buf.clear();
-        self.pass.frame.slice(ri, meta, r, p, buf);
-        self.tally
-            .add(&self.pass.frame, ri, meta, r, w, self.pass.buf.len());
+        // Measured, not written: the same formatter, without its digits.
+        let mut len = Measure::default();
+        self.pass.frame.slice(ri, meta, r, p, &mut len);
+        self.tally.add(&self.pass.frame, ri, meta, r, w, len.0);
         let bytes = &mut self.tally.flow_bytes;
-        self.pass.flows(ri, meta, rec, r, &mut |id, a, b, buf| {
-            count_flow(bytes, id, a, b, buf)
+        self.pass.flows(ri, meta, rec, r, &mut |id, a, b, _| {
+            count_flow(bytes, id, a, b)
         });
         Ok(())
     }
@@ -933,7 +932,7 @@ impl TraceCount {
     pub fn plan(mut self, model: &str, max_bytes: u64) -> TracePlan {
         let bytes = &mut self.tally.flow_bytes;
         self.pass
-            .finish(&mut |id, a, b, buf| count_flow(bytes, id, a, b, buf));
+            .finish(&mut |id, a, b, _| count_flow(bytes, id, a, b));
         let fixed = self
             .tally
             .fixed(&self.run, &self.placement, &self.pass.frame);
@@ -958,10 +957,10 @@ impl TraceCount {
 }
 
 /// Counts flow `id`'s bytes in its sender's window (and one more, as a budget).
-fn count_flow(bytes: &mut [u64], id: u64, a: End, b: End, buf: &mut Vec<u8>) {
-    buf.clear();
-    flow_events(id, a, b, buf);
-    bytes[a.window as usize] += buf.len() as u64 + 1;
+fn count_flow(bytes: &mut [u64], id: u64, a: End, b: End) {
+    let mut len = Measure::default();
+    flow_events(id, a, b, &mut len);
+    bytes[a.window as usize] += len.0 as u64 + 1;
 }
 
 /// trace.json's first line: how the file was made (`otherData`).
@@ -1266,6 +1265,81 @@ mod tests {
             w.row(ri, meta, rec, r, p).unwrap()
         });
         w.finish().unwrap()
+    }
+
+    /// Random runs (the streamed reports' cases) under `gige` and without a model, with
+    /// predictions and waits made extreme now and then (NaN, infinite, negative, above
+    /// 10^9 s, `None`): every slice and flow event measured ([`Measure`], the first pass)
+    /// is as long as the one written (the second), and the writes are not all alike.
+    #[test]
+    fn measured_events_are_as_long_as_written_ones() {
+        use crate::predict::{Assumptions, predict_run_with};
+        use crate::profile::Profile;
+        let mut rnd = crate::testing::xorshift(0x7ace_5eed_0000_0002);
+        let dir = std::env::temp_dir().join(format!("pmpi-tracemeasure-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let odd = [
+            f64::NAN,
+            f64::INFINITY,
+            -2.5e-7,
+            3.2e9,
+            -0.0,
+            999_999_999.999_999_9,
+        ];
+        let (mut slices, mut flows, mut lengths) = (0, 0, std::collections::BTreeSet::new());
+        for case in 0..24 {
+            crate::testing::write_random_case(&mut rnd, &dir, case, 20, 10);
+            let run = crate::trace::load_run(&dir).unwrap();
+            let placement = Placement::from_run(&run);
+            let frame = Frame::new(&run, &placement, &TraceExtent::of_run(&run));
+            for model in ["gige", "none"] {
+                let pred =
+                    predict_run_with(&run, &profile, Some(model), &Assumptions::default()).unwrap();
+                let mut m = FlowMatch::new(&run, &placement);
+                let mut id = 0u64;
+                let mut check_flow = |a: End, b: End| {
+                    id += 1;
+                    let (mut text, mut len) = (Vec::new(), Measure::default());
+                    flow_events(id, a, b, &mut text);
+                    flow_events(id, a, b, &mut len);
+                    assert_eq!(len.0, text.len(), "case {case}: flow {id}");
+                    flows += 1;
+                };
+                for (_, ri, i) in crate::report::Timeline::new(&run) {
+                    let rk = &run.ranks[ri];
+                    let r = &rk.records[i];
+                    let mut p = pred.calls[ri][i];
+                    if rnd(4) == 0 {
+                        let v: Vec<f64> = (0..5)
+                            .map(|_| odd[rnd(odd.len() as u64) as usize])
+                            .collect();
+                        p.predicted = (rnd(2) == 0).then_some(v[0]);
+                        p.free = (rnd(2) == 0).then_some(v[1]);
+                        p.wait.seconds = v[2];
+                        p.measured_wait.seconds = v[3];
+                        p.contention = v[4];
+                    }
+                    let (mut text, mut len) = (Vec::new(), Measure::default());
+                    let w = frame.slice(ri, &rk.meta, r, &p, &mut text);
+                    assert_eq!(frame.slice(ri, &rk.meta, r, &p, &mut len), w);
+                    assert_eq!(
+                        len.0,
+                        text.len(),
+                        "case {case}: rank index {ri}, record {i}"
+                    );
+                    lengths.insert(text.len());
+                    slices += 1;
+                    m.row(r, frame.end(ri, &rk.meta, r, i as u32), &mut check_flow);
+                }
+                m.finish(&mut check_flow);
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(
+            slices > 2_500 && flows > 300 && lengths.len() > 50,
+            "{slices} slices, {flows} flows, {} lengths",
+            lengths.len()
+        );
     }
 
     /// The arrows [`FlowMatch`] finds over the rows of `run` in Timeline order, by global

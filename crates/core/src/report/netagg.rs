@@ -16,7 +16,7 @@ use crate::replay::FxMap;
 use crate::replay::net::{InFlight, NetSink};
 use serde_json::{Value, json};
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 /// A call by (rank index, record number), as [`crate::trace::load_run`] numbers them.
 pub type Owner = (u32, u32);
@@ -155,15 +155,16 @@ impl<T: Ord> TopK<T> {
 /// hotspots.json's `intervals`, `node_pairs` and `nodes`: the top intervals (a bounded
 /// heap) and the sums per node pair and node.
 pub struct HotspotAgg {
+    // Fx-hashed maps: their order never reaches a report (sums per key, lists sorted).
     intervals: TopK<Ranked>,
     seq: u64,
-    pairs: HashMap<(u32, u32), Acc>,
-    nodes: HashMap<u32, Acc>,
+    pairs: FxMap<(u32, u32), Acc>,
+    nodes: FxMap<u32, Acc>,
     /// The collective operations' share of the sums, exact (their order differs by path).
-    coll_pairs: HashMap<(u32, u32), Sums<ExactSum>>,
-    coll_nodes: HashMap<u32, Sums<ExactSum>>,
-    out_deg: HashMap<u32, u32>,
-    in_deg: HashMap<u32, u32>,
+    coll_pairs: FxMap<(u32, u32), Sums<ExactSum>>,
+    coll_nodes: FxMap<u32, Sums<ExactSum>>,
+    out_deg: FxMap<u32, u32>,
+    in_deg: FxMap<u32, u32>,
     node_pairs_in: Vec<(u32, u32)>,
 }
 
@@ -173,12 +174,12 @@ impl HotspotAgg {
         HotspotAgg {
             intervals: TopK::new(top),
             seq: 0,
-            pairs: HashMap::new(),
-            nodes: HashMap::new(),
-            coll_pairs: HashMap::new(),
-            coll_nodes: HashMap::new(),
-            out_deg: HashMap::new(),
-            in_deg: HashMap::new(),
+            pairs: FxMap::default(),
+            nodes: FxMap::default(),
+            coll_pairs: FxMap::default(),
+            coll_nodes: FxMap::default(),
+            out_deg: FxMap::default(),
+            in_deg: FxMap::default(),
             node_pairs_in: Vec::new(),
         }
     }
@@ -330,7 +331,7 @@ pub struct MatrixAgg {
     m: Matrix,
     /// The collective operations' share of the cells (bytes, contention, excess), exact
     /// (their order differs by path), added at the end.
-    coll: HashMap<(u32, u32), [ExactSum; 3]>,
+    coll: FxMap<(u32, u32), [ExactSum; 3]>,
 }
 
 impl MatrixAgg {
@@ -342,7 +343,7 @@ impl MatrixAgg {
                 contention_s: vec![vec![0.0; n]; n],
                 excess_bytes: vec![vec![0.0; n]; n],
             },
-            coll: HashMap::new(),
+            coll: FxMap::default(),
         }
     }
 
@@ -882,7 +883,7 @@ mod tests {
         };
         stream(&mut told);
         // Each operation once, as the batch has it (by first member).
-        let mut streamed: HashMap<(u32, u32), _> = HashMap::new();
+        let mut streamed: std::collections::HashMap<(u32, u32), _> = Default::default();
         for (op, pairs) in told.ops {
             let first = op.first;
             assert!(

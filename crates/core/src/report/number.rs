@@ -7,10 +7,42 @@
 /// sign whenever the sign bit is set (so `-0.000000000`). Values of 10^9 and above,
 /// infinities and NaN go through `std::fmt`.
 pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
-    if prec > 9 || x.is_nan() || x.abs() >= 1e9 {
+    let Some((neg, whole, decimals)) = fixed_parts(x, prec) else {
         use std::io::Write as _;
         let _ = write!(out, "{x:.prec$}");
         return;
+    };
+    // Sign, integer digits, point, decimals, written in place at the end of `out`.
+    let int_end = usize::from(neg) + digit_count(whole);
+    let dst = grow(out, int_end + point_and_decimals(prec));
+    if neg {
+        dst[0] = b'-';
+    }
+    put_digits(&mut dst[usize::from(neg)..int_end], whole);
+    if prec > 0 {
+        dst[int_end] = b'.';
+        put_digits(&mut dst[int_end + 1..], decimals);
+    }
+}
+
+/// The length of what [`fixed`] appends for `x` and `prec`, without writing it.
+pub fn fixed_len(x: f64, prec: usize) -> usize {
+    match fixed_parts(x, prec) {
+        Some((neg, whole, _)) => usize::from(neg) + digit_count(whole) + point_and_decimals(prec),
+        None => format!("{x:.prec$}").len(),
+    }
+}
+
+fn point_and_decimals(prec: usize) -> usize {
+    if prec > 0 { 1 + prec } else { 0 }
+}
+
+/// `x` rounded to `prec` decimals as [`fixed`] prints it: (minus sign, integer part,
+/// decimals as an integer); None for what goes through `std::fmt`.
+#[inline]
+fn fixed_parts(x: f64, prec: usize) -> Option<(bool, u64, u64)> {
+    if prec > 9 || x.is_nan() || x.abs() >= 1e9 {
+        return None;
     }
     let scale = 10u64.pow(prec as u32);
     let bits = x.to_bits();
@@ -41,48 +73,53 @@ pub fn fixed(out: &mut Vec<u8>, x: f64, prec: usize) {
             q
         }
     };
-    // q < 10^9 · 10^9 + 1: fits u64. Digits from the right: the decimals, the point,
-    // at least one integer digit, the sign.
-    let mut q = q as u64;
-    let mut buf = [0u8; 32];
-    let mut i = buf.len();
-    for _ in 0..prec {
-        i -= 1;
-        buf[i] = b'0' + (q % 10) as u8;
-        q /= 10;
-    }
-    if prec > 0 {
-        i -= 1;
-        buf[i] = b'.';
-    }
-    i = digits_before(&mut buf, i, q);
-    if bits >> 63 == 1 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    out.extend_from_slice(&buf[i..]);
+    // q < 10^9 · 10^9 + 1: fits u64.
+    let q = q as u64;
+    Some((bits >> 63 == 1, q / scale, q % scale))
 }
 
-/// Writes the decimal digits of `n` (at least one) into `buf` right to left, ending
-/// before index `end`; returns the index of the first digit.
+/// "00" to "99": two digits per division.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Lengthens `out` by `len` bytes and returns them, to be written in place: digits
+/// stored into a stack buffer and copied out from there cost a stalled load (small
+/// stores read back wide) and a call to memcpy.
 #[inline]
-fn digits_before(buf: &mut [u8], end: usize, mut n: u64) -> usize {
-    let mut i = end;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return i;
-        }
+fn grow(out: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    let at = out.len();
+    out.resize(at + len, b'0');
+    &mut out[at..]
+}
+
+/// Decimal digits of `n` (1 for 0).
+#[inline]
+fn digit_count(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// Fills `dst` with the last `dst.len()` decimal digits of `n`, zeros in front.
+#[inline]
+fn put_digits(dst: &mut [u8], mut n: u64) {
+    let mut i = dst.len();
+    while i >= 2 {
+        let d = (n % 100) as usize * 2;
+        n /= 100;
+        dst[i - 2..i].copy_from_slice(&PAIRS[d..d + 2]);
+        i -= 2;
+    }
+    if i == 1 {
+        dst[0] = b'0' + (n % 10) as u8;
     }
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
 pub fn uint(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    let i = digits_before(&mut digits, 20, n);
-    out.extend_from_slice(&digits[i..]);
+    put_digits(grow(out, digit_count(n)), n);
 }
 
 /// Appends `n` in decimal, as `write!(out, "{n}")`.
@@ -91,6 +128,52 @@ pub fn int(out: &mut Vec<u8>, n: i64) {
         out.push(b'-');
     }
     uint(out, n.unsigned_abs());
+}
+
+/// Where report text goes: appended to a buffer, or only measured (trace.json's first
+/// pass sizes every slice and flow without writing it). One formatter serves both, so a
+/// measured length is the written one.
+pub trait Text {
+    fn bytes(&mut self, b: &[u8]);
+    /// [`fixed`].
+    fn fixed(&mut self, x: f64, prec: usize);
+    /// [`uint`].
+    fn uint(&mut self, n: u64);
+    /// [`int`].
+    fn int(&mut self, n: i64) {
+        if n < 0 {
+            self.bytes(b"-");
+        }
+        self.uint(n.unsigned_abs());
+    }
+}
+
+impl Text for Vec<u8> {
+    fn bytes(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+    fn fixed(&mut self, x: f64, prec: usize) {
+        fixed(self, x, prec);
+    }
+    fn uint(&mut self, n: u64) {
+        uint(self, n);
+    }
+}
+
+/// The length of the text it is given, nothing kept.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Measure(pub usize);
+
+impl Text for Measure {
+    fn bytes(&mut self, b: &[u8]) {
+        self.0 += b.len();
+    }
+    fn fixed(&mut self, x: f64, prec: usize) {
+        self.0 += fixed_len(x, prec);
+    }
+    fn uint(&mut self, n: u64) {
+        self.0 += digit_count(n);
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +190,9 @@ mod tests {
                 format!("{x:.prec$}").as_bytes(),
                 "{x:e} at {prec} decimals"
             );
+            let mut m = Measure(3);
+            m.fixed(x, prec);
+            assert_eq!(m.0, 3 + fast.len(), "{x:e} at {prec} decimals, measured");
         }
     }
 
@@ -170,10 +256,25 @@ mod tests {
             uint(&mut a, n);
             assert_eq!(a, n.to_string().as_bytes());
         }
+        // Every digit count, at both its ends.
+        for k in 0..20 {
+            let p = 10u64.pow(k);
+            for n in [p - 1, p, p + 1, p * 9 + (p - 1)] {
+                let mut a = b"x".to_vec();
+                uint(&mut a, n);
+                assert_eq!(a, format!("x{n}").as_bytes());
+                let mut m = Measure(1);
+                m.uint(n);
+                assert_eq!(m.0, a.len(), "{n} measured");
+            }
+        }
         for n in [0, -1, i64::MIN, i64::MAX, -1500, 42] {
             let mut a = Vec::new();
             int(&mut a, n);
             assert_eq!(a, n.to_string().as_bytes());
+            let mut m = Measure(0);
+            m.int(n);
+            assert_eq!(m.0, a.len(), "{n} measured");
         }
     }
 }

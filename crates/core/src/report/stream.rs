@@ -14,7 +14,9 @@
 //! file order, zipped with a second read of the run in the same order (`RunOrder`, the
 //! reader the replays use), which gives each row its record. trace.json counts its
 //! windows in that pass and is written in one more over the same rows (the runs merged
-//! again, the run read again), so that none of its slices waits on disk.
+//! again, the run read again), so that none of its slices waits on disk. The rows go in
+//! batches to threads of their own ([`RowSink`]: calls.csv's, trace.json's count, then
+//! its writer), so that formatting and writing go on beside the reading.
 //!
 //! `pmpi-predict replay` above a size, or with `--stream` ([`replay_streamed`]), runs two
 //! predictions (as recorded, and under the what-if conditions), spills each to its own
@@ -23,7 +25,7 @@
 
 use super::CallsCsv;
 use super::callagg::{self, CallAggregates, CallFigures};
-use super::chrome_trace::{TraceCount, TraceExtent};
+use super::chrome_trace::{TraceCount, TraceExtent, TraceStats, TraceWriter};
 use super::hotspots::{self, Hotspots};
 use super::netagg::StreamedNet;
 use super::whatif::{Makespans, WhatIf, WhatIfAgg};
@@ -34,10 +36,14 @@ use crate::profile::Profile;
 use crate::replay::Reason;
 use crate::replay::wait::{Wait, WaitKind};
 use crate::trace::order::{Call, RunOrder};
+use crate::trace::{RankMeta, Record};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
 
 /// Predictions sorted in memory at once (about 100 bytes each: 50 MB). A run of 100 M
 /// records makes 200 sorted runs, whose merge holds 200 read buffers.
@@ -134,11 +140,34 @@ fn write_with(
     trace_max_bytes: u64,
 ) -> Result<StreamedReport, Error> {
     // The placement the prediction replays the run on (from the ranks' metadata alone).
-    let placement = crate::topo::placement::Placement::from_run(&RunOrder::open(dir)?.shell());
+    let order = RunOrder::open(dir)?;
+    let placement = crate::topo::placement::Placement::from_run(&order.shell());
     let mut net = StreamedNet::new(placement.nodes(), TOP);
-    let (prediction, spill, buf) = predict_sorted(dir, CALLS_SORT, sizes.run_len, |out| {
-        predict_stream_with(dir, profile, model, assume, out, Some(&mut net))
-    })?;
+    // trace.json's extent, a read of the spools of its own, goes on beside the prediction.
+    let early = (trace_max_bytes > 0).then(|| order.loaded_shell(dir));
+    drop(order);
+    let (predicted, extent) = std::thread::scope(|s| {
+        let reading = early.as_ref().map(|shell| {
+            std::thread::Builder::new()
+                .name("trace.json".into())
+                .spawn_scoped(s, move || TraceExtent::read(dir, shell))
+                .map_err(|_| shell)
+        });
+        let predicted = predict_sorted(dir, CALLS_SORT, sizes.run_len, |out| {
+            predict_stream_with(dir, profile, model, assume, out, Some(&mut net))
+        });
+        let extent = reading.map(|r| match r {
+            Ok(t) => t.join().unwrap_or_else(|_| {
+                Err(Error::Internal(
+                    "trace.json's extent: its thread panicked".into(),
+                ))
+            }),
+            // No thread: read here.
+            Err(shell) => TraceExtent::read(dir, shell),
+        });
+        (predicted, extent)
+    });
+    let (prediction, spill, buf) = predicted?;
     let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
     let shell = rows.order.loaded_shell(dir);
     let mut agg = CallAggregates::new(
@@ -152,32 +181,43 @@ fn write_with(
     let tj_path = dir.join("trace.json");
     let not_written =
         |e: Error| crate::say_line!("pmpi-predict: {e}; {} not written", tj_path.display());
-    let mut tj = if trace_max_bytes > 0 {
-        TraceExtent::read(dir, &shell)
-            .map(|extent| TraceCount::new(&shell, extent))
-            .map_err(not_written)
-            .ok()
-    } else {
-        None
-    };
+    let metas = &rows.order.metas;
+    // calls.csv and trace.json's count each on a thread of their own (docs/engine.md,
+    // "The report at MPI_Finalize made faster"): this one reads the rows and sums them.
+    let mut tj = extent.and_then(|e| {
+        e.map(|extent| {
+            let count = TraceCount::new(&shell, extent);
+            RowSink::new("trace.json", CountRows(count, metas.clone()))
+        })
+        .map_err(not_written)
+        .ok()
+    });
     let path = dir.join("calls.csv");
-    let mut w = CallsCsv::create(&path, shell.origin_ns())?;
+    let w = CallsCsv::create(&path, shell.origin_ns())?;
+    let mut csv = RowSink::new("calls.csv", CsvRows(w, metas.clone()));
     let mut records = 0u64;
-    let mut cs = [CallPrediction::default()];
-    while let Some((at, ri, call)) = rows.next(&mut cs)? {
-        let [c] = cs;
-        let meta = &rows.order.metas[ri];
-        w.row(meta, &call.record, at, &c)?;
-        agg.add(ri, meta, &call.record, &c)?;
+    let mut pool = Batches::default();
+    loop {
+        let mut batch = pool.take();
+        rows.fill(Arc::make_mut(&mut batch))?;
+        if batch.is_empty() {
+            break;
+        }
+        for r in batch.iter() {
+            agg.add(r.ri, &rows.order.metas[r.ri], &r.record, &r.pred)?;
+        }
+        records += batch.len() as u64;
+        pool.sent(&batch);
+        csv.rows(&batch)?;
         if let Some(t) = &mut tj
-            && let Err(e) = t.row(ri, meta, call.rec, &call.record, &c)
+            && let Err(e) = t.rows(&batch)
         {
             not_written(e);
             tj = None;
         }
-        records += 1;
     }
-    w.finish()?;
+    csv.finish()?;
+    let tj = tj.and_then(|t| t.finish().map_err(not_written).ok());
     let figures = agg.finish()?;
     let hs = write_views(dir, &shell, &placement, &figures, &prediction, net, source)?;
     if let Some(t) = tj {
@@ -186,13 +226,21 @@ fn write_with(
             let Some(t) = t.borrow_mut().take() else {
                 return Ok(());
             };
-            let mut w = t.plan(&model_name, trace_max_bytes).create(&tj_path)?;
+            let w = t.plan(&model_name, trace_max_bytes).create(&tj_path)?;
             let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
-            let mut cs = [CallPrediction::default()];
-            while let Some((_, ri, call)) = rows.next(&mut cs)? {
-                w.row(ri, &rows.order.metas[ri], call.rec, &call.record, &cs[0])?;
+            // Its rows written on a thread of their own, beside their reading.
+            let mut sink = RowSink::new("trace.json", WriteRows(w, rows.order.metas.clone()));
+            let mut pool = Batches::default();
+            loop {
+                let mut batch = pool.take();
+                rows.fill(Arc::make_mut(&mut batch))?;
+                if batch.is_empty() {
+                    break;
+                }
+                pool.sent(&batch);
+                sink.rows(&batch)?;
             }
-            w.finish().map(|_| ())
+            sink.finish().map(|_| ())
         });
     }
     let stats = super::ReportStats {
@@ -218,6 +266,202 @@ fn write_with(
         hotspots: hs,
         stats,
     })
+}
+
+/// Rows handed to a [`RowSink`]'s thread at a time.
+const ROW_BATCH: usize = 4096;
+
+/// A row of the report: rank index, record number, record, entry (ns on rank 0's
+/// clock), prediction.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    ri: usize,
+    rec: u32,
+    record: Record,
+    at: i64,
+    pred: CallPrediction,
+}
+
+/// What a [`RowSink`] does with the rows, each in turn, and at their end.
+trait RowWork: Send + 'static {
+    type Out: Send + 'static;
+    fn row(&mut self, row: &Row) -> Result<(), Error>;
+    fn finish(self) -> Result<Self::Out, Error>;
+}
+
+/// calls.csv's rows, with the metadata of each rank index.
+struct CsvRows(CallsCsv, Vec<RankMeta>);
+
+impl RowWork for CsvRows {
+    type Out = ();
+    fn row(&mut self, r: &Row) -> Result<(), Error> {
+        self.0
+            .row(meta_of(&self.1, r.ri)?, &r.record, r.at, &r.pred)
+    }
+    fn finish(self) -> Result<(), Error> {
+        self.0.finish()
+    }
+}
+
+/// trace.json's first pass over the rows.
+struct CountRows(TraceCount, Vec<RankMeta>);
+
+impl RowWork for CountRows {
+    type Out = TraceCount;
+    fn row(&mut self, r: &Row) -> Result<(), Error> {
+        self.0
+            .row(r.ri, meta_of(&self.1, r.ri)?, r.rec, &r.record, &r.pred)
+    }
+    fn finish(self) -> Result<TraceCount, Error> {
+        Ok(self.0)
+    }
+}
+
+/// The batches of rows handed to the sinks, each taken again once no sink holds it: a
+/// batch (600 kB) allocated afresh each time cost a fresh mapping and its page faults.
+#[derive(Default)]
+struct Batches {
+    /// Oldest first.
+    out: VecDeque<Arc<Vec<Row>>>,
+}
+
+impl Batches {
+    /// An empty batch, not shared.
+    fn take(&mut self) -> Arc<Vec<Row>> {
+        if let Some(mut b) = self.out.pop_front() {
+            if Arc::get_mut(&mut b).is_some() {
+                return b;
+            }
+            self.out.push_front(b);
+        }
+        Arc::new(Vec::with_capacity(ROW_BATCH))
+    }
+
+    /// `b` goes to the sinks.
+    fn sent(&mut self, b: &Arc<Vec<Row>>) {
+        self.out.push_back(b.clone());
+    }
+}
+
+/// trace.json's second pass over the rows.
+struct WriteRows(TraceWriter, Vec<RankMeta>);
+
+impl RowWork for WriteRows {
+    type Out = TraceStats;
+    fn row(&mut self, r: &Row) -> Result<(), Error> {
+        self.0
+            .row(r.ri, meta_of(&self.1, r.ri)?, r.rec, &r.record, &r.pred)
+    }
+    fn finish(self) -> Result<TraceStats, Error> {
+        self.0.finish()
+    }
+}
+
+/// The metadata of rank index `ri`.
+fn meta_of(metas: &[RankMeta], ri: usize) -> Result<&RankMeta, Error> {
+    metas
+        .get(ri)
+        .ok_or_else(|| Error::Internal(format!("rank index {ri} of {}", metas.len())))
+}
+
+/// A [`RowWork`] on a thread of its own, handed the rows in shared batches, so that the
+/// works of the row loop (calls.csv's numbers and its write, trace.json's count) go on
+/// side by side; in the calling thread if no thread starts. Each sees the rows in the
+/// order given: the same bytes either way.
+enum RowSink<W: RowWork> {
+    Inline(W),
+    Thread(RowThread<W::Out>),
+}
+
+/// A sink's thread and the batches going to it.
+struct RowThread<T> {
+    /// None once the rows are all sent.
+    to: Option<SyncSender<Arc<Vec<Row>>>>,
+    /// None once joined.
+    thread: Option<JoinHandle<Result<T, Error>>>,
+}
+
+impl<W: RowWork> RowSink<W> {
+    fn new(name: &str, work: W) -> RowSink<W> {
+        // Two batches in flight: one being worked on, one waiting.
+        let (to, batches) = sync_channel::<Arc<Vec<Row>>>(2);
+        // The work goes over once the thread runs, so that it stays here if none starts.
+        let (give, take) = channel::<W>();
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let Ok(mut work) = take.recv() else {
+                    return Err(Error::Internal("a row thread got no work".into()));
+                };
+                for batch in batches {
+                    for r in batch.iter() {
+                        work.row(r)?;
+                    }
+                }
+                work.finish()
+            });
+        let Ok(thread) = spawned else {
+            return RowSink::Inline(work);
+        };
+        let t = RowThread {
+            to: Some(to),
+            thread: Some(thread),
+        };
+        match give.send(work) {
+            Ok(()) => RowSink::Thread(t),
+            // Not reached (the thread waits for it), but the work is not lost then.
+            Err(std::sync::mpsc::SendError(work)) => RowSink::Inline(work),
+        }
+    }
+
+    /// The next rows; an error of the work (on its thread: once it stopped).
+    fn rows(&mut self, batch: &Arc<Vec<Row>>) -> Result<(), Error> {
+        match self {
+            RowSink::Inline(w) => batch.iter().try_for_each(|r| w.row(r)),
+            RowSink::Thread(t) => {
+                if t.to
+                    .as_ref()
+                    .is_some_and(|to| to.send(batch.clone()).is_ok())
+                {
+                    return Ok(());
+                }
+                // The thread stopped: its error says why.
+                t.join()?;
+                Err(Error::Internal("a row thread stopped early".into()))
+            }
+        }
+    }
+
+    /// The end of the rows: what the work gave.
+    fn finish(self) -> Result<W::Out, Error> {
+        match self {
+            RowSink::Inline(w) => w.finish(),
+            RowSink::Thread(mut t) => t.join(),
+        }
+    }
+}
+
+impl<T> RowThread<T> {
+    /// Ends the rows and waits for the thread: its result.
+    fn join(&mut self) -> Result<T, Error> {
+        self.to.take();
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(Error::Internal("a row thread panicked".into()))),
+            None => Err(Error::Internal("a row thread joined twice".into())),
+        }
+    }
+}
+
+impl<T> Drop for RowThread<T> {
+    /// On an error elsewhere: the thread ends with the rows it was given, not after.
+    fn drop(&mut self) {
+        self.to.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// What a what-if replay as the run is read ([`replay_streamed`]) gave.
@@ -610,6 +854,32 @@ impl<'a> Rows<'a> {
         })
     }
 
+    /// The next rows (at most [`ROW_BATCH`]; none at the end) of a single prediction into
+    /// `batch` (emptied first).
+    fn fill(&mut self, batch: &mut Vec<Row>) -> Result<(), Error> {
+        if self.merges.len() != 1 {
+            return Err(Error::Internal(format!(
+                "rows of {} predictions read as one's",
+                self.merges.len()
+            )));
+        }
+        batch.clear();
+        let mut cs = [CallPrediction::default()];
+        while batch.len() < ROW_BATCH {
+            let Some((at, ri, call)) = self.next(&mut cs)? else {
+                break;
+            };
+            batch.push(Row {
+                ri,
+                rec: call.rec,
+                record: call.record,
+                at,
+                pred: cs[0],
+            });
+        }
+        Ok(())
+    }
+
     /// The next row: entry on rank 0's clock, rank index, call; its predictions (one per
     /// merge, in the order given to [`Rows::open`]) into `preds`.
     fn next(&mut self, preds: &mut [CallPrediction]) -> Result<Option<(i64, usize, Call)>, Error> {
@@ -898,6 +1168,62 @@ mod tests {
         assert!(dir.join("trace.json").is_dir());
         std::fs::remove_dir_all(&dir).ok();
     }
+    /// calls.csv written by its thread onto a full disk (the file a link to /dev/full),
+    /// for a run long enough that the row loop is still sending rows when the thread
+    /// fails, and for a short one that fails at the end: the report is that write error,
+    /// and no temporary file stays; with the link gone the same run is reported.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn calls_csv_on_a_full_disk_is_its_write_error() {
+        let mut rnd = crate::testing::xorshift(0x5eed_ca11_5c5f_0005);
+        let dir = std::env::temp_dir().join(format!("pmpi-rowsfull-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        let sizes = Sizes {
+            run_len: 1000,
+            e_rel_held: callagg::IN_MEMORY,
+        };
+        for (case, scale) in [(0, 400), (1, 1)] {
+            crate::testing::write_random_case(&mut rnd, &dir, case, 0, scale);
+            let csv = dir.join("calls.csv");
+            std::fs::remove_file(&csv).ok();
+            std::os::unix::fs::symlink("/dev/full", &csv).unwrap();
+            let write = || {
+                write_with(
+                    &dir,
+                    &profile,
+                    Some("gige"),
+                    "builtin-default",
+                    &assume,
+                    sizes,
+                    u64::MAX,
+                )
+            };
+            let e = write().unwrap_err();
+            assert!(
+                matches!(&e, Error::Io { action: "write", path, .. } if *path == csv),
+                "case {case}: {e}"
+            );
+            assert_eq!(temporary(&dir), Vec::<String>::new(), "case {case}");
+            std::fs::remove_file(&csv).unwrap();
+            let s = write().unwrap();
+            let rows = std::fs::read(&csv)
+                .unwrap()
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            assert_eq!(rows as u64, s.records + 1, "case {case}");
+            if scale > 1 {
+                assert!(
+                    s.records > 4 * ROW_BATCH as u64,
+                    "case {case}: {} rows",
+                    s.records
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     /// The what-if replay: random runs (every other one with its barriers as all-to-alls
     /// of 64 KiB, which the clusters' algorithm times) under random conditions (placements
     /// rrn, rrp and shuffled on fewer, as many or more nodes than ranks; half with two
