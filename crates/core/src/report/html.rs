@@ -176,6 +176,13 @@ pub fn page_ranks(
             .copied()
             .unwrap_or(c.mpi_ns as f64 * 1e-9);
         let t = rank_time_of(c, m.init_ns, mpi);
+        // Unsuccessful polls are MPI time in no row (a loop folded into its row is not
+        // among them): waiting in all but name, drawn apart from the transfer they are
+        // otherwise counted in (Ray: 37 s a rank of unsuccessful MPI_Iprobe calls).
+        let polls = m.polls.iter().map(|p| p.time_ns).sum::<u64>() as f64 * 1e-9;
+        let poll = polls
+            .min(t.transfer_s)
+            .min((t.pred_transfer_s - t.contention_s).max(0.0));
         ranks.push(json!({
             "rank": m.rank,
             "node": node_of(placement, m),
@@ -185,10 +192,11 @@ pub fn page_ranks(
             "mpi_s": t.mpi_s,
             "compute_s": t.compute_s,
             "wait_s": t.wait_s,
-            "transfer_s": t.transfer_s,
+            "poll_s": poll,
+            "transfer_s": t.transfer_s - poll,
             "pred_mpi_s": t.pred_mpi_s,
             "pred_wait_s": t.pred_wait_s,
-            "pred_transfer_s": t.pred_transfer_s,
+            "pred_transfer_s": t.pred_transfer_s - poll,
             "contention_s": t.contention_s,
             "task_measured_s": c.measured_s,
             "task_predicted_s": c.predicted_s,
@@ -486,6 +494,71 @@ mod tests {
         );
         // The slowdown of a pair is at most the time its messages were in flight.
         assert!(m.contention_s[0][1] < pred.makespan * 2.0);
+    }
+
+    /// A rank's unsuccessful polls (MPI time in no row) are drawn as polling, taken out of
+    /// its transfer, measured and predicted alike.
+    #[test]
+    fn unsuccessful_polls_are_drawn_apart_from_transfer() {
+        use crate::trace::{PollStat, RankMeta, RankTrace, Record, call};
+        let rec = |call: u16, peer: i32, send: u64, recv: u64| Record {
+            t_start: 1_000_000,
+            t_end: 200_000_000,
+            t_posted: 200_000_000,
+            peer,
+            root: trace::NO_RANK,
+            peer2: trace::NO_RANK,
+            bytes_send: send,
+            bytes_recv: recv,
+            comm_size: 2,
+            call,
+            ..Default::default()
+        };
+        let rank = |r: i32, node: &str, records: Vec<Record>, poll_ns: u64| RankTrace {
+            meta: RankMeta {
+                rank: r,
+                world_size: 2,
+                node: node.into(),
+                calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+                finalized: true,
+                polls: vec![PollStat {
+                    call: "MPI_Iprobe".into(),
+                    count: 10,
+                    time_ns: poll_ns,
+                }],
+                ..Default::default()
+            },
+            records,
+            ..Default::default()
+        };
+        let run = RunTrace {
+            ranks: vec![
+                rank(0, "a", vec![rec(call::MPI_Send, 1, 1000, 0)], 0),
+                rank(1, "b", vec![rec(call::MPI_Recv, 0, 0, 1000)], 50_000_000),
+            ],
+            world_size: 2,
+            missing: vec![],
+        };
+        let profile = crate::profile::Profile::builtin_default();
+        let pred = crate::predict::predict_run(&run, &profile, Some("gige")).unwrap();
+        let figs = CallAggregates::of_run(&run, &pred.calls);
+        let summary = super::super::summary(&run, &figs);
+        let ranks = page_ranks(&run, &pred.placement, &figs, &summary);
+        let f = |r: usize, k: &str| ranks[r][k].as_f64().unwrap();
+        assert_eq!(f(0, "poll_s"), 0.0);
+        assert!((f(1, "poll_s") - 0.05).abs() < 1e-12, "{}", ranks[1]);
+        // Rank 1's MPI time is its receive (0.199 s) and the polls: the bar's parts add up
+        // to it, measured and predicted.
+        let mpi = f(1, "mpi_s");
+        assert!((mpi - 0.249).abs() < 1e-9, "{}", ranks[1]);
+        assert!((f(1, "wait_s") + f(1, "poll_s") + f(1, "transfer_s") - mpi).abs() < 1e-9);
+        let pred_mpi = f(1, "pred_mpi_s");
+        assert!(
+            (f(1, "pred_wait_s") + f(1, "poll_s") + f(1, "pred_transfer_s") - pred_mpi).abs()
+                < 1e-9,
+            "{}",
+            ranks[1]
+        );
     }
 
     /// Four ranks on four nodes in one MPI_Alltoall of 1 MB blocks, which the replay times

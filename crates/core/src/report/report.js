@@ -124,12 +124,13 @@
   guard('ranks', 'Time per rank', function () {
     var s = section('ranks', 'Where each rank\'s time went',
       'Upper bar, <b>measured</b> from the start of recording to the rank\'s last call: <b>compute</b> (outside MPI), ' +
-      '<b>wait</b> (blocked on a late partner: calls.csv\'s wait_s) and <b>transfer</b> (the rest of its MPI time). ' +
-      'Lower bar, <b>predicted</b> by the replay: the same compute, the predicted wait and transfer, and within transfer ' +
+      '<b>wait</b> (blocked on a late partner: calls.csv\'s wait_s), <b>polling</b> (unsuccessful MPI_Test and MPI_Iprobe calls ' +
+      'outside any row: summary.json\'s unsuccessful_polls) and <b>transfer</b> (the rest of its MPI time). ' +
+      'Lower bar, <b>predicted</b> by the replay: the same compute and polling, the predicted wait and transfer, and within transfer ' +
       'the <b>contention</b> the penalty model adds (calls.csv\'s contention_s). On the right: the measured share of MPI time.');
     var ranks = D.ranks || [];
     var total = function (r, p) {
-      return num(r.compute_s) + (p ? num(r.pred_wait_s) + num(r.pred_transfer_s) : num(r.wait_s) + num(r.transfer_s));
+      return num(r.compute_s) + num(r.poll_s) + (p ? num(r.pred_wait_s) + num(r.pred_transfer_s) : num(r.wait_s) + num(r.transfer_s));
     };
     var maxSpan = Math.max.apply(null, ranks.map(function (r) { return Math.max(total(r, false), total(r, true)); }).concat([1e-12]));
     var dense = ranks.length > 48;
@@ -164,21 +165,21 @@
         o.push('<text x="' + (left - 8) + '" y="' + (y + hM - 2) + '" text-anchor="end">rank ' + esc(r.rank) +
           (dense ? '' : ' <tspan fill="#5b6474">' + esc(r.node) + '</tspan>') + '</text>');
       }
-      var m = bar('seg', r, y, hM, [['compute', r.compute_s], ['wait', r.wait_s], ['transfer', r.transfer_s]]);
-      var p = bar('pseg', r, y + hM + 1, hP, [['compute', r.compute_s], ['wait', r.pred_wait_s],
+      var m = bar('seg', r, y, hM, [['compute', r.compute_s], ['wait', r.wait_s], ['polling', r.poll_s], ['transfer', r.transfer_s]]);
+      var p = bar('pseg', r, y + hM + 1, hP, [['compute', r.compute_s], ['wait', r.pred_wait_s], ['polling', r.poll_s],
         ['transfer', Math.max(0, num(r.pred_transfer_s) - num(r.contention_s))], ['contention', r.contention_s]]);
       var share = r.span_s > 0 ? num(r.mpi_s) / r.span_s * 100 : 0;
       if (!dense) {
         o.push('<text x="' + (x(Math.max(m, p)) + 6) + '" y="' + (y + hM - 2) + '" fill="#5b6474">' + share.toFixed(0) + ' % MPI</text>');
       }
       o.push('<title>rank ' + esc(r.rank) + ' on ' + esc(r.node) + ' (' + esc(r.records) + ' records). Measured: compute ' +
-        esc(fmtS(r.compute_s)) + ', wait ' + esc(fmtS(r.wait_s)) + ', transfer ' + esc(fmtS(r.transfer_s)) +
+        esc(fmtS(r.compute_s)) + ', wait ' + esc(fmtS(r.wait_s)) + ', polling ' + esc(fmtS(r.poll_s)) + ', transfer ' + esc(fmtS(r.transfer_s)) +
         '. Predicted: wait ' + esc(fmtS(r.pred_wait_s)) + ', transfer ' + esc(fmtS(r.pred_transfer_s)) +
         ' of which contention ' + esc(fmtS(r.contention_s)) + '</title>');
       o.push('</g>');
     });
     o.push('</svg>');
-    add(s, legend([['compute', 'var(--compute)'], ['wait', 'var(--wait)'], ['transfer', 'var(--transfer)'],
+    add(s, legend([['compute', 'var(--compute)'], ['wait', 'var(--wait)'], ['polling', 'var(--polling)'], ['transfer', 'var(--transfer)'],
       ['contention', 'var(--contention)']], 'upper bar measured, lower bar predicted') + o.join(''));
   });
 
