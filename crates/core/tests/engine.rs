@@ -92,6 +92,15 @@ fn run(ranks: Vec<RankTrace>) -> RunTrace {
     }
 }
 
+/// Eager limits as MPI_T gives them: `inter` bytes between nodes, 4 KiB within one.
+fn eager_limits(inter: u64) -> Option<Eager> {
+    Some(Eager {
+        inter: Some(inter),
+        intra: Some(4096),
+        source: EagerSource::MpiT,
+    })
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-6
 }
@@ -1165,11 +1174,7 @@ fn a_train_of_eager_messages_overlaps_its_latencies_on_one_connection() {
     let mut prof = profile();
     prof.hockney.inter = Hockney::new(1.0, 1e-3).unwrap();
     for (eager, want) in [(65536, [1.1, 1.3, 1.5]), (64, [1.1, 2.2, 3.3])] {
-        prof.eager = Some(Eager {
-            inter: Some(eager),
-            intra: Some(4096),
-            source: EagerSource::MpiT,
-        });
+        prof.eager = eager_limits(eager);
         for model in [None, Some("none")] {
             let p = predict_run(&r, &prof, model).unwrap();
             let mut got: Vec<f64> = p.inter.iter().map(|&f| p.flow_end[f]).collect();
@@ -1197,11 +1202,7 @@ fn a_receive_entered_after_its_eager_message_arrived_only_copies_it() {
     let ms = S / 1000;
     let mut prof = profile();
     prof.hockney.inter = Hockney::new(1.0, 1e-3).unwrap();
-    prof.eager = Some(Eager {
-        inter: Some(65536),
-        intra: Some(4096),
-        source: EagerSource::MpiT,
-    });
+    prof.eager = eager_limits(65536);
     let copy = 100.0 * prof.hockney.intra.beta;
     for (entry, want) in [(500 * ms, 0.6), (3000 * ms, copy)] {
         let r = run(vec![
@@ -2210,11 +2211,7 @@ fn a_small_message_crosses_a_shaped_link_at_once_when_its_buckets_hold_it() {
     // pause of 3.9 s the bucket is full again.
     let mut prof = profile();
     prof.hockney.inter = Hockney::new(0.0, 1e-3).unwrap().with_burst(1500.0).unwrap();
-    prof.eager = Some(Eager {
-        inter: Some(65536),
-        intra: Some(4096),
-        source: EagerSource::MpiT,
-    });
+    prof.eager = eager_limits(65536);
     let ms = S / 1000;
     let sender = vec![
         send(call::MPI_Send, 1, 1000, 0, 0),

@@ -2315,8 +2315,8 @@ impl<'a, S: Store> Engine<'a, S> {
                 let msg = self.s.msg(m);
                 if !msg.rendezvous && a <= t0 {
                     // Already there: the receive copies it out. Its fixed overhead was paid
-                    // by the call that found it (ABySS's `MPI_Test`, Ray's `MPI_Iprobe`:
-                    // 0.1 µs receives after the probe, predicted at 5.5 µs each before).
+                    // by the call that found it (Ray's `MPI_Iprobe`: 0.1 µs receives after
+                    // the probe, predicted at 5.5 µs each before).
                     let fixed = self.p2p.local_cost(0, msg.src_node == msg.dst_node, false);
                     return Ok(t0 + (self.recv_overhead(m) - fixed).max(0.0));
                 }

@@ -179,7 +179,7 @@ pub fn page_ranks(
         // Unsuccessful polls are MPI time in no row (a loop folded into its row is not
         // among them): waiting in all but name, drawn apart from the transfer they are
         // otherwise counted in (Ray: 37 s a rank of unsuccessful MPI_Iprobe calls).
-        let polls = m.polls.iter().map(|p| p.time_ns).sum::<u64>() as f64 * 1e-9;
+        let polls = m.poll_ns() as f64 * 1e-9;
         let poll = polls
             .min(t.transfer_s)
             .min((t.pred_transfer_s - t.contention_s).max(0.0));
@@ -431,10 +431,9 @@ mod tests {
 
     /// Ranks 0 and 2 on node a each send 60 kB (eager) to rank 1 on node b at once: the
     /// messages share the ports, so a → b has bytes and contention, and nothing else does.
-    #[test]
-    fn matrix_has_the_bytes_and_the_slowdown_of_each_pair() {
-        use crate::trace::{RankMeta, RankTrace, Record, call};
-        let rec = |call: u16, peer: i32, send: u64, recv: u64| Record {
+    /// A point-to-point call on WORLD of `size` ranks from 1 ms to 200 ms.
+    fn p2p(call: u16, peer: i32, send: u64, recv: u64, size: u32) -> trace::Record {
+        trace::Record {
             t_start: 1_000_000,
             t_end: 200_000_000,
             t_posted: 200_000_000,
@@ -443,14 +442,18 @@ mod tests {
             peer2: trace::NO_RANK,
             bytes_send: send,
             bytes_recv: recv,
-            comm_size: 3,
+            comm_size: size,
             call,
             ..Default::default()
-        };
-        let rank = |r: i32, node: &str, records: Vec<Record>| RankTrace {
-            meta: RankMeta {
+        }
+    }
+
+    /// Rank `r` of `world` on `node`, finalized, with `records`.
+    fn rank_on(r: i32, world: i32, node: &str, records: Vec<trace::Record>) -> trace::RankTrace {
+        trace::RankTrace {
+            meta: trace::RankMeta {
                 rank: r,
-                world_size: 3,
+                world_size: world,
                 node: node.into(),
                 calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
                 finalized: true,
@@ -458,7 +461,14 @@ mod tests {
             },
             records,
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn matrix_has_the_bytes_and_the_slowdown_of_each_pair() {
+        use crate::trace::{Record, call};
+        let rec = |call: u16, peer: i32, send: u64, recv: u64| p2p(call, peer, send, recv, 3);
+        let rank = |r: i32, node: &str, records: Vec<Record>| rank_on(r, 3, node, records);
         let bytes = 60_000;
         let run = RunTrace {
             ranks: vec![
@@ -500,36 +510,16 @@ mod tests {
     /// its transfer, measured and predicted alike.
     #[test]
     fn unsuccessful_polls_are_drawn_apart_from_transfer() {
-        use crate::trace::{PollStat, RankMeta, RankTrace, Record, call};
-        let rec = |call: u16, peer: i32, send: u64, recv: u64| Record {
-            t_start: 1_000_000,
-            t_end: 200_000_000,
-            t_posted: 200_000_000,
-            peer,
-            root: trace::NO_RANK,
-            peer2: trace::NO_RANK,
-            bytes_send: send,
-            bytes_recv: recv,
-            comm_size: 2,
-            call,
-            ..Default::default()
-        };
-        let rank = |r: i32, node: &str, records: Vec<Record>, poll_ns: u64| RankTrace {
-            meta: RankMeta {
-                rank: r,
-                world_size: 2,
-                node: node.into(),
-                calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
-                finalized: true,
-                polls: vec![PollStat {
-                    call: "MPI_Iprobe".into(),
-                    count: 10,
-                    time_ns: poll_ns,
-                }],
-                ..Default::default()
-            },
-            records,
-            ..Default::default()
+        use crate::trace::{PollStat, Record, call};
+        let rec = |call: u16, peer: i32, send: u64, recv: u64| p2p(call, peer, send, recv, 2);
+        let rank = |r: i32, node: &str, records: Vec<Record>, poll_ns: u64| {
+            let mut rk = rank_on(r, 2, node, records);
+            rk.meta.polls = vec![PollStat {
+                call: "MPI_Iprobe".into(),
+                count: 10,
+                time_ns: poll_ns,
+            }];
+            rk
         };
         let run = RunTrace {
             ranks: vec![
@@ -567,31 +557,15 @@ mod tests {
     /// operation.
     #[test]
     fn matrix_and_hotspots_have_the_collectives_traffic() {
-        use crate::trace::{RankMeta, RankTrace, Record, call};
+        use crate::trace::{Record, call};
         let block = 1_000_000u64;
-        let rank = |r: i32| RankTrace {
-            meta: RankMeta {
-                rank: r,
-                world_size: 4,
-                node: format!("n{r}"),
-                calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
-                finalized: true,
-                ..Default::default()
-            },
-            records: vec![Record {
-                t_start: 1_000_000,
+        let rank = |r: i32| {
+            let all = Record {
                 t_end: 900_000_000,
                 t_posted: 900_000_000,
-                peer: trace::NO_RANK,
-                root: trace::NO_RANK,
-                peer2: trace::NO_RANK,
-                bytes_send: 4 * block,
-                bytes_recv: 4 * block,
-                comm_size: 4,
-                call: call::MPI_Alltoall,
-                ..Default::default()
-            }],
-            ..Default::default()
+                ..p2p(call::MPI_Alltoall, trace::NO_RANK, 4 * block, 4 * block, 4)
+            };
+            rank_on(r, 4, &format!("n{r}"), vec![all])
         };
         let run = RunTrace {
             ranks: (0..4).map(rank).collect(),

@@ -747,7 +747,7 @@ pub fn summary(run: &RunTrace, figs: &callagg::CallFigures) -> Value {
         let m = &rk.meta;
         nodes.entry(m.node.clone()).or_default().push(m.rank);
         let c = figs.ranks.get(ri).unwrap_or(&none);
-        let mpi_ns = m.polls.iter().map(|p| p.time_ns).sum::<u64>() + c.mpi_ns;
+        let mpi_ns = m.poll_ns() + c.mpi_ns;
         ranks.push(json!({
             "rank": m.rank,
             "node": m.node,

@@ -196,26 +196,20 @@ fn write_with(
     let w = CallsCsv::create(&path, shell.origin_ns())?;
     let mut csv = RowSink::new("calls.csv", CsvRows(w, metas.clone()));
     let mut records = 0u64;
-    let mut pool = Batches::default();
-    loop {
-        let mut batch = pool.take();
-        rows.fill(Arc::make_mut(&mut batch))?;
-        if batch.is_empty() {
-            break;
-        }
+    Batches::default().each(&mut rows, |batch, metas| {
         for r in batch.iter() {
-            agg.add(r.ri, &rows.order.metas[r.ri], &r.record, &r.pred)?;
+            agg.add(r.ri, &metas[r.ri], &r.record, &r.pred)?;
         }
         records += batch.len() as u64;
-        pool.sent(&batch);
-        csv.rows(&batch)?;
+        csv.rows(batch)?;
         if let Some(t) = &mut tj
-            && let Err(e) = t.rows(&batch)
+            && let Err(e) = t.rows(batch)
         {
             not_written(e);
             tj = None;
         }
-    }
+        Ok(())
+    })?;
     csv.finish()?;
     let tj = tj.and_then(|t| t.finish().map_err(not_written).ok());
     let figures = agg.finish()?;
@@ -230,16 +224,7 @@ fn write_with(
             let mut rows = Rows::open(dir, &[(&spill.files, &buf)])?;
             // Its rows written on a thread of their own, beside their reading.
             let mut sink = RowSink::new("trace.json", WriteRows(w, rows.order.metas.clone()));
-            let mut pool = Batches::default();
-            loop {
-                let mut batch = pool.take();
-                rows.fill(Arc::make_mut(&mut batch))?;
-                if batch.is_empty() {
-                    break;
-                }
-                pool.sent(&batch);
-                sink.rows(&batch)?;
-            }
+            Batches::default().each(&mut rows, |batch, _| sink.rows(batch))?;
             sink.finish().map(|_| ())
         });
     }
@@ -340,6 +325,24 @@ impl Batches {
     /// `b` goes to the sinks.
     fn sent(&mut self, b: &Arc<Vec<Row>>) {
         self.out.push_back(b.clone());
+    }
+
+    /// Reads `rows` to their end a batch at a time, handing each batch (with the ranks'
+    /// metadata) to `f` once it is marked as sent.
+    fn each(
+        mut self,
+        rows: &mut Rows,
+        mut f: impl FnMut(&Arc<Vec<Row>>, &[RankMeta]) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        loop {
+            let mut batch = self.take();
+            rows.fill(Arc::make_mut(&mut batch))?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.sent(&batch);
+            f(&batch, &rows.order.metas)?;
+        }
     }
 }
 

@@ -466,6 +466,11 @@ pub fn meta_path(dir: &Path, rank: i32) -> PathBuf {
 }
 
 impl RankMeta {
+    /// Time inside the rank's unsuccessful polls (MPI time that is in no record), ns.
+    pub fn poll_ns(&self) -> u64 {
+        self.polls.iter().map(|p| p.time_ns).sum()
+    }
+
     /// Converts a local timestamp to rank 0's clock: offsets measured at init and
     /// finalize are interpolated linearly (drift); with one sample, a constant offset.
     /// Saturates at the ends of `i64` (a corrupt metadata file must not overflow).
