@@ -136,6 +136,30 @@ fn check(label: &str, p: &Profile) {
         let w = whole(p, s);
         assert!(w.is_finite() && w > 0.0, "{label}: scheme {s} penalty {w}");
     }
+    // The hosts' interrupt cost: over exactly the bytes the schemes sent between nodes
+    // (the bidirectional one lines its pair up with one exchange more, each way).
+    let raw = &p.raw.as_ref().unwrap()["penalty"];
+    let sent: u64 = raw["schemes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let b = s["bytes"].as_u64().unwrap();
+            let reps = s["reps_s"].as_array().unwrap().len() as u64;
+            let arcs = s["arcs"].as_array().unwrap().len() as u64;
+            if s["name"] == "bidirectional" {
+                (2 * reps + 1) * 2 * b
+            } else {
+                reps * arcs * b
+            }
+        })
+        .sum();
+    let host = p.host.unwrap_or_else(|| panic!("{label}: no host cost"));
+    assert_eq!(host.bytes, sent, "{label}: bytes of the schemes");
+    assert!(
+        host.irq_s_per_byte.is_finite() && host.irq_s_per_byte >= 0.0,
+        "{label}: {host:?}"
+    );
     // Factors on a penalty never speed a message up.
     assert!(p.penalty.reverse >= 1.0 && p.penalty.through >= 1.0);
     assert!(

@@ -513,3 +513,156 @@ fn the_streamed_replay_writes_the_batch_files() {
         }
     }
 }
+
+/// [`make_run`] with each rank's machine CPU readings (interrupts 10 % of its time, the
+/// four node names on one machine) and the recording's profile named in its metadata.
+fn make_run_with_host(name: &str, recorded_profile: &Path) -> PathBuf {
+    let dir = make_run(name);
+    for rank in 0..4 {
+        let path = trace::meta_path(&dir, rank);
+        let mut meta = trace::read_meta(&path).unwrap();
+        meta.boot_id = "machine-a".into();
+        meta.host_cpu_init = Some(trace::CpuTicks {
+            total: 10_000,
+            irq: 500,
+            cpus: 2,
+        });
+        meta.host_cpu_end = Some(trace::CpuTicks {
+            total: 11_000 + rank as u64,
+            irq: 600,
+            cpus: 2,
+        });
+        meta.profile = Some(recorded_profile.display().to_string());
+        trace::write_meta(&dir, &meta).unwrap();
+    }
+    dir
+}
+
+fn profile_with_host(path: &Path, irq_s_per_byte: Option<f64>) {
+    let mut p = Profile::builtin_default();
+    p.host = irq_s_per_byte.map(|c| pmpi_core::profile::HostCost {
+        irq_s_per_byte: c,
+        bytes: 1_000_000,
+    });
+    std::fs::write(path, serde_json::to_string(&p).unwrap()).unwrap();
+}
+
+#[test]
+fn the_compute_is_scaled_by_a_factor_or_for_the_hosts_interrupts() {
+    let base = tmp("replay-compute-profiles");
+    let (slow, fast, bare) = (
+        base.join("slow.json"),
+        base.join("fast.json"),
+        base.join("bare.json"),
+    );
+    profile_with_host(&slow, Some(1e-8));
+    profile_with_host(&fast, Some(1e-8 / 40.0));
+    profile_with_host(&bare, None);
+    let dir = make_run_with_host("replay-compute", &slow);
+    let out = dir.join("out");
+    // A factor: each rank's 10 ms between its two calls takes 5 ms, so the all-to-all,
+    // and the run, end 5 ms sooner than replayed as recorded.
+    let v = ok(
+        &dir,
+        &out,
+        &["--profile", slow.to_str().unwrap(), "--compute", "0.5"],
+    );
+    let m = &v["makespan"];
+    assert!(
+        (num(&m["predicted_s"]) - (num(&m["replayed_s"]) - 0.005)).abs() < 1e-9,
+        "{m}"
+    );
+    assert_eq!(num(&v["conditions"]["compute"]["scale"]), 0.5);
+    assert!(v["conditions"]["compute"]["recorded_irq_share"].is_null());
+    // Auto, onto a network whose bytes cost the hosts 40 times less: the recorded 10 %
+    // leaves the compute, and 10 % / 40 x (recorded / replayed makespan) comes in.
+    let one = ok(
+        &dir,
+        &out,
+        &["--profile", fast.to_str().unwrap(), "--compute", "1"],
+    );
+    let t_new = num(&one["makespan"]["predicted_s"]);
+    let t_rec = num(&one["makespan"]["measured_s"]);
+    let o = replay(
+        &dir,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--profile",
+            fast.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("the hosts' interrupts: 10.0 % of their CPU recorded"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("replay.json")).unwrap()).unwrap();
+    let c = &v["conditions"]["compute"];
+    let predicted = 0.1 / 40.0 * t_rec / t_new;
+    assert!((num(&c["recorded_irq_share"]) - 0.1).abs() < 1e-12, "{c}");
+    assert!(
+        (num(&c["predicted_irq_share"]) - predicted).abs() < 1e-12,
+        "{c}"
+    );
+    assert!(
+        (num(&c["scale"]) - 0.9 / (1.0 - predicted)).abs() < 1e-12,
+        "{c}"
+    );
+    // 10 ms of compute scaled: the run ends that much sooner than with the factor 1.
+    let shorter = 0.010 * (1.0 - num(&c["scale"]));
+    assert!(
+        (num(&v["makespan"]["predicted_s"]) - (t_new - shorter)).abs() < 1e-9,
+        "{} against {t_new} - {shorter}",
+        v["makespan"]
+    );
+    // The streamed replay finds the same factor.
+    let streamed = ok(
+        &dir,
+        &dir.join("out-s"),
+        &["--profile", fast.to_str().unwrap(), "--stream"],
+    );
+    assert_eq!(
+        streamed["conditions"]["compute"],
+        v["conditions"]["compute"]
+    );
+    assert_eq!(streamed["makespan"], v["makespan"]);
+    // The same profile as recorded: the share follows the makespan alone.
+    let t_self = num(&ok(
+        &dir,
+        &out,
+        &["--profile", slow.to_str().unwrap(), "--compute", "1"],
+    )["makespan"]["predicted_s"]);
+    let same = ok(&dir, &out, &["--profile", slow.to_str().unwrap()]);
+    let expect = 0.9 / (1.0 - 0.1 * t_rec / t_self);
+    assert!(
+        (num(&same["conditions"]["compute"]["scale"]) - expect).abs() < 1e-12,
+        "{same}"
+    );
+    // A profile without the cost: as recorded, and a note says why.
+    let o = replay(
+        &dir,
+        &[
+            "-o",
+            out.to_str().unwrap(),
+            "--profile",
+            bare.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("10.0 % of their CPU time")
+            && err.contains("this profile has no measured interrupt cost"),
+        "{err}"
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("replay.json")).unwrap()).unwrap();
+    assert_eq!(num(&v["conditions"]["compute"]["scale"]), 1.0);
+    // Bad factors.
+    bad(&dir, &["--compute", "0"], "positive factor");
+    bad(&dir, &["--compute", "fast"], "positive factor");
+}

@@ -249,6 +249,14 @@ fn analyze_rebuilds_the_same_calls_csv() {
     let cpus = std::thread::available_parallelism().unwrap().get();
     assert!(!meta.boot_id.is_empty());
     assert_eq!(meta.cpus as usize, cpus);
+    // And the machine's CPU time at init and at the end: it only grows, on every CPU of
+    // the machine (/proc/stat's cpuN lines; at least the ones the rank could use).
+    let (a0, a1) = (meta.host_cpu_init.unwrap(), meta.host_cpu_end.unwrap());
+    assert!(a1.total >= a0.total && a1.irq >= a0.irq, "{a0:?} {a1:?}");
+    assert!(
+        a0.cpus as usize >= cpus && a0.cpus == a1.cpus,
+        "{a0:?} {a1:?}"
+    );
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let sharing = summary["cpu_sharing"].as_array().unwrap();

@@ -664,5 +664,6 @@ fn whatif_arg(dir: &std::path::Path) -> Option<pmpi_core::predict::Conditions> {
         placement,
         clusters,
         alltoall: Default::default(),
+        compute_scale: 1.0,
     })
 }

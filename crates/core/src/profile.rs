@@ -109,10 +109,26 @@ pub struct Profile {
     /// exposes them); absent ones keep the library's defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eager: Option<Eager>,
+    /// What moving bytes between nodes costs the hosts' CPUs (measured by `calibrate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostCost>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residuals: Option<serde_json::Value>,
+}
+
+/// The hosts' CPU time spent in interrupts (the network's packets; on an emulated
+/// cluster also its shapers' timers) per byte sent between nodes, summed over the
+/// machines: taken out of the ranks' compute on the network it was measured on, and what
+/// a what-if replay onto another network scales the recorded compute by.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostCost {
+    /// Seconds of interrupt time per byte sent between nodes.
+    pub irq_s_per_byte: f64,
+    /// Bytes sent between nodes while it was measured.
+    pub bytes: u64,
 }
 
 /// Eager limits (bytes) of the library the profile was calibrated on: a message of at
@@ -353,6 +369,7 @@ impl Profile {
             upper_lower_gamma: None,
             socket_buffer: None,
             eager: None,
+            host: None,
             raw: None,
             residuals: None,
         }

@@ -1228,6 +1228,7 @@ fn conditions(names: &[&str]) -> Conditions {
         placement: Placement::from_names(&names.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
+        compute_scale: 1.0,
     }
 }
 

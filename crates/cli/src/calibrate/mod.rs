@@ -7,6 +7,7 @@ pub mod backbone;
 pub mod bench;
 pub mod eager;
 pub mod fit;
+pub mod hostcpu;
 pub mod mpi;
 pub mod run;
 

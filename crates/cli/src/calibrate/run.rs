@@ -574,6 +574,12 @@ pub fn run(opts: &Options) -> i32 {
         let mut all_reps = Vec::new();
         let mut reps_now = reps;
         let mut scheme_bytes = Vec::new();
+        // The hosts' interrupt time over the schemes, whose bytes between nodes are known.
+        let machine = super::hostcpu::machine(&name);
+        ctx.mpi.barrier(ctx.mpi.world);
+        let cpu_before = super::hostcpu::read();
+        let wall = Instant::now();
+        let mut moved = 0u64;
         for (i, (name, arcs)) in list.iter().enumerate() {
             // The estimate above comes from the link model; a loaded or CPU-bound run can
             // be slower, so drop to one repetition once the budget is nearly used up.
@@ -590,8 +596,11 @@ pub fn run(opts: &Options) -> i32 {
                 _ => (reps_now, bytes),
             };
             let mut reps = if *name == BIDIRECTIONAL {
+                // One exchange to line the pair up, then 2·r, each way.
+                moved += (2 * u64::from(r.max(1)) + 1) * 2 * b as u64;
                 bench::exchange(&ctx, arcs[0].0, arcs[0].1, b, r)
             } else {
+                moved += u64::from(r.max(1)) * arcs.len() as u64 * b as u64;
                 bench::scheme(&ctx, arcs, b, r)
             };
             if b != bytes {
@@ -602,6 +611,22 @@ pub fn run(opts: &Options) -> i32 {
             }
             all_reps.push(reps);
             scheme_bytes.push(b);
+        }
+        ctx.mpi.barrier(ctx.mpi.world);
+        let wall = wall.elapsed().as_secs_f64();
+        let mine = cpu_before
+            .zip(super::hostcpu::read())
+            .map(|(before, after)| super::hostcpu::Reading {
+                machine,
+                before,
+                after,
+            });
+        profile.host = super::hostcpu::cost(ctx.mpi, mine, moved, wall);
+        if let Some(h) = profile.host {
+            raw.insert(
+                "host_irq".into(),
+                json!({"bytes": moved, "wall_s": wall, "irq_s_per_byte": h.irq_s_per_byte}),
+            );
         }
         // T_ref, the denominator of every penalty: the lone message's median repetition.
         let t_ref = bench::median(&mut all_reps[0].iter().map(|r| r[0]).collect::<Vec<_>>());
@@ -788,6 +813,13 @@ pub fn run(opts: &Options) -> i32 {
                 |q| format!("10-90 % {:.2}-{:.2}, min {:.2}, max {:.2}", q[1], q[9], q[0], q[10])
             ),
         ));
+        if let Some(h) = profile.host {
+            eprintln!(
+                "calibrate: the hosts' interrupts took {:.2} ns of CPU per byte sent between nodes ({} MB sent)",
+                h.irq_s_per_byte * 1e9,
+                h.bytes / 1_000_000
+            );
+        }
         raw.insert(
             "penalty".into(),
             json!({

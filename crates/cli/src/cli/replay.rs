@@ -34,6 +34,12 @@ pub struct ReplayArgs {
     /// All-to-all across the clusters: direct (Eq. 6) or local-group (Eq. 7).
     #[arg(long, default_value = "direct")]
     pub alltoall: AlltoallAlgo,
+    /// The ranks' compute between MPI calls: `auto` (as recorded, less the CPU time the
+    /// hosts' interrupts took from it on the recorded network, plus what they would take
+    /// on the replayed one: needs both profiles' measured interrupt cost), or a factor on
+    /// every recorded compute gap (`0.5`: processors twice as fast; `1`: as recorded).
+    #[arg(long, default_value = "auto", value_parser = parse_compute)]
+    pub compute: Compute,
     /// Where to write replay.json (a directory, created; default DIR/replay).
     #[arg(short = 'o', long)]
     pub out: Option<PathBuf>,
@@ -46,6 +52,45 @@ pub struct ReplayArgs {
     /// PMPI_PREDICT_BATCH_MAX_MB (16) of spools.
     #[arg(long)]
     pub stream: bool,
+}
+
+/// What `--compute` asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Compute {
+    Auto,
+    Factor(f64),
+}
+
+fn parse_compute(s: &str) -> Result<Compute, String> {
+    if s == "auto" {
+        return Ok(Compute::Auto);
+    }
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(Compute::Factor(x)),
+        _ => Err(format!(
+            "{s:?}: `auto` or a positive factor on the recorded compute (0.5: twice as fast)"
+        )),
+    }
+}
+
+/// The recording's profile's interrupt cost per byte: the profile its layer named (the
+/// replay's own where it is the same file).
+fn recorded_cost(
+    run: &crate::trace::RunTrace,
+    target: &crate::profile::Profile,
+    source: &str,
+) -> Option<f64> {
+    let path = run.ranks.iter().find_map(|r| r.meta.profile.clone())?;
+    let same = match (std::fs::canonicalize(&path), std::fs::canonicalize(source)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => path == source,
+    };
+    let host = if same {
+        target.host
+    } else {
+        crate::profile::Profile::load(&path).ok()?.host
+    };
+    host.map(|h| h.irq_s_per_byte)
 }
 
 /// Runs `replay`.
@@ -132,10 +177,91 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         Some(f) => Some(whatif::load_clusters(f, &pl)?),
         None => None,
     };
-    let cond = Conditions {
+    let mut cond = Conditions {
         placement: pl,
         clusters,
         alltoall: a.alltoall,
+        compute_scale: 1.0,
+    };
+    // The batch path's two replays with the compute as recorded, made here when `auto`
+    // needs their bytes and makespan (and kept where the compute stays as recorded).
+    let mut batch = None;
+    let share = match a.compute {
+        Compute::Factor(x) => {
+            cond.compute_scale = x;
+            None
+        }
+        Compute::Auto => {
+            let metas: Vec<&crate::trace::RankMeta> = run.ranks.iter().map(|r| &r.meta).collect();
+            let costs = (
+                recorded_cost(&run, &profile, &source),
+                profile.host.map(|h| h.irq_s_per_byte),
+            );
+            let figures = if costs.0.is_none() || costs.1.is_none() {
+                ((1.0, 1.0), (1.0, 1.0))
+            } else if stream {
+                let mut src = predict::stream::InterNodeBytes::default();
+                predict::stream::predict_stream_with(
+                    &a.dir,
+                    &profile,
+                    model.as_deref(),
+                    &assume,
+                    &mut |_, _, _, _| {},
+                    Some(&mut src),
+                )?;
+                let mut tgt = predict::stream::InterNodeBytes::default();
+                let st = predict::stream::predict_stream_under(
+                    &a.dir,
+                    &profile,
+                    model.as_deref(),
+                    &assume,
+                    &cond,
+                    &mut |_, _, _, _| {},
+                    Some(&mut tgt),
+                )?;
+                (
+                    (src.0 as f64, tgt.0 as f64),
+                    (st.makespan_measured, st.makespan),
+                )
+            } else {
+                let recorded = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
+                    .map_err(CliError::input)?;
+                let what =
+                    predict::predict_run_under(&run, &profile, model.as_deref(), &assume, &cond)
+                        .map_err(CliError::input)?;
+                let f = (
+                    (recorded.inter_node_bytes(), what.inter_node_bytes()),
+                    (what.makespan_measured, what.makespan),
+                );
+                batch = Some((recorded, what));
+                f
+            };
+            match predict::host_share_of(&metas, costs.0, costs.1, figures.0, figures.1) {
+                Ok(h) => {
+                    if (h.scale - 1.0).abs() > 1e-3 {
+                        cond.compute_scale = h.scale;
+                        // The what-if replay again, with the compute scaled.
+                        if let Some(b) = &mut batch {
+                            b.1 = predict::predict_run_under(
+                                &run,
+                                &profile,
+                                model.as_deref(),
+                                &assume,
+                                &cond,
+                            )
+                            .map_err(CliError::input)?;
+                        }
+                    }
+                    Some(h)
+                }
+                Err(note) => {
+                    if let Some(n) = note {
+                        eprintln!("pmpi-predict: note: {n}");
+                    }
+                    None
+                }
+            }
+        }
     };
     let model_name = predict::model_name(
         predict::penalty_model(&profile, model.as_deref())
@@ -154,6 +280,11 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
             "wan": {"alpha": c.wan.alpha, "beta": c.wan.beta},
         })),
         "alltoall": a.alltoall.to_string(),
+        "compute": {
+            "scale": cond.compute_scale,
+            "recorded_irq_share": share.map(|h| h.recorded),
+            "predicted_irq_share": share.map(|h| h.predicted),
+        },
     });
     let out = a.out.clone().unwrap_or_else(|| a.dir.join("replay"));
     std::fs::create_dir_all(&out)
@@ -173,10 +304,15 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         )?
         .whatif
     } else {
-        let recorded = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
-            .map_err(CliError::input)?;
-        let what = predict::predict_run_under(&run, &profile, model.as_deref(), &assume, &cond)
-            .map_err(CliError::input)?;
+        let (recorded, what) = match batch.take() {
+            Some(b) => b,
+            None => (
+                predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
+                    .map_err(CliError::input)?,
+                predict::predict_run_under(&run, &profile, model.as_deref(), &assume, &cond)
+                    .map_err(CliError::input)?,
+            ),
+        };
         let figs = crate::report::callagg::CallAggregates::of_run(&run, &what.calls);
         let w = report::build(&run, &recorded, &what, &figs, conditions);
         let summary =
@@ -198,6 +334,16 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     std::fs::write(&path, text + "\n")
         .map_err(|e| CliError::io(format!("cannot write {}: {e}", path.display())))?;
     let mut label = format!("placement {pl_text}, model {model_name}");
+    if (cond.compute_scale - 1.0).abs() > 1e-3 {
+        label += &format!(", compute x {:.3}", cond.compute_scale);
+        if let Some(h) = share {
+            label += &format!(
+                " (the hosts' interrupts: {:.1} % of their CPU recorded, {:.1} % predicted)",
+                h.recorded * 100.0,
+                h.predicted * 100.0
+            );
+        }
+    }
     if let Some(c) = &cond.clusters {
         label += &format!(
             ", {} clusters (wan α {:.3} ms, {:.1} MB/s), all-to-all {}",

@@ -15,7 +15,7 @@ use crate::profile::Profile;
 pub use crate::replay::Reason;
 use crate::replay::net::Sim;
 pub use crate::replay::wait::{Wait, WaitKind};
-pub use crate::replay::whatif::{AlltoallAlgo, Conditions};
+pub use crate::replay::whatif::{AlltoallAlgo, Conditions, HostShare, host_share};
 
 pub mod stream;
 use crate::replay::{
@@ -89,6 +89,63 @@ pub struct RunPrediction {
     pub collectives: Vec<CollOp>,
     /// The node-to-node bytes of those operations, by the algorithm assumed for each.
     pub coll_traffic: CollTraffic,
+}
+
+impl RunPrediction {
+    /// Bytes the run sent between nodes: its point-to-point messages and its collectives'
+    /// node pairs (what the hosts' interrupts serve, [`HostShare`]).
+    pub fn inter_node_bytes(&self) -> f64 {
+        let p2p: u64 = self
+            .flows
+            .flows
+            .iter()
+            .filter(|f| f.src_node != f.dst_node)
+            .map(|f| f.bytes)
+            .sum();
+        let coll: u64 = self
+            .coll_traffic
+            .pairs
+            .iter()
+            .filter(|p| p.0 != p.1)
+            .map(|p| p.2)
+            .sum();
+        (p2p + coll) as f64
+    }
+}
+
+/// The recorded run's interrupt share ([`crate::trace::irq_share`]) carried onto the
+/// replayed network: `cost_src` and `cost_tgt` are the interrupt seconds per byte of the
+/// recording's and the replay's profiles, `bytes` and `makespan` (recorded, predicted)
+/// the bytes sent between nodes and the makespan of the recorded run and of the replay
+/// without scaling. Err: why the compute stays as recorded, for a note (None: nothing to
+/// say, the recording has no interrupt figures).
+pub fn host_share_of(
+    run_metas: &[&crate::trace::RankMeta],
+    cost_src: Option<f64>,
+    cost_tgt: Option<f64>,
+    bytes: (f64, f64),
+    makespan: (f64, f64),
+) -> Result<HostShare, Option<String>> {
+    let Some(recorded) = crate::trace::irq_share(run_metas) else {
+        return Err(None);
+    };
+    let (Some(cs), Some(ct)) = (cost_src, cost_tgt) else {
+        return Err(Some(format!(
+            "the hosts' interrupts took {:.1} % of their CPU time in the recorded run; the compute is replayed as recorded: {} no measured interrupt cost (calibrate it again)",
+            recorded * 100.0,
+            match (cost_src, cost_tgt) {
+                (None, None) => "neither the recording's profile nor this one has",
+                (None, _) => "the recording's profile has",
+                _ => "this profile has",
+            }
+        )));
+    };
+    host_share(recorded, cs, ct, bytes.0, bytes.1, makespan.0, makespan.1).ok_or_else(|| {
+        Some(format!(
+            "the hosts' interrupts took {:.1} % of their CPU time in the recorded run; the compute is replayed as recorded (no bytes between nodes, or a share out of range)",
+            recorded * 100.0
+        ))
+    })
 }
 
 /// A collective operation as the replay timed it.
@@ -480,6 +537,7 @@ pub fn predict_run_with(
         placement: Placement::from_run(run),
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
+        compute_scale: 1.0,
     };
     predict_run_under(run, profile, model_override, assume, &cond)
 }
@@ -517,6 +575,7 @@ pub fn predict_run_releasing(
         placement: Placement::from_run(run),
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
+        compute_scale: 1.0,
     };
     let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
@@ -556,7 +615,8 @@ fn predict_plan(
         .iter()
         .map(|i| coll_cost_under(profile, assume, &plan, i, cond))
         .collect();
-    let p2p = P2p::from_profile(profile, cond.clusters.clone(), plan.protocol.library);
+    let p2p = P2p::from_profile(profile, cond.clusters.clone(), plan.protocol.library)
+        .with_compute(cond.compute_scale);
     // Without a penalty model ("none") nothing is contended, collectives included.
     let last = |v: &[f64]| {
         v.iter()

@@ -53,6 +53,31 @@ pub trait StreamNet: NetSink {
     fn collective(&mut self, _op: &CollOp, _pairs: &[NodePair]) {}
 }
 
+/// Counts the bytes a streamed prediction sends between nodes (as
+/// [`super::RunPrediction::inter_node_bytes`]).
+#[derive(Debug, Default)]
+pub struct InterNodeBytes(pub u64);
+
+impl NetSink for InterNodeBytes {
+    fn added(&mut self, src: u32, dst: u32, bytes: u64) {
+        if src != dst {
+            self.0 += bytes;
+        }
+    }
+    fn closed(&mut self, _start: f64, _end: f64, _flows: &[crate::replay::net::InFlight]) {}
+}
+
+impl StreamNet for InterNodeBytes {
+    fn call(&mut self, _rank: u32, _rec: u32, _measured_s: f64, _c: &CallPrediction) {}
+    fn collective(&mut self, _op: &CollOp, pairs: &[NodePair]) {
+        self.0 += pairs
+            .iter()
+            .filter(|p| p.0 != p.1)
+            .map(|p| p.2)
+            .sum::<u64>();
+    }
+}
+
 /// Which replay finished a record first ([`Joins`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Half {
@@ -153,6 +178,7 @@ pub fn predict_stream_with(
         placement: Placement::from_run(&order.shell()),
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
+        compute_scale: 1.0,
     };
     stream_under(order, profile, model, assume, &cond, out, net)
 }
@@ -193,7 +219,8 @@ fn stream_under(
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = Protocol::for_library_with(library, Some(profile));
     let placement = &cond.placement;
-    let p2p = P2p::from_profile(profile, cond.clusters.clone(), protocol.library);
+    let p2p = P2p::from_profile(profile, cond.clusters.clone(), protocol.library)
+        .with_compute(cond.compute_scale);
     let cost = |i: &crate::replay::Instance, ranks: &[i32]| {
         coll_cost_of_ranks(profile, assume, i, ranks.iter().copied(), cond)
     };

@@ -931,6 +931,9 @@ pub struct P2p {
     pub port_capacity: Option<f64>,
     /// Quantiles of a contended flow's time over the model's (see [`Net::with_dispersion`]).
     pub dispersion: Option<Vec<f64>>,
+    /// Factor on every recorded compute gap (what-if replay: the hosts' CPU that the
+    /// recorded network's interrupts took and the new one's take; 1: as recorded).
+    pub compute: f64,
 }
 
 impl P2p {
@@ -962,7 +965,18 @@ impl P2p {
             through,
             port_capacity: profile.penalty.port_capacity,
             dispersion: profile.penalty.dispersion.clone(),
+            compute: 1.0,
         }
+    }
+
+    /// The same with every compute gap multiplied by `factor`.
+    pub fn with_compute(mut self, factor: f64) -> P2p {
+        self.compute = if factor.is_finite() && factor > 0.0 {
+            factor
+        } else {
+            1.0
+        };
+        self
     }
 
     /// The point-to-point parameters between two nodes.
@@ -2182,7 +2196,7 @@ impl<'a, S: Store> Engine<'a, S> {
         let next = self.s.hot(ng);
         let cur = &mut self.cur[s as usize];
         cur.hot = Some((ng, next));
-        cur.t_op = end + next.gap;
+        cur.t_op = end + next.gap * self.p2p.compute;
         cur.rec = c.rec + h.op_dur + next.gap;
         Some(cur.t_op.max(now))
     }

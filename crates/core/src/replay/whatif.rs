@@ -7,7 +7,7 @@ use super::net::Crossing;
 use crate::error::Error;
 use crate::model::Hockney;
 use crate::topo::placement::Placement;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -372,11 +372,95 @@ pub struct Conditions {
     pub placement: Placement,
     pub clusters: Option<Clusters>,
     pub alltoall: AlltoallAlgo,
+    /// Factor on every recorded compute gap ([`compute_scale`]; 1: as recorded).
+    pub compute_scale: f64,
+}
+
+/// The share of the hosts' CPU time their interrupts took in the recorded run and would
+/// take on the replayed network, and the factor on the recorded compute that follows.
+/// Interrupts (the network's packets; on an emulated cluster also its shapers' timers)
+/// take CPU time from whatever runs, the ranks' compute too: LAMMPS's compute between its
+/// MPI calls took 10 % longer recorded at 100 Mbit/s than at 1 Gbit/s on the emulated
+/// cluster, where the interrupts took 10.7 % and 1.2 % of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HostShare {
+    pub recorded: f64,
+    pub predicted: f64,
+    pub scale: f64,
+}
+
+/// The most of the hosts' time interrupts are taken to use, recorded or predicted: a
+/// figure above it is a machine busy with something else (or a profile gone wrong).
+const MOST_IRQ: f64 = 0.5;
+
+/// [`HostShare`] of a run whose hosts' interrupts took `recorded` of their time while it
+/// sent `bytes_src` bytes between nodes over `t_src` seconds, on the network whose
+/// profile measured `cost_src` seconds of interrupts per byte sent between nodes,
+/// replayed onto one of `cost_tgt` where it sends `bytes_tgt` bytes over `t_tgt` seconds:
+/// the interrupts' share follows the bytes each second and the cost of each byte. None
+/// where a figure is missing or out of range (no scaling).
+pub fn host_share(
+    recorded: f64,
+    cost_src: f64,
+    cost_tgt: f64,
+    bytes_src: f64,
+    bytes_tgt: f64,
+    t_src: f64,
+    t_tgt: f64,
+) -> Option<HostShare> {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    let at_least_0 = |x: f64| x.is_finite() && x >= 0.0;
+    let usable = (0.0..=MOST_IRQ).contains(&recorded)
+        && positive(cost_src)
+        && at_least_0(cost_tgt)
+        && positive(bytes_src)
+        && at_least_0(bytes_tgt)
+        && positive(t_src)
+        && positive(t_tgt);
+    if !usable {
+        return None;
+    }
+    let predicted = recorded * (cost_tgt / cost_src) * (bytes_tgt / bytes_src) * (t_src / t_tgt);
+    let predicted = predicted.min(MOST_IRQ);
+    Some(HostShare {
+        recorded,
+        predicted,
+        scale: (1.0 - recorded) / (1.0 - predicted),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_compute_loses_what_the_recorded_interrupts_took_and_pays_the_new_ones() {
+        // 100 Mbit/s -> 1 Gbit/s: interrupts 10 % of the machine while 360 MB crossed in
+        // 20 s; 1/40 of the cost per byte, the same bytes in 5 s: 1 % predicted.
+        let h = host_share(0.10, 13e-9, 13e-9 / 40.0, 360e6, 360e6, 20.0, 5.0).unwrap();
+        assert!((h.predicted - 0.01).abs() < 1e-12, "{h:?}");
+        assert!((h.scale - 0.9 / 0.99).abs() < 1e-12, "{h:?}");
+        // The same network, bytes and time: the recorded compute unchanged.
+        let same = host_share(0.10, 13e-9, 13e-9, 360e6, 360e6, 20.0, 20.0).unwrap();
+        assert!((same.scale - 1.0).abs() < 1e-12);
+        // The other way: the slower network's interrupts come out of the compute.
+        let back = host_share(0.01, 13e-9 / 40.0, 13e-9, 360e6, 360e6, 5.0, 20.0).unwrap();
+        assert!((back.predicted - 0.1).abs() < 1e-12 && back.scale < 1.0 / 0.9 + 1e-9);
+        // Half the bytes cross nodes under the new placement: half the interrupts.
+        let placed = host_share(0.10, 1e-8, 1e-8, 360e6, 180e6, 20.0, 20.0).unwrap();
+        assert!((placed.predicted - 0.05).abs() < 1e-12);
+        // Capped, and nothing where a figure is missing.
+        assert_eq!(
+            host_share(0.2, 1e-9, 1e-7, 1.0, 1.0, 1.0, 1.0)
+                .unwrap()
+                .predicted,
+            MOST_IRQ
+        );
+        assert_eq!(host_share(0.1, 0.0, 1e-9, 1.0, 1.0, 1.0, 1.0), None);
+        assert_eq!(host_share(0.1, 1e-9, 1e-9, 0.0, 1.0, 1.0, 1.0), None);
+        assert_eq!(host_share(0.9, 1e-9, 1e-9, 1.0, 1.0, 1.0, 1.0), None);
+        assert_eq!(host_share(f64::NAN, 1e-9, 1e-9, 1.0, 1.0, 1.0, 1.0), None);
+    }
 
     fn nodes(p: &Placement) -> Vec<u32> {
         p.node_of_rank.clone()

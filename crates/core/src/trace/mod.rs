@@ -339,6 +339,73 @@ pub struct RankMeta {
     /// CPUs the rank could run on (its affinity, a cgroup's quota), 0 if unknown.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cpus: u32,
+    /// The machine's CPU time at init and at the end (`/proc/stat`): the share its
+    /// interrupts took (the network's packets, a shaper's timers) came out of the ranks'
+    /// compute, which a what-if replay on another network corrects ([`irq_share`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu_init: Option<CpuTicks>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu_end: Option<CpuTicks>,
+}
+
+/// A machine's CPU time since boot over all its CPUs, in clock ticks (`/proc/stat`'s
+/// first line): all of it, and the part spent serving interrupts (hard and soft).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CpuTicks {
+    pub total: u64,
+    pub irq: u64,
+    /// The machine's CPUs (`cpuN` lines): `total` grows by this many ticks per tick.
+    #[serde(default)]
+    pub cpus: u32,
+}
+
+/// The `cpu` line of `/proc/stat`'s text: user nice system idle iowait irq softirq steal
+/// (guest time is inside user's, so not added); None if it is not there.
+pub fn parse_proc_stat(text: &str) -> Option<CpuTicks> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    if v.len() < 7 {
+        return None;
+    }
+    let cpus = text
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count() as u32;
+    Some(CpuTicks {
+        total: v.iter().sum(),
+        irq: v[5] + v[6],
+        cpus,
+    })
+}
+
+/// The share of the machines' CPU time their interrupts took while the job ran: per
+/// machine (boot id; the node name where there is none) the first rank that read its
+/// CPU time at both ends, summed over machines. None where no rank did, or no time passed.
+pub fn irq_share(metas: &[&RankMeta]) -> Option<f64> {
+    let mut seen: Vec<&str> = Vec::new();
+    let (mut irq, mut total) = (0u64, 0u64);
+    for m in metas {
+        let (Some(a), Some(b)) = (m.host_cpu_init, m.host_cpu_end) else {
+            continue;
+        };
+        let machine = if m.boot_id.is_empty() {
+            m.node.as_str()
+        } else {
+            m.boot_id.as_str()
+        };
+        if seen.contains(&machine) {
+            continue;
+        }
+        seen.push(machine);
+        irq += b.irq.saturating_sub(a.irq);
+        total += b.total.saturating_sub(a.total);
+    }
+    (total > 0).then(|| irq as f64 / total as f64)
 }
 
 fn is_zero(x: &u32) -> bool {
@@ -545,6 +612,50 @@ impl Clock {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn proc_stat_s_interrupt_time_is_irq_plus_softirq() {
+        let text = "cpu  3335353 3525278 3632164 4140708 30762 7 444742 6635 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        let t = super::parse_proc_stat(text).unwrap();
+        assert_eq!(t.irq, 444_749);
+        assert_eq!(t.cpus, 1);
+        assert_eq!(
+            t.total,
+            3335353 + 3525278 + 3632164 + 4140708 + 30762 + 7 + 444742 + 6635
+        );
+        assert_eq!(super::parse_proc_stat("cpu0 1 2 3\n"), None);
+        assert_eq!(super::parse_proc_stat("cpu  1 2 x 4 5 6 7 8\n"), None);
+    }
+
+    #[test]
+    fn the_interrupt_share_counts_each_machine_once() {
+        let m = |node: &str, boot: &str, a: (u64, u64), b: (u64, u64)| RankMeta {
+            node: node.into(),
+            boot_id: boot.into(),
+            host_cpu_init: Some(CpuTicks {
+                total: a.0,
+                irq: a.1,
+                cpus: 2,
+            }),
+            host_cpu_end: Some(CpuTicks {
+                total: b.0,
+                irq: b.1,
+                cpus: 2,
+            }),
+            ..Default::default()
+        };
+        // Two node names on machine A (one reading), a machine B, a rank without readings.
+        let metas = [
+            m("h0", "A", (1000, 10), (1400, 50)),
+            m("h1", "A", (1001, 10), (1399, 60)),
+            m("big", "B", (0, 0), (600, 10)),
+            RankMeta::default(),
+        ];
+        let refs: Vec<&RankMeta> = metas.iter().collect();
+        let f = super::irq_share(&refs).unwrap();
+        assert!((f - 50.0 / 1000.0).abs() < 1e-12, "{f}");
+        assert_eq!(super::irq_share(&refs[3..]), None);
+    }
 
     #[test]
     fn ranks_outnumbering_one_machine_s_cpus_are_found_by_boot_id() {
