@@ -160,6 +160,12 @@ fn check(label: &str, p: &Profile) {
         host.irq_s_per_byte.is_finite() && host.irq_s_per_byte >= 0.0,
         "{label}: {host:?}"
     );
+    // The latency with all four ranks (one per host, two pairs) ping-ponging at once.
+    assert_eq!(p.latency_placed.len(), 1, "{label}: {:?}", p.latency_placed);
+    let lp = p.latency_placed[0];
+    assert_eq!((lp.procs, lp.per_node), (4, 1), "{label}: {lp:?}");
+    let pairs = &p.raw.as_ref().unwrap()["latency_placed"]["pairs"];
+    assert_eq!(pairs, &serde_json::json!([[0, 1], [2, 3]]), "{label}");
     // Factors on a penalty never speed a message up.
     assert!(p.penalty.reverse >= 1.0 && p.penalty.through >= 1.0);
     assert!(

@@ -2249,3 +2249,51 @@ fn a_small_message_crosses_a_shaped_link_at_once_when_its_buckets_hold_it() {
         "{got:?}"
     );
 }
+
+#[test]
+fn the_latency_measured_as_launched_replaces_alpha_for_a_run_launched_so() {
+    // α 0.5 s and β 1 ms/B: 1000 B arrive 1.5 s after the send. Measured with every rank
+    // of a 2-rank launch active, one per node, α was 2 s: 3 s.
+    let mut prof = profile();
+    prof.hockney.inter = Hockney::new(0.5, 1e-3).unwrap();
+    prof.eager = eager_limits(65536);
+    let r = run(vec![
+        rank(0, "a", 0, vec![send(call::MPI_Send, 1, 1000, 0, 0)], 2),
+        rank(1, "b", 0, vec![recv_rec(call::MPI_Recv, 0, 1000, 0, S)], 2),
+    ]);
+    let recv = |p: &Profile| {
+        predict_run(&r, p, None).unwrap().calls[1][0]
+            .predicted
+            .unwrap()
+    };
+    assert!(close(recv(&prof), 1.5), "{}", recv(&prof));
+    prof.latency_placed = vec![pmpi_core::profile::PlacedLatency {
+        procs: 2,
+        per_node: 1,
+        alpha: 2.0,
+    }];
+    assert!(close(recv(&prof), 3.0), "{}", recv(&prof));
+    // Measured at another size or placement: the ping-pong's α.
+    for (procs, per_node) in [(4, 1), (2, 2)] {
+        prof.latency_placed[0].procs = procs;
+        prof.latency_placed[0].per_node = per_node;
+        assert!(
+            close(recv(&prof), 1.5),
+            "{procs} {per_node}: {}",
+            recv(&prof)
+        );
+    }
+    // The same run replayed onto one node: no message crosses nodes, α within a node.
+    prof.latency_placed = vec![pmpi_core::profile::PlacedLatency {
+        procs: 2,
+        per_node: 2,
+        alpha: 2.0,
+    }];
+    let one = conditions(&["a", "a"]);
+    let p = predict_run_under(&r, &prof, None, &Assumptions::default(), &one).unwrap();
+    assert!(
+        p.calls[1][0].predicted.unwrap() < 0.1,
+        "{:?}",
+        p.calls[1][0]
+    );
+}

@@ -326,6 +326,57 @@ pub fn scheme(ctx: &Ctx, arcs: &[(usize, usize)], bytes: usize, reps: u32) -> Ve
     per_rep
 }
 
+/// Pairs of WORLD ranks on different nodes, each rank in one pair at most: in rank order,
+/// each rank not yet paired with the next one on another node (`node_of`: node of every
+/// rank). 4 ranks one per node: (0, 1), (2, 3); 8 by slot on 4 nodes: (0, 2), (1, 3),
+/// (4, 6), (5, 7).
+pub fn cross_pairs(node_of: &[usize]) -> Vec<(i32, i32)> {
+    let mut taken = vec![false; node_of.len()];
+    let mut pairs = Vec::new();
+    for r in 0..node_of.len() {
+        if taken[r] {
+            continue;
+        }
+        if let Some(s) = (r + 1..node_of.len()).find(|&s| !taken[s] && node_of[s] != node_of[r]) {
+            taken[r] = true;
+            taken[s] = true;
+            pairs.push((r as i32, s as i32));
+        }
+    }
+    pairs
+}
+
+/// Every pair of `pairs` ping-pongs empty messages at once, `reps` round trips after ten
+/// to warm up: per pair, the median round trip halved (what a small message costs while
+/// every rank of the launch communicates; ranks in no pair wait in the barrier).
+pub fn pairs_ping_pong(ctx: &Ctx, pairs: &[(i32, i32)], reps: u32) -> Vec<f64> {
+    let m = ctx.mpi;
+    let mut out = vec![0.0; pairs.len()];
+    let mut buf = [0u8; 0];
+    m.barrier(m.world);
+    for (k, &(a, b)) in pairs.iter().enumerate() {
+        if m.rank == a {
+            let mut rtt = Vec::with_capacity(reps as usize);
+            for r in 0..reps + 10 {
+                let t = Instant::now();
+                m.send(&buf, b, 3, m.world);
+                m.recv(&mut buf, b, 3, m.world);
+                if r >= 10 {
+                    rtt.push(t.elapsed().as_secs_f64());
+                }
+            }
+            out[k] = median(&mut rtt) / 2.0;
+        } else if m.rank == b {
+            for _ in 0..reps + 10 {
+                m.recv(&mut buf, a, 3, m.world);
+                m.send(&buf, a, 3, m.world);
+            }
+        }
+    }
+    ctx.share(&mut out);
+    out
+}
+
 /// Opposite messages between the leaders of nodes `a` and `b`, back to back: after one
 /// exchange that lines the pair up, `2·reps` exchanges of `bytes` each way (Irecv, Isend,
 /// Waitall), as lockstep codes exchange halos. Under Open MPI over TCP the two directions
@@ -662,6 +713,24 @@ pub fn returns_early(ctx: &Ctx, a: i32, b: i32, bytes: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pairs_cross_nodes_and_take_each_rank_once() {
+        use super::cross_pairs;
+        assert_eq!(cross_pairs(&[0, 1, 2, 3]), [(0, 1), (2, 3)]);
+        assert_eq!(
+            cross_pairs(&[0, 1, 2, 3, 0, 1, 2, 3]),
+            [(0, 1), (2, 3), (4, 5), (6, 7)]
+        );
+        assert_eq!(
+            cross_pairs(&[0, 0, 1, 1, 2, 2, 3, 3]),
+            [(0, 2), (1, 3), (4, 6), (5, 7)]
+        );
+        // Three ranks: one left out; one node: no pair.
+        assert_eq!(cross_pairs(&[0, 1, 2]), [(0, 1)]);
+        assert!(cross_pairs(&[0, 0, 0]).is_empty());
+        // A node with most ranks: its extra ranks find no partner.
+        assert_eq!(cross_pairs(&[0, 0, 0, 1]), [(0, 3)]);
+    }
     #[test]
     fn median_of_even_and_odd() {
         assert_eq!(super::median(&mut [3.0, 1.0, 2.0]), 2.0);

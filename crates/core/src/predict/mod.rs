@@ -610,6 +610,9 @@ fn predict_plan(
     cond: &Conditions,
 ) -> RunPrediction {
     let model_name = model_name(model.as_deref());
+    // The latency measured as the run was launched, where the profile has it.
+    let launched = plan.placement.profile(profile);
+    let profile: &Profile = &launched;
     let costs: Vec<CollCost> = plan
         .instances
         .iter()

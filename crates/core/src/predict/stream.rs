@@ -219,6 +219,9 @@ fn stream_under(
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = Protocol::for_library_with(library, Some(profile));
     let placement = &cond.placement;
+    // The latency measured as the run was launched, where the profile has it.
+    let launched = placement.profile(profile);
+    let profile: &Profile = &launched;
     let p2p = P2p::from_profile(profile, cond.clusters.clone(), protocol.library)
         .with_compute(cond.compute_scale);
     let cost = |i: &crate::replay::Instance, ranks: &[i32]| {

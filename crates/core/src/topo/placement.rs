@@ -62,6 +62,25 @@ impl Placement {
         }
     }
 
+    /// The most ranks on one node (0 without ranks).
+    pub fn most_per_node(&self) -> usize {
+        let mut per = vec![0usize; self.nodes()];
+        for &n in &self.node_of_rank {
+            if let Some(c) = per.get_mut(n as usize) {
+                *c += 1;
+            }
+        }
+        per.into_iter().max().unwrap_or(0)
+    }
+
+    /// The profile a run so placed is predicted with ([`Profile::for_launch`]).
+    pub fn profile<'p>(
+        &self,
+        profile: &'p crate::profile::Profile,
+    ) -> std::borrow::Cow<'p, crate::profile::Profile> {
+        profile.for_launch(self.node_of_rank.len() as u64, self.most_per_node() as u64)
+    }
+
     /// Number of distinct nodes.
     pub fn nodes(&self) -> usize {
         self.names.len()
