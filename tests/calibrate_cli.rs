@@ -452,7 +452,8 @@ fn four_ranks_posing_as_four_nodes() {
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
     for phase in [
-        "[2/7] inter-node ping-pong",
+        "[2/8] inter-node ping-pong",
+        "[3/8] latency with all 4 ranks at once (2 pairs across nodes)",
         "penalty schemes",
         "all-to-all",
         "pLogP",
@@ -461,6 +462,15 @@ fn four_ranks_posing_as_four_nodes() {
     }
     let prof = Profile::load(&p).unwrap();
     assert_eq!(prof.nodes, ["node0", "node1", "node2", "node3"]);
+    // The latency with both pairs ping-ponging at once, for this launch.
+    assert_eq!(prof.latency_placed.len(), 1);
+    assert_eq!(
+        (
+            prof.latency_placed[0].procs,
+            prof.latency_placed[0].per_node
+        ),
+        (4, 1)
+    );
     let raw = prof.raw.as_ref().unwrap();
     let schemes = raw["penalty"]["schemes"].as_array().unwrap();
     assert_eq!(schemes.len(), 10);
@@ -628,9 +638,9 @@ fn two_ranks_per_node_measure_the_all_to_all_as_launched() {
     let (o, p) = quick_calibration(4, &wrap, &dir, "262144");
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
-    // Seven phases between nodes, the intra-node ping-pong and this one: counted from the
-    // first line.
-    assert!(e.contains("calibrate [1/9] warm-up"), "{e}");
+    // Seven phases between nodes, the latency as launched, the intra-node ping-pong and
+    // this one: counted from the first line.
+    assert!(e.contains("calibrate [1/10] warm-up"), "{e}");
     assert!(
         e.contains("all-to-all with all 4 ranks, 2 per node (4 sizes, mean of 5)"),
         "{e}"
@@ -638,6 +648,18 @@ fn two_ranks_per_node_measure_the_all_to_all_as_launched() {
     let prof = Profile::load(&p).unwrap();
     assert_eq!(prof.nodes, ["node0", "node1"]);
     assert_eq!(prof.alltoall_placed.len(), 1, "{:?}", prof.alltoall_placed);
+    // Ranks 0 and 2 on node0, 1 and 3 on node1: pairs (0, 1) and (2, 3).
+    assert_eq!(
+        (
+            prof.latency_placed[0].procs,
+            prof.latency_placed[0].per_node
+        ),
+        (4, 2)
+    );
+    assert_eq!(
+        prof.raw.as_ref().unwrap()["latency_placed"]["pairs"],
+        serde_json::json!([[0, 1], [2, 3]])
+    );
     let placed = &prof.alltoall_placed[0];
     assert_eq!((placed.procs, placed.per_node), (4, 2));
     let raw = &prof.raw.as_ref().unwrap()["alltoall_placed"];

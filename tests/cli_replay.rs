@@ -583,15 +583,18 @@ fn the_compute_is_scaled_by_a_factor_or_for_the_hosts_interrupts() {
     );
     let t_new = num(&one["makespan"]["predicted_s"]);
     let t_rec = num(&one["makespan"]["measured_s"]);
-    let o = replay(
-        &dir,
-        &[
-            "-o",
-            out.to_str().unwrap(),
-            "--profile",
-            fast.to_str().unwrap(),
-        ],
-    );
+    let replay_with = |p: &Path| {
+        replay(
+            &dir,
+            &[
+                "-o",
+                out.to_str().unwrap(),
+                "--profile",
+                p.to_str().unwrap(),
+            ],
+        )
+    };
+    let o = replay_with(&fast);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         String::from_utf8_lossy(&o.stdout)
@@ -643,15 +646,7 @@ fn the_compute_is_scaled_by_a_factor_or_for_the_hosts_interrupts() {
         "{same}"
     );
     // A profile without the cost: as recorded, and a note says why.
-    let o = replay(
-        &dir,
-        &[
-            "-o",
-            out.to_str().unwrap(),
-            "--profile",
-            bare.to_str().unwrap(),
-        ],
-    );
+    let o = replay_with(&bare);
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
