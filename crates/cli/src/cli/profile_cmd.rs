@@ -150,6 +150,22 @@ pub fn render(p: &Profile, title: &str) -> String {
             p.hockney.inter.burst
         );
     }
+    for l in &p.latency_placed {
+        let _ = writeln!(
+            o,
+            "  inter-node alpha with all {} ranks ping-ponging at once, {} per node: {:.2} us (runs launched so take it)",
+            l.procs,
+            l.per_node,
+            l.alpha * 1e6
+        );
+    }
+    if let Some(h) = p.host {
+        let _ = writeln!(
+            o,
+            "  the hosts' interrupts: {:.2} ns of CPU per byte sent between nodes (replay --compute auto)",
+            h.irq_s_per_byte * 1e9
+        );
+    }
     let _ = writeln!(o);
     let errs = rget(&["penalty", "mean_abs_rel_error_pct"]);
     let _ = writeln!(
@@ -366,6 +382,26 @@ mod tests {
         assert!(t.contains("gamma = 1.0195"), "{t}");
         assert!(t.contains("* gige"), "{t}");
         assert!(t.contains("100.0 Mbit/s"), "{t}");
+    }
+
+    #[test]
+    fn the_latency_as_launched_and_the_interrupt_cost_are_shown() {
+        let mut p = Profile::builtin_default();
+        p.latency_placed = vec![crate::profile::PlacedLatency {
+            procs: 8,
+            per_node: 2,
+            alpha: 3.625e-5,
+        }];
+        p.host = Some(crate::profile::HostCost {
+            irq_s_per_byte: 1.267e-8,
+            bytes: 166_133_760,
+        });
+        let text = render(&p, "x");
+        assert!(
+            text.contains("with all 8 ranks ping-ponging at once, 2 per node: 36.25 us"),
+            "{text}"
+        );
+        assert!(text.contains("12.67 ns of CPU per byte"), "{text}");
     }
 
     #[test]
