@@ -93,6 +93,62 @@ fn recorded_cost(
     host.map(|h| h.irq_s_per_byte)
 }
 
+/// Bytes sent between nodes (as recorded, under the new conditions) and makespans
+/// (measured, predicted with the compute as recorded): what `--compute auto` scales by.
+type Figures = ((f64, f64), (f64, f64));
+
+/// The recorded run and the network it is replayed on.
+struct Inputs<'a> {
+    dir: &'a std::path::Path,
+    run: &'a crate::trace::RunTrace,
+    profile: &'a crate::profile::Profile,
+    model: Option<&'a str>,
+    assume: &'a predict::Assumptions,
+}
+
+impl Inputs<'_> {
+    /// The replay under the recorded conditions (the run loaded whole).
+    fn recorded(&self) -> Result<predict::RunPrediction, CliError> {
+        predict::predict_run_with(self.run, self.profile, self.model, self.assume)
+            .map_err(CliError::input)
+    }
+
+    /// The replay under `cond` (the run loaded whole).
+    fn under(&self, cond: &Conditions) -> Result<predict::RunPrediction, CliError> {
+        predict::predict_run_under(self.run, self.profile, self.model, self.assume, cond)
+            .map_err(CliError::input)
+    }
+
+    /// What `--compute auto` needs of a run replayed as it is read: the bytes sent between
+    /// nodes as recorded and under `cond`, the measured makespan and `cond`'s.
+    fn streamed_figures(&self, cond: &Conditions) -> Result<Figures, CliError> {
+        use predict::stream::{InterNodeBytes, predict_stream_under, predict_stream_with};
+        let mut src = InterNodeBytes::default();
+        predict_stream_with(
+            self.dir,
+            self.profile,
+            self.model,
+            self.assume,
+            &mut |_, _, _, _| {},
+            Some(&mut src),
+        )?;
+        let mut tgt = InterNodeBytes::default();
+        let st = predict_stream_under(
+            self.dir,
+            self.profile,
+            self.model,
+            self.assume,
+            cond,
+            &mut |_, _, _, _| {},
+            Some(&mut tgt),
+        )?;
+        Ok((
+            (src.0 as f64, tgt.0 as f64),
+            (st.makespan_measured, st.makespan),
+        ))
+    }
+}
+
 /// Runs `replay`.
 pub fn run(a: ReplayArgs) -> i32 {
     exit_status(replay(&a))
@@ -183,6 +239,13 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         alltoall: a.alltoall,
         compute_scale: 1.0,
     };
+    let inputs = Inputs {
+        dir: &a.dir,
+        run: &run,
+        profile: &profile,
+        model: model.as_deref(),
+        assume: &assume,
+    };
     // The batch path's two replays with the compute as recorded, made here when `auto`
     // needs their bytes and makespan (and kept where the compute stays as recorded).
     let mut batch = None;
@@ -200,35 +263,9 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
             let figures = if costs.0.is_none() || costs.1.is_none() {
                 ((1.0, 1.0), (1.0, 1.0))
             } else if stream {
-                let mut src = predict::stream::InterNodeBytes::default();
-                predict::stream::predict_stream_with(
-                    &a.dir,
-                    &profile,
-                    model.as_deref(),
-                    &assume,
-                    &mut |_, _, _, _| {},
-                    Some(&mut src),
-                )?;
-                let mut tgt = predict::stream::InterNodeBytes::default();
-                let st = predict::stream::predict_stream_under(
-                    &a.dir,
-                    &profile,
-                    model.as_deref(),
-                    &assume,
-                    &cond,
-                    &mut |_, _, _, _| {},
-                    Some(&mut tgt),
-                )?;
-                (
-                    (src.0 as f64, tgt.0 as f64),
-                    (st.makespan_measured, st.makespan),
-                )
+                inputs.streamed_figures(&cond)?
             } else {
-                let recorded = predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
-                    .map_err(CliError::input)?;
-                let what =
-                    predict::predict_run_under(&run, &profile, model.as_deref(), &assume, &cond)
-                        .map_err(CliError::input)?;
+                let (recorded, what) = (inputs.recorded()?, inputs.under(&cond)?);
                 let f = (
                     (recorded.inter_node_bytes(), what.inter_node_bytes()),
                     (what.makespan_measured, what.makespan),
@@ -242,14 +279,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
                         cond.compute_scale = h.scale;
                         // The what-if replay again, with the compute scaled.
                         if let Some(b) = &mut batch {
-                            b.1 = predict::predict_run_under(
-                                &run,
-                                &profile,
-                                model.as_deref(),
-                                &assume,
-                                &cond,
-                            )
-                            .map_err(CliError::input)?;
+                            b.1 = inputs.under(&cond)?;
                         }
                     }
                     Some(h)
@@ -306,12 +336,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
     } else {
         let (recorded, what) = match batch.take() {
             Some(b) => b,
-            None => (
-                predict::predict_run_with(&run, &profile, model.as_deref(), &assume)
-                    .map_err(CliError::input)?,
-                predict::predict_run_under(&run, &profile, model.as_deref(), &assume, &cond)
-                    .map_err(CliError::input)?,
-            ),
+            None => (inputs.recorded()?, inputs.under(&cond)?),
         };
         let figs = crate::report::callagg::CallAggregates::of_run(&run, &what.calls);
         let w = report::build(&run, &recorded, &what, &figs, conditions);
