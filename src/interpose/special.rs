@@ -220,11 +220,9 @@ fn start_inner() -> Result<(), String> {
         }),
         // Which machine's CPUs the rank shares (read once, at init): the reports warn
         // when ranks outnumber them.
-        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
+        boot_id: trace::read_boot_id(),
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
-        host_cpu_init: host_cpu(),
+        host_cpu_init: trace::read_host_cpu(),
         ..Default::default()
     };
     let mut run = Run {
@@ -437,18 +435,12 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
         .collect();
     run.meta.finalized = ended_by.is_none();
     run.meta.ended_by = ended_by;
-    run.meta.host_cpu_end = host_cpu();
+    run.meta.host_cpu_end = trace::read_host_cpu();
     let dir = run.dir.clone()?;
     if let Err(e) = trace::write_meta(&dir, &run.meta) {
         super::say(&e.to_string());
     }
     Some(dir)
-}
-
-/// The machine's CPU time and its interrupts' part (read twice a run, never on a call's
-/// path); None where there is no `/proc/stat`.
-fn host_cpu() -> Option<trace::CpuTicks> {
-    trace::parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
 }
 
 fn finish() {

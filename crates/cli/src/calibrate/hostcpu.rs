@@ -5,12 +5,7 @@
 
 use super::mpi::Mpi;
 use crate::profile::HostCost;
-use crate::trace::{CpuTicks, parse_proc_stat};
-
-/// The machine's CPU time now (None where there is no `/proc/stat`).
-pub fn read() -> Option<CpuTicks> {
-    parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
-}
+use crate::trace::{CpuTicks, per_machine, read_boot_id};
 
 /// One rank's readings, as exchanged: its boot id (the machine), and its CPU time before
 /// and after the phase.
@@ -70,21 +65,20 @@ fn decode(b: &[u8]) -> Option<Reading> {
 /// reading): a machine's ticks over all its CPUs are its CPUs × `wall` × the tick rate,
 /// which converts its interrupt ticks to seconds without asking the kernel for the rate.
 pub fn irq_seconds(readings: &[Reading], wall: f64) -> Option<f64> {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut s = 0.0;
-    for r in readings {
-        if seen.contains(&r.machine.as_str()) {
-            continue;
-        }
-        seen.push(&r.machine);
-        let total = r.after.total.saturating_sub(r.before.total);
-        let irq = r.after.irq.saturating_sub(r.before.irq);
-        if total == 0 || r.after.cpus == 0 {
-            return None;
-        }
-        s += irq as f64 / total as f64 * f64::from(r.after.cpus) * wall;
+    let machines = per_machine(
+        readings
+            .iter()
+            .map(|r| (r.machine.as_str(), r.before, r.after)),
+    );
+    if machines.is_empty() || machines.iter().any(|d| d.total == 0 || d.cpus == 0) {
+        return None;
     }
-    (!seen.is_empty()).then_some(s)
+    Some(
+        machines
+            .iter()
+            .map(|d| d.irq as f64 / d.total as f64 * f64::from(d.cpus) * wall)
+            .sum(),
+    )
 }
 
 /// Every rank's reading gathered (collective over the world); rank 0 gets the cost of the
@@ -107,11 +101,8 @@ pub fn cost(mpi: &Mpi, mine: Option<Reading>, bytes: u64, wall: f64) -> Option<H
 
 /// This rank's machine: its boot id, else its node name.
 pub fn machine(node: &str) -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| node.to_string())
+    let id = read_boot_id();
+    if id.is_empty() { node.to_string() } else { id }
 }
 
 #[cfg(test)]

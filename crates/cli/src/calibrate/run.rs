@@ -617,7 +617,7 @@ pub fn run(opts: &Options) -> i32 {
         // The hosts' interrupt time over the schemes, whose bytes between nodes are known.
         let machine = super::hostcpu::machine(&name);
         ctx.mpi.barrier(ctx.mpi.world);
-        let cpu_before = super::hostcpu::read();
+        let cpu_before = crate::trace::read_host_cpu();
         let wall = Instant::now();
         let mut moved = 0u64;
         for (i, (name, arcs)) in list.iter().enumerate() {
@@ -655,7 +655,7 @@ pub fn run(opts: &Options) -> i32 {
         ctx.mpi.barrier(ctx.mpi.world);
         let wall = wall.elapsed().as_secs_f64();
         let mine = cpu_before
-            .zip(super::hostcpu::read())
+            .zip(crate::trace::read_host_cpu())
             .map(|(before, after)| super::hostcpu::Reading {
                 machine,
                 before,

@@ -244,6 +244,11 @@ pub fn call_messages(
 /// bytes).
 pub type NodePair = (u32, u32, u64);
 
+/// The bytes of `pairs` that cross between nodes.
+pub fn inter_node_bytes(pairs: &[NodePair]) -> u64 {
+    pairs.iter().filter(|p| p.0 != p.1).map(|p| p.2).sum()
+}
+
 /// What one member of a collective operation gives its operation's [`CollTraffic`]: its
 /// messages as (source node, destination node, bytes) pushed to `pairs`, and its call's
 /// name (None where its rank's call table names no known call). An operation's call is

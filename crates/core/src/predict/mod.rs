@@ -102,14 +102,7 @@ impl RunPrediction {
             .filter(|f| f.src_node != f.dst_node)
             .map(|f| f.bytes)
             .sum();
-        let coll: u64 = self
-            .coll_traffic
-            .pairs
-            .iter()
-            .filter(|p| p.0 != p.1)
-            .map(|p| p.2)
-            .sum();
-        (p2p + coll) as f64
+        (p2p + graph::inter_node_bytes(&self.coll_traffic.pairs)) as f64
     }
 }
 

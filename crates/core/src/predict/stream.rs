@@ -70,11 +70,7 @@ impl NetSink for InterNodeBytes {
 impl StreamNet for InterNodeBytes {
     fn call(&mut self, _rank: u32, _rec: u32, _measured_s: f64, _c: &CallPrediction) {}
     fn collective(&mut self, _op: &CollOp, pairs: &[NodePair]) {
-        self.0 += pairs
-            .iter()
-            .filter(|p| p.0 != p.1)
-            .map(|p| p.2)
-            .sum::<u64>();
+        self.0 += crate::graph::inter_node_bytes(pairs);
     }
 }
 

@@ -385,11 +385,7 @@ impl NetEvents for MatrixAgg {
     // Collectives, which the replay times with their own models: their assumed messages'
     // bytes, and their members' contention shared among their inter-node pairs by bytes.
     fn collective(&mut self, op: &CollOp, pairs: &[NodePair]) {
-        let inter: f64 = pairs
-            .iter()
-            .filter(|p| p.0 != p.1)
-            .map(|p| p.2 as f64)
-            .sum();
+        let inter = crate::graph::inter_node_bytes(pairs) as f64;
         for &(s, d, b) in pairs {
             if !self.ok(s, d) {
                 continue;

@@ -383,28 +383,55 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTicks> {
     })
 }
 
+/// This machine's CPU time now (`/proc/stat`; None where there is none).
+pub fn read_host_cpu() -> Option<CpuTicks> {
+    parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// The running kernel's boot id (`/proc/sys/kernel/random/boot_id`), empty where there
+/// is none: processes of several node names with one boot id share one machine.
+pub fn read_boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Each machine's CPU time between two readings, from the first of its readings given as
+/// (machine, before, after): its ticks, interrupts and CPUs (at the end). Ranks of one
+/// machine read the same counters, so a machine counts once.
+pub fn per_machine<'a>(
+    readings: impl IntoIterator<Item = (&'a str, CpuTicks, CpuTicks)>,
+) -> Vec<CpuTicks> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for (machine, a, b) in readings {
+        if seen.contains(&machine) {
+            continue;
+        }
+        seen.push(machine);
+        out.push(CpuTicks {
+            total: b.total.saturating_sub(a.total),
+            irq: b.irq.saturating_sub(a.irq),
+            cpus: b.cpus,
+        });
+    }
+    out
+}
+
 /// The share of the machines' CPU time their interrupts took while the job ran: per
 /// machine (boot id; the node name where there is none) the first rank that read its
 /// CPU time at both ends, summed over machines. None where no rank did, or no time passed.
 pub fn irq_share(metas: &[&RankMeta]) -> Option<f64> {
-    let mut seen: Vec<&str> = Vec::new();
-    let (mut irq, mut total) = (0u64, 0u64);
-    for m in metas {
-        let (Some(a), Some(b)) = (m.host_cpu_init, m.host_cpu_end) else {
-            continue;
-        };
+    let machines = per_machine(metas.iter().filter_map(|m| {
         let machine = if m.boot_id.is_empty() {
             m.node.as_str()
         } else {
             m.boot_id.as_str()
         };
-        if seen.contains(&machine) {
-            continue;
-        }
-        seen.push(machine);
-        irq += b.irq.saturating_sub(a.irq);
-        total += b.total.saturating_sub(a.total);
-    }
+        Some((machine, m.host_cpu_init?, m.host_cpu_end?))
+    }));
+    let irq: u64 = machines.iter().map(|d| d.irq).sum();
+    let total: u64 = machines.iter().map(|d| d.total).sum();
     (total > 0).then(|| irq as f64 / total as f64)
 }
 
