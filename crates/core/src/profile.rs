@@ -29,7 +29,9 @@
 //!   "alltoall_placed": [{"procs": 8, "per_node": 2,   // optional: γ per size measured over
 //!                        "gamma": [[65536, 2.9]]}],   //   more ranks than nodes (mean)
 //!   "latency_placed": [{"procs": 4, "per_node": 1, // optional: the latency between nodes
-//!                       "alpha": 2.7e-5}],         //   with every rank ping-ponging at once
+//!                       "alpha": 2.7e-5,           //   with every rank ping-ponging at once;
+//!                       "step": 2.7e-5}],          //   optional: a collective's step, from an
+//!                                                  //   8-byte MPI_Allreduce of all ranks
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
 //!   "socket_buffer": 262144,                   // optional, bytes (default 4 MiB)
 //!   "eager": {"inter": 65481, "intra": 4041,   // optional, each limit optional: the
@@ -77,12 +79,21 @@ pub struct PlacedGamma {
 /// `per_node` on a node, ping-ponging at once (`calibrate`): where ranks share cores, a
 /// small message waits for its receiver to be scheduled (the emulated cluster's 4 ranks on
 /// 2 cores: 26-29 µs against 13 µs with two ranks alone).
+///
+/// `step`: the latency of one step of a collective between nodes in that launch, an 8-byte
+/// `MPI_Allreduce` of every rank timed and divided by its ⌈log2 procs⌉ recursive-doubling
+/// steps: every rank sends and receives at once, as in the collectives' steps (the
+/// emulated cluster: 27 µs a step at 4 ranks, 57 µs at 8, where the ping-pong gave 21-25
+/// and 36-62). Where present it is the latency of the collectives' formulas in such a
+/// launch (not the all-to-all's, whose signature is measured as launched).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlacedLatency {
     pub procs: u64,
     pub per_node: u64,
     pub alpha: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<f64>,
 }
 
 /// A calibration profile. See the module documentation for the JSON format.
@@ -133,6 +144,11 @@ pub struct Profile {
     pub host: Option<HostCost>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<serde_json::Value>,
+    /// The latency of a collective's step between nodes in the launch this profile was
+    /// narrowed to ([`Profile::for_launch`], [`PlacedLatency::step`]); never read or
+    /// written in JSON.
+    #[serde(skip)]
+    pub launch_step: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residuals: Option<serde_json::Value>,
 }
@@ -391,6 +407,7 @@ impl Profile {
             eager: None,
             host: None,
             raw: None,
+            launch_step: None,
             residuals: None,
         }
     }
@@ -466,6 +483,9 @@ impl Profile {
                 });
             }
             crate::model::positive("latency_placed.alpha", p.alpha)?;
+            if let Some(step) = p.step {
+                crate::model::positive("latency_placed.step", step)?;
+            }
         }
         if let Some(g) = self.upper_lower_gamma {
             crate::model::non_negative("upper_lower_gamma", g)?;
@@ -538,6 +558,7 @@ impl Profile {
             Some(p) => {
                 let mut q = self.clone();
                 q.hockney.inter.alpha = p.alpha;
+                q.launch_step = p.step;
                 std::borrow::Cow::Owned(q)
             }
             None => std::borrow::Cow::Borrowed(self),
@@ -627,8 +648,17 @@ mod tests {
             procs: 8,
             per_node: 2,
             alpha: 3e-5,
+            step: Some(6e-5),
         }];
         assert_eq!(p.for_launch(8, 2).hockney.inter.alpha, 3e-5);
+        assert_eq!(p.for_launch(8, 2).launch_step, Some(6e-5));
+        assert_eq!(p.for_launch(8, 1).launch_step, None);
+        // The step survives JSON; the narrowed profile's own field never goes there.
+        let json = serde_json::to_string(&*p.for_launch(8, 2)).unwrap();
+        assert!(!json.contains("launch_step"), "{json}");
+        let back: Profile = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.latency_placed[0].step, Some(6e-5));
+        assert_eq!(back.launch_step, None);
         assert_eq!(
             p.for_launch(8, 1).hockney.inter.alpha,
             p.hockney.inter.alpha
@@ -639,6 +669,10 @@ mod tests {
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("latency_placed"), "{e}");
         p.latency_placed[0].alpha = 3e-5;
+        p.latency_placed[0].step = Some(-1e-6);
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("latency_placed.step"), "{e}");
+        p.latency_placed[0].step = None;
         p.latency_placed[0].per_node = 9;
         let e = p.validate().unwrap_err().to_string();
         assert!(e.contains("latency_placed"), "{e}");

@@ -2271,6 +2271,7 @@ fn the_latency_measured_as_launched_replaces_alpha_for_a_run_launched_so() {
         procs: 2,
         per_node: 1,
         alpha: 2.0,
+        step: None,
     }];
     assert!(close(recv(&prof), 3.0), "{}", recv(&prof));
     // Measured at another size or placement: the ping-pong's α.
@@ -2288,6 +2289,7 @@ fn the_latency_measured_as_launched_replaces_alpha_for_a_run_launched_so() {
         procs: 2,
         per_node: 2,
         alpha: 2.0,
+        step: None,
     }];
     let one = conditions(&["a", "a"]);
     let p = predict_run_under(&r, &prof, None, &Assumptions::default(), &one).unwrap();

@@ -377,6 +377,31 @@ pub fn pairs_ping_pong(ctx: &Ctx, pairs: &[(i32, i32)], reps: u32) -> Vec<f64> {
     out
 }
 
+/// Time of an 8-byte `MPI_Allreduce` of every rank, as rank 0 timed it: the small
+/// collective every rank of the launch takes part in. After 10 to warm up, five batches
+/// of `reps / 5` (at least 10), each's mean per call; the median batch, so that a batch
+/// the scheduler stalled does not set it. Every rank returns rank 0's figure.
+pub fn allreduce_small(ctx: &Ctx, reps: u32) -> f64 {
+    let m = ctx.mpi;
+    let mut v = [0.0f64];
+    for _ in 0..10 {
+        m.allreduce_max(&mut v, m.world);
+    }
+    let per = (reps / 5).max(10);
+    let mut batches = Vec::with_capacity(5);
+    for _ in 0..5 {
+        m.barrier(m.world);
+        let t = Instant::now();
+        for _ in 0..per {
+            m.allreduce_max(&mut v, m.world);
+        }
+        batches.push(t.elapsed().as_secs_f64() / per as f64);
+    }
+    let mut out = [median(&mut batches)];
+    m.bcast_f64(&mut out, 0, m.world);
+    out[0]
+}
+
 /// Opposite messages between the leaders of nodes `a` and `b`, back to back: after one
 /// exchange that lines the pair up, `2·reps` exchanges of `bytes` each way (Irecv, Isend,
 /// Waitall), as lockstep codes exchange halos. Under Open MPI over TCP the two directions

@@ -158,6 +158,14 @@ pub fn render(p: &Profile, title: &str) -> String {
             l.per_node,
             l.alpha * 1e6
         );
+        if let Some(step) = l.step {
+            let _ = writeln!(
+                o,
+                "    a collective's step there (an 8-byte MPI_Allreduce of all {} ranks): {:.2} us",
+                l.procs,
+                step * 1e6
+            );
+        }
     }
     if let Some(h) = p.host {
         let _ = writeln!(
@@ -391,6 +399,7 @@ mod tests {
             procs: 8,
             per_node: 2,
             alpha: 3.625e-5,
+            step: Some(5.7e-5),
         }];
         p.host = Some(crate::profile::HostCost {
             irq_s_per_byte: 1.267e-8,
@@ -399,6 +408,10 @@ mod tests {
         let text = render(&p, "x");
         assert!(
             text.contains("with all 8 ranks ping-ponging at once, 2 per node: 36.25 us"),
+            "{text}"
+        );
+        assert!(
+            text.contains("8-byte MPI_Allreduce of all 8 ranks): 57.00 us"),
             "{text}"
         );
         assert!(text.contains("12.67 ns of CPU per byte"), "{text}");
