@@ -1355,7 +1355,10 @@ fn all_to_all_across_two_clusters_follows_eq6_and_eq7() {
         })
         .collect();
     let r = run(ranks);
-    let prof = profile();
+    // Eager messages, as the paper's model has them (Local Group's combined 70,000 B would
+    // go by rendezvous at a 64 KiB limit, a handshake more across the backbone).
+    let mut prof = profile();
+    prof.eager = eager_limits(1 << 20);
     let names: Vec<String> = (0..world).map(|i| format!("n{i}")).collect();
     let mut c = conditions(&names.iter().map(String::as_str).collect::<Vec<_>>());
     let pl = c.placement.clone();
@@ -1431,13 +1434,8 @@ fn sharing_a_node_loads_its_port_in_an_all_to_all() {
     assert!(close(two.calls[0][0].free.unwrap(), 0.4));
 }
 
-#[test]
-fn a_single_link_backbone_bounds_the_all_to_all() {
-    // 2 + 2 members, 64 KiB blocks, a 20 Mbit/s backbone with no latency: Eq. 6 and Eq. 7
-    // give the local exchange + 2·βw·m, but the single link must carry n1·n2 = 4 blocks
-    // each way: local + 4·βw·m. With "backbone_beta" 4× faster than one message, Eq. 6
-    // holds again.
-    let m: u64 = 65_536;
+/// One `MPI_Alltoall` of `m`-byte blocks by 4 ranks on nodes n0..n3.
+fn alltoall_of_four(m: u64) -> RunTrace {
     let ranks = (0..4)
         .map(|r| {
             let rec = Record {
@@ -1448,7 +1446,54 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
             rank(r, &format!("n{r}"), 0, vec![rec], 4)
         })
         .collect();
-    let r = run(ranks);
+    run(ranks)
+}
+
+/// Nodes n0..n3 as clusters A (n0, n1) and B (n2, n3) joined by the `wan` JSON object's
+/// link, the all-to-all by `algo`.
+fn two_clusters_of_two(wan: &str, algo: AlltoallAlgo) -> Conditions {
+    let mut c = conditions(&["n0", "n1", "n2", "n3"]);
+    let pl = c.placement.clone();
+    c.alltoall = algo;
+    c.clusters = Some(
+        whatif::parse_clusters(
+            &format!(r#"{{"clusters": {{"A": ["n0", "n1"], "B": ["n2", "n3"]}}, "wan": {wan}}}"#),
+            &pl,
+        )
+        .unwrap(),
+    );
+    c
+}
+
+#[test]
+fn blocks_by_rendezvous_cross_the_backbone_after_a_round_trip() {
+    // 2 + 2 members over a single-link backbone of latency 1 ms: the n1·n2 = 4 blocks
+    // each way cross after its latency; by rendezvous (64 KiB at a 64 KiB eager limit)
+    // after a request and a grant too, 2 ms more. Eager (a 1 MiB limit): not.
+    let r = alltoall_of_four(65_536);
+    let (bw, wa) = (4e-7, 1e-3);
+    let predicted = |limit: u64| {
+        let mut prof = profile();
+        prof.eager = eager_limits(limit);
+        let c = two_clusters_of_two(
+            &format!(r#"{{"alpha": {wa}, "beta": {bw}}}"#),
+            AlltoallAlgo::Direct,
+        );
+        let p = predict_run_under(&r, &prof, Some("gige"), &Assumptions::default(), &c).unwrap();
+        p.calls[0][0].predicted.unwrap()
+    };
+    let (rdv, eager) = (predicted(65_536), predicted(1 << 20));
+    assert!(close(rdv - eager, 2.0 * wa), "{rdv} {eager}");
+}
+
+#[test]
+fn a_single_link_backbone_bounds_the_all_to_all() {
+    // 2 + 2 members, 64 KiB blocks, a 20 Mbit/s backbone with no latency: Eq. 6 and Eq. 7
+    // give the local exchange + 2·βw·m, but the single link must carry n1·n2 = 4 blocks
+    // each way: local + 4·βw·m. With "backbone_beta" 4× faster than one message, Eq. 6
+    // holds again.
+    let m: u64 = 65_536;
+    let r = alltoall_of_four(m);
     let prof = profile();
     let bw = 4e-7;
     let two = TwoClusters::new(
@@ -1466,19 +1511,7 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
     let local = two.eq6_direct(m) - 2.0 * bw * m as f64;
     // The all-to-all's prediction with `wan` ending in `extra`, by `algo`.
     let predicted = |extra: &str, algo: AlltoallAlgo| {
-        let mut c = conditions(&["n0", "n1", "n2", "n3"]);
-        let pl = c.placement.clone();
-        c.alltoall = algo;
-        c.clusters = Some(
-            whatif::parse_clusters(
-                &format!(
-                    r#"{{"clusters": {{"A": ["n0", "n1"], "B": ["n2", "n3"]}},
-                        "wan": {{"alpha": 0, "beta": {bw}{extra}}}}}"#
-                ),
-                &pl,
-            )
-            .unwrap(),
-        );
+        let c = two_clusters_of_two(&format!(r#"{{"alpha": 0, "beta": {bw}{extra}}}"#), algo);
         let p = predict_run_under(&r, &prof, Some("gige"), &Assumptions::default(), &c).unwrap();
         p.calls[0][0].predicted.unwrap()
     };
