@@ -642,7 +642,7 @@ fn two_ranks_per_node_measure_the_all_to_all_as_launched() {
     // this one: counted from the first line.
     assert!(e.contains("calibrate [1/10] warm-up"), "{e}");
     assert!(
-        e.contains("all-to-all with all 4 ranks, 2 per node (4 sizes, mean of 5)"),
+        e.contains("all-to-all with all 4 ranks, 2 per node (5 sizes, mean of 5)"),
         "{e}"
     );
     let prof = Profile::load(&p).unwrap();
@@ -669,9 +669,9 @@ fn two_ranks_per_node_measure_the_all_to_all_as_launched() {
         .iter()
         .map(|b| b.as_u64().unwrap())
         .collect();
-    assert_eq!(bytes, [16384, 65536, 262144, 524288]);
+    assert_eq!(bytes, [1024, 16384, 65536, 262144, 524288]);
     let seconds = raw["seconds"].as_array().unwrap();
-    assert_eq!(seconds.len(), 4);
+    assert_eq!(seconds.len(), 5);
     // Each size's γ is the signature solved at the mean of its five repetitions (their
     // best below the eager limit read through MPI_T).
     let h = prof.hockney.inter;

@@ -912,9 +912,9 @@ pub fn run(opts: &Options) -> i32 {
         // All-to-all signature.
         let n = nnodes as u64;
         let grid = if q {
-            sizes(&[16384, 65536, 262144, 524288])
+            sizes(&[1024, 16384, 65536, 262144, 524288])
         } else {
-            sizes(&[4096, 16384, 65536, 262144, 524288, 1048576])
+            sizes(&[1024, 4096, 16384, 65536, 262144, 524288, 1048576])
         };
         // γ per size rests on the mean of its repetitions: 21 below 1 MiB, 11 at 1 MiB
         // (quick: 5), the sizes taking turns. Over TCP the repetitions of one size fall in
