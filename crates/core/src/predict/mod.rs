@@ -446,19 +446,23 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     }
     let step_s = if n >= 2 { h.time_bytes(m as f64) } else { 0.0 };
     let (bcast_algo, scatter_algo) = (assume.bcast_for(n, m), assume.scatter_for());
-    let free = match kind {
-        CallKind::Bcast if n >= 2 => bcast::predict(&plogp, bcast_algo, n, m)
-            .ok()
-            .map(|x| x.seconds),
-        CallKind::Scatter if n >= 2 => scatter::predict(&plogp, scatter_algo, n, m)
-            .ok()
-            .map(|x| x.seconds),
-        CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw => {
-            free_collective(kind, &h_sig, n, m)
+    // The contention-free formula of this collective with blocks of `bytes`.
+    let formula = |bytes: u64| {
+        match kind {
+            CallKind::Bcast if n >= 2 => bcast::predict(&plogp, bcast_algo, n, bytes)
+                .ok()
+                .map(|x| x.seconds),
+            CallKind::Scatter if n >= 2 => scatter::predict(&plogp, scatter_algo, n, bytes)
+                .ok()
+                .map(|x| x.seconds),
+            CallKind::Alltoall | CallKind::Alltoallv | CallKind::Alltoallw => {
+                free_collective(kind, &h_sig, n, bytes)
+            }
+            _ => free_collective(kind, &h, n, bytes),
         }
-        _ => free_collective(kind, &h, n, m),
-    }
-    .unwrap_or(0.0);
+        .unwrap_or(0.0)
+    };
+    let free = formula(m);
     // A shaped link's token bucket passes a collective's small messages at once, as it
     // does a lone point-to-point message; never below the same collective of empty
     // messages.
@@ -472,17 +476,7 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
             }
             _ => h.beta * passed,
         };
-        let empty = match kind {
-            CallKind::Bcast => bcast::predict(&plogp, bcast_algo, n, 0)
-                .ok()
-                .map(|x| x.seconds),
-            CallKind::Scatter => scatter::predict(&plogp, scatter_algo, n, 0)
-                .ok()
-                .map(|x| x.seconds),
-            _ => free_collective(kind, &h, n, 0),
-        }
-        .unwrap_or(0.0);
-        (free - credit).max(empty.min(free))
+        (free - credit).max(formula(0).min(free))
     } else {
         free
     };
@@ -547,7 +541,14 @@ pub fn coll_cost_under(
     cond: &Conditions,
 ) -> CollCost {
     let ranks = inst.members.iter().map(|&g| plan.rank_of(g));
-    coll_cost_of_ranks(profile, assume, inst, ranks, cond)
+    coll_cost_of_ranks(
+        profile,
+        assume,
+        inst,
+        ranks,
+        cond,
+        plan.protocol.eager_inter,
+    )
 }
 
 /// [`coll_cost_under`] of an instance whose members' WORLD ranks are `ranks` (the batch
@@ -558,6 +559,7 @@ pub(crate) fn coll_cost_of_ranks(
     inst: &Instance,
     ranks: impl Iterator<Item = i32>,
     cond: &Conditions,
+    eager_inter: u64,
 ) -> CollCost {
     let Some(cl) = &cond.clusters else {
         return coll_cost(profile, assume, inst);
@@ -595,22 +597,16 @@ pub(crate) fn coll_cost_of_ranks(
     // (one shared link) bounds the exchange from below: direct sends the n1·n2 blocks at
     // once; Local Group's n1 members of the smaller cluster each send n2 blocks, one
     // combined message per step, n1 messages at once.
-    let crossing_bytes = match cond.alltoall {
-        AlltoallAlgo::Direct => m,
-        AlltoallAlgo::LocalGroup => sizes[1] * m,
+    let (flows, crossing_bytes) = match cond.alltoall {
+        AlltoallAlgo::Direct => (sizes[0] * sizes[1], m),
+        AlltoallAlgo::LocalGroup => (sizes[0], sizes[1] * m),
     };
-    let crossing = match cond.alltoall {
-        AlltoallAlgo::Direct => cl.crossing_s(sizes[0] * sizes[1], crossing_bytes as f64),
-        AlltoallAlgo::LocalGroup => cl.crossing_s(sizes[0], crossing_bytes as f64),
-    };
-    // A message by rendezvous crosses after its request and its grant have: one more
-    // round trip of the backbone, the blocks' handshakes overlapping (64 KiB blocks over
-    // a 2 ms backbone: measured 0.175 s, 0.157 s without it).
-    let eager = profile
-        .eager
-        .and_then(|e| e.inter)
-        .unwrap_or(replay::Protocol::for_library("").eager_inter);
-    let handshake = if crossing_bytes >= eager {
+    let crossing = cl.crossing_s(flows, crossing_bytes as f64);
+    // A message by rendezvous (at or above the run's eager limit between nodes) crosses
+    // after its request and its grant have: one more round trip of the backbone, the
+    // blocks' handshakes overlapping (64 KiB blocks over a 2 ms backbone: measured
+    // 0.175 s, 0.157 s without it).
+    let handshake = if crossing_bytes >= eager_inter {
         2.0 * wan.alpha
     } else {
         0.0

@@ -221,7 +221,14 @@ fn stream_under(
     let p2p = P2p::from_profile(profile, cond.clusters.clone(), protocol.library)
         .with_compute(cond.compute_scale);
     let cost = |i: &crate::replay::Instance, ranks: &[i32]| {
-        coll_cost_of_ranks(profile, assume, i, ranks.iter().copied(), cond)
+        coll_cost_of_ranks(
+            profile,
+            assume,
+            i,
+            ranks.iter().copied(),
+            cond,
+            protocol.eager_inter,
+        )
     };
     let stats = RefCell::new(StreamStats::default());
     // Records one replay finished and the other not yet, by their slot (`Finished::slot`:
