@@ -149,6 +149,12 @@ pub struct Profile {
     /// written in JSON.
     #[serde(skip)]
     pub launch_step: Option<f64>,
+    /// The latency between nodes this profile was calibrated with, where
+    /// [`Profile::for_launch`] replaced it with the launch's: the α its all-to-all γ were
+    /// solved with, which the signature must take to give back the times `calibrate`
+    /// measured. Never read or written in JSON.
+    #[serde(skip)]
+    pub fitted_alpha: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residuals: Option<serde_json::Value>,
 }
@@ -408,6 +414,7 @@ impl Profile {
             host: None,
             raw: None,
             launch_step: None,
+            fitted_alpha: None,
             residuals: None,
         }
     }
@@ -557,12 +564,19 @@ impl Profile {
         {
             Some(p) => {
                 let mut q = self.clone();
+                q.fitted_alpha = Some(self.sig_alpha());
                 q.hockney.inter.alpha = p.alpha;
                 q.launch_step = p.step;
                 std::borrow::Cow::Owned(q)
             }
             None => std::borrow::Cow::Borrowed(self),
         }
+    }
+
+    /// The latency between nodes the all-to-all's γ were solved with (`calibrate` solves
+    /// them with the two-rank ping-pong's α, not the latency as launched).
+    pub fn sig_alpha(&self) -> f64 {
+        self.fitted_alpha.unwrap_or(self.hockney.inter.alpha)
     }
 
     /// The all-to-all signature at `m` bytes per message: with a measured γ per size, that
@@ -652,6 +666,9 @@ mod tests {
         }];
         assert_eq!(p.for_launch(8, 2).hockney.inter.alpha, 3e-5);
         assert_eq!(p.for_launch(8, 2).launch_step, Some(6e-5));
+        // The all-to-all's γ keep the α they were solved with.
+        assert_eq!(p.for_launch(8, 2).sig_alpha(), p.hockney.inter.alpha);
+        assert_eq!(p.sig_alpha(), p.hockney.inter.alpha);
         assert_eq!(p.for_launch(8, 1).launch_step, None);
         // The step survives JSON; the narrowed profile's own field never goes there.
         let json = serde_json::to_string(&*p.for_launch(8, 2)).unwrap();

@@ -492,6 +492,17 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         }
     };
     let wire = |gamma: f64| (n.saturating_sub(1)) as f64 * h.beta * m as f64 * gamma;
+    // The signature with the α its γ were solved with: a γ per size then gives back the
+    // time `calibrate` measured at that size (QE's 2 KB blocks at 8 ranks: 7 × 37 µs an
+    // exchange too long with the latency as launched).
+    let h_fit = if inst.multi_node {
+        Hockney {
+            alpha: profile.sig_alpha(),
+            ..h_sig
+        }
+    } else {
+        h_sig
+    };
     let (free, model) = match kind {
         // Alltoallv, Alltoallw: the signature at the block of the busiest member (its bytes
         // to the others per other, when per-destination bytes were recorded; else the mean).
@@ -501,10 +512,10 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
             let extra = port_load - 1.0;
             // Measured with this many members and as many per node: as it is.
             let model = match profile.alltoall_placed_at(n, inst.max_per_node.max(1), m) {
-                Some(sig) => sig.predict(&h_sig, n, m).ok(),
+                Some(sig) => sig.predict(&h_fit, n, m).ok(),
                 None => {
                     let sig = profile.alltoall_at(m);
-                    sig.predict(&h_sig, n, m)
+                    sig.predict(&h_fit, n, m)
                         .ok()
                         .map(|t| t + extra * wire(sig.gamma))
                 }
@@ -1226,6 +1237,21 @@ mod tests {
         let other = p.for_launch(4, 1);
         let c = free(&other, CallKind::Allreduce, 8);
         assert!((c - 3.0 * (alpha + beta * 8.0)).abs() < 1e-12, "{c}");
+        // The signature measured as launched gives back calibrate's time: its γ were
+        // solved with the two-rank α (25 µs), not the launch's 36 µs.
+        let mut p = p.clone();
+        p.alltoall_placed = vec![crate::profile::PlacedGamma {
+            procs: 8,
+            per_node: 2,
+            gamma: alltoall::GammaTable(vec![(2048, 1.8), (1 << 20, 1.8)]),
+        }];
+        let launched = p.for_launch(8, 2);
+        let model = coll_cost(&launched, &Assumptions::default(), &inst(CallKind::Alltoall, 2048));
+        let want = 7.0 * (alpha + beta * 2048.0 * 1.8);
+        assert!((model.model_s - want).abs() < 1e-12, "{} {want}", model.model_s);
+        // The contention-free baseline keeps the launch's latency.
+        let want = 7.0 * (36e-6 + beta * 2048.0) + (2.0 * 6.0 / 7.0 - 1.0) * 7.0 * beta * 2048.0;
+        assert!((model.free_s - want).abs() < 1e-12, "{} {want}", model.free_s);
     }
 
     #[test]
