@@ -532,7 +532,8 @@ pub fn mean(v: &[f64]) -> f64 {
 /// rank. Where a node's ranks share its port, TCP stalls on a dropped packet in some
 /// repetitions, and the mean of the slowest rank's time is what a run of many such
 /// exchanges pays on average (the others wait for that rank at the next collective).
-pub fn alltoall_world(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<Vec<f64>> {
+/// `reps[i]` repetitions of `sizes[i]`.
+pub fn alltoall_world(ctx: &Ctx, sizes: &[usize], reps: &[u32]) -> Vec<Vec<f64>> {
     let m = ctx.mpi;
     let n = m.size as usize;
     let max = sizes.iter().copied().max().unwrap_or(0);
@@ -542,9 +543,9 @@ pub fn alltoall_world(ctx: &Ctx, sizes: &[usize], reps: u32) -> Vec<Vec<f64>> {
         m.alltoall(&send, &mut recv, s, m.world);
     }
     let mut out = Vec::with_capacity(sizes.len());
-    for &s in sizes {
-        let mut v = Vec::with_capacity(reps as usize);
-        for _ in 0..reps.max(1) {
+    for (&s, &r) in sizes.iter().zip(reps) {
+        let mut v = Vec::with_capacity(r as usize);
+        for _ in 0..r.max(1) {
             m.barrier(m.world);
             let t = Instant::now();
             m.alltoall(&send, &mut recv, s, m.world);

@@ -1049,6 +1049,48 @@ pub fn lom_thresholds(
     out
 }
 
+/// Repetitions per size of the all-to-all as launched, from each repetition's estimated
+/// seconds: `base` each, up to three times `base` where `allowance` seconds hold more (a
+/// mean over TCP's stalls needs many runs, and short sizes cost little), all within `left`
+/// seconds. Where `base` each does not fit, as many each as fit; none (empty) when that is
+/// under 5.
+pub fn placed_reps(per_rep: &[f64], base: u32, allowance: f64, left: f64) -> Vec<u32> {
+    let one: f64 = per_rep.iter().sum();
+    if per_rep.is_empty() || one <= 0.0 {
+        return vec![base; per_rep.len()];
+    }
+    let fit = (left / one).floor().max(0.0);
+    if fit < f64::from(base) {
+        return if fit >= 5.0 {
+            vec![fit as u32; per_rep.len()]
+        } else {
+            Vec::new()
+        };
+    }
+    let want: Vec<u32> = per_rep
+        .iter()
+        .map(|&t| {
+            let r = if t > 0.0 {
+                (allowance / t).floor()
+            } else {
+                f64::INFINITY
+            };
+            r.clamp(f64::from(base), f64::from(3 * base)) as u32
+        })
+        .collect();
+    let extra: f64 = want
+        .iter()
+        .zip(per_rep)
+        .map(|(&r, &t)| f64::from(r - base) * t)
+        .sum();
+    let room = left - f64::from(base) * one;
+    // The extras shrink together where they do not all fit.
+    let f = if extra > room { room / extra } else { 1.0 };
+    want.iter()
+        .map(|&r| base + (f64::from(r - base) * f).floor() as u32)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1531,5 +1573,21 @@ mod tests {
         assert_eq!(port_capacity(&slow, 1.0), Some(1.0));
         assert_eq!(port_capacity(&schemes[3..], 1.0), None);
         assert_eq!(port_capacity(&schemes, 0.0), None);
+    }
+
+    #[test]
+    fn placed_reps_give_short_sizes_more_runs_within_the_budget() {
+        // 0.01 s and 0.1 s a run take three times the base; 0.5 s takes 12 (6 s / 0.5 s);
+        // 2 s keeps the base.
+        let t = [0.01, 0.1, 0.5, 2.0];
+        assert_eq!(placed_reps(&t, 10, 6.0, 1e9), vec![30, 30, 12, 10]);
+        // Room for half the extras wanted (3.2 s): each size gets half of its own.
+        let base: f64 = t.iter().sum::<f64>() * 10.0;
+        let extra = 20.0 * 0.01 + 20.0 * 0.1 + 2.0 * 0.5;
+        let left = base + 0.5 * extra;
+        assert_eq!(placed_reps(&t, 10, 6.0, left), vec![20, 20, 11, 10]);
+        // Not even the base fits: as many each as do; under 5, none.
+        assert_eq!(placed_reps(&t, 10, 6.0, 2.61 * 7.5), vec![7; 4]);
+        assert!(placed_reps(&t, 10, 6.0, 2.61 * 4.5).is_empty());
     }
 }
