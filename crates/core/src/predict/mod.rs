@@ -602,7 +602,11 @@ pub(crate) fn coll_cost_of_ranks(
     }
     let mut sizes: Vec<u64> = per.values().copied().collect();
     sizes.sort_unstable();
-    let lan = profile.hockney.inter;
+    // The clusters' own all-to-all signature, with the α its γ were solved with.
+    let lan = Hockney {
+        alpha: profile.sig_alpha(),
+        ..profile.hockney.inter
+    };
     // Both algorithms move n1·n2 blocks across the backbone in each direction; Eq. 6 and
     // Eq. 7 assume it carries them in parallel at full speed. A backbone slower than that
     // (one shared link) bounds the exchange from below: direct sends the n1·n2 blocks at
