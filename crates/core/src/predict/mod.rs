@@ -1246,12 +1246,24 @@ mod tests {
             gamma: alltoall::GammaTable(vec![(2048, 1.8), (1 << 20, 1.8)]),
         }];
         let launched = p.for_launch(8, 2);
-        let model = coll_cost(&launched, &Assumptions::default(), &inst(CallKind::Alltoall, 2048));
+        let model = coll_cost(
+            &launched,
+            &Assumptions::default(),
+            &inst(CallKind::Alltoall, 2048),
+        );
         let want = 7.0 * (alpha + beta * 2048.0 * 1.8);
-        assert!((model.model_s - want).abs() < 1e-12, "{} {want}", model.model_s);
+        assert!(
+            (model.model_s - want).abs() < 1e-12,
+            "{} {want}",
+            model.model_s
+        );
         // The contention-free baseline keeps the launch's latency.
         let want = 7.0 * (36e-6 + beta * 2048.0) + (2.0 * 6.0 / 7.0 - 1.0) * 7.0 * beta * 2048.0;
-        assert!((model.free_s - want).abs() < 1e-12, "{} {want}", model.free_s);
+        assert!(
+            (model.free_s - want).abs() < 1e-12,
+            "{} {want}",
+            model.free_s
+        );
     }
 
     #[test]
