@@ -1013,8 +1013,11 @@ impl<'a> Window<'a> {
         }
         let reader = self.reader.clone();
         let mut rd = reader.borrow_mut();
-        for m in self.msgs_let_go.drain(..) {
-            rd.msg_slots.release(m);
+        // (Most calls let no message go: the drain is skipped.)
+        if !self.msgs_let_go.is_empty() {
+            for m in self.msgs_let_go.drain(..) {
+                rd.msg_slots.release(m);
+            }
         }
         if self.direct {
             // The only replay: it takes the call where the run's reader holds it, not
