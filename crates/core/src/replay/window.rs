@@ -1725,14 +1725,8 @@ impl<'a> Window<'a> {
             r.req_done,
         );
         let prediction = self.figures.then(|| {
-            let pred = View {
-                w: self,
-                measured: false,
-            };
-            let measured = View {
-                w: self,
-                measured: true,
-            };
+            let pred = View::<false> { w: self };
+            let measured = View::<true> { w: self };
             figures_of(&pred, &measured, g, duration, None, r.reason)
         });
         if let Some((sink, t)) = &mut self.colls {
@@ -1832,13 +1826,13 @@ impl<'a> Window<'a> {
     }
 }
 
-/// A windowed replay's timeline (`measured`: the recorded one) as the figures read it.
-struct View<'w, 'a> {
+/// A windowed replay's timeline (`MEASURED`: the recorded one) as the figures read it.
+/// (Which one is a type, not a field: each accessor chose at every call.)
+struct View<'w, 'a, const MEASURED: bool> {
     w: &'w Window<'a>,
-    measured: bool,
 }
 
-impl Partners for View<'_, '_> {
+impl<const MEASURED: bool> Partners for View<'_, '_, MEASURED> {
     fn hot(&self, g: u32) -> Hot {
         self.w.recs[g as usize].hot
     }
@@ -1856,7 +1850,7 @@ impl Partners for View<'_, '_> {
     }
     fn post(&self, m: u32, send: bool) -> f64 {
         let s = &self.w.msgs[m as usize];
-        match (self.measured, send) {
+        match (MEASURED, send) {
             (true, _) => s.m_posts[usize::from(!send)],
             (false, true) => s.times[MsgTime::SendPost as usize],
             (false, false) => s.times[MsgTime::RecvPost as usize],
@@ -1864,20 +1858,16 @@ impl Partners for View<'_, '_> {
     }
     fn start(&self, g: u32) -> f64 {
         let r = &self.w.recs[g as usize];
-        if self.measured { r.m_start } else { r.start }
+        if MEASURED { r.m_start } else { r.start }
     }
     fn end(&self, g: u32) -> f64 {
         let r = &self.w.recs[g as usize];
-        if self.measured { r.m_end } else { r.end }
+        if MEASURED { r.m_end } else { r.end }
     }
     fn entries(&self, i: u32) -> Entries {
         let s = &self.w.insts[i as usize];
-        let starts = if self.measured {
-            &s.m_starts
-        } else {
-            &s.starts
-        };
-        let (last, first) = match (self.measured, s.entries) {
+        let starts = if MEASURED { &s.m_starts } else { &s.starts };
+        let (last, first) = match (MEASURED, s.entries) {
             (true, _) => s.m_entries,
             (false, Some(e)) => e,
             // Not every member entered (a forced call's figures at the end).
@@ -1893,7 +1883,7 @@ impl Partners for View<'_, '_> {
     }
 }
 
-impl Contended for View<'_, '_> {
+impl Contended for View<'_, '_, false> {
     fn msg_contention(&self, m: u32) -> f64 {
         let s = &self.w.msgs[m as usize];
         if s.flow == NONE || s.msg.src_node == s.msg.dst_node {
