@@ -673,8 +673,14 @@ impl Reader {
     }
 
     /// Replay `k` has read [`LEAD`] calls beyond another that still reads.
+    #[inline]
     fn ahead(&self, k: usize) -> bool {
         let me = self.pos[k];
+        // Every replay that still reads is at `base` or beyond: within `LEAD` of it, none
+        // is passed by `LEAD` (asked once a call: the look over the others is skipped).
+        if me <= self.base + LEAD {
+            return false;
+        }
         (0..self.pos.len()).any(|o| o != k && self.active[o] && me > self.pos[o] + LEAD)
     }
 }
