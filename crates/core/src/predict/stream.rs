@@ -84,13 +84,14 @@ enum Half {
 
 /// The records one replay finished and the other not yet, by slot ([`Finished::slot`]):
 /// what the first left for the second (the model replay's figures, or the contention-free
-/// duration), and how many are held.
+/// duration), how many are held, and the most held at once.
 #[derive(Default)]
 struct Joins {
     first: Vec<Half>,
     model: Vec<CallPrediction>,
     free: Vec<f64>,
     held: usize,
+    most: usize,
 }
 
 impl Joins {
@@ -114,9 +115,8 @@ impl Joins {
         })
     }
 
-    /// Keeps what replay `half`, first, left of the record in slot `g` (`put`); returns
-    /// how many are held.
-    fn hold(&mut self, g: u32, half: Half, put: impl FnOnce(&mut Joins, usize)) -> usize {
+    /// Keeps what replay `half`, first, left of the record in slot `g` (`put`).
+    fn hold(&mut self, g: u32, half: Half, put: impl FnOnce(&mut Joins, usize)) {
         let g = g as usize;
         if self.first.len() <= g {
             self.first.resize(g + 1, Half::None);
@@ -126,7 +126,7 @@ impl Joins {
         self.first[g] = half;
         put(self, g);
         self.held += 1;
-        self.held
+        self.most = self.most.max(self.held);
     }
 }
 
@@ -230,7 +230,6 @@ fn stream_under(
             protocol.eager_inter,
         )
     };
-    let stats = RefCell::new(StreamStats::default());
     // Records one replay finished and the other not yet, by their slot (`Finished::slot`:
     // the same in both replays, and not reused before both have handed the record over).
     let joins = RefCell::new(Joins::default());
@@ -254,12 +253,7 @@ fn stream_under(
             let mut j = joins.borrow_mut();
             match j.free_first(f.slot) {
                 Some(free) => c.free = Some(free),
-                None => {
-                    let n = j.hold(f.slot, Half::Model, |j, g| j.model[g] = c);
-                    let mut s = stats.borrow_mut();
-                    s.most_joined = s.most_joined.max(n);
-                    return;
-                }
+                None => return j.hold(f.slot, Half::Model, |j, g| j.model[g] = c),
             }
         }
         (out.borrow_mut())(f.rank, f.rec, f.entry_ns, c);
@@ -268,10 +262,7 @@ fn stream_under(
         last(&mut makespan_free, f.end);
         let mut j = joins.borrow_mut();
         let Some(mut c) = j.model_first(f.slot) else {
-            let n = j.hold(f.slot, Half::Free, |j, g| j.free[g] = f.duration);
-            let mut s = stats.borrow_mut();
-            s.most_joined = s.most_joined.max(n);
-            return;
+            return j.hold(f.slot, Half::Free, |j, g| j.free[g] = f.duration);
         };
         drop(j);
         c.free = Some(f.duration);
@@ -296,8 +287,13 @@ fn stream_under(
         });
     }
     let replays = replay_windows(order, placement, protocol, &p2p, &cost, sides)?;
-    let mut stats = stats.into_inner();
-    stats.replays = replays;
+    // (The most held counted by the joins themselves: a borrow of the stats each time
+    // was a `RefCell` more a record.)
+    let mut stats = StreamStats {
+        replays,
+        most_joined: joins.into_inner().most,
+        ..StreamStats::default()
+    };
     stats.makespan = makespan;
     // Without a model the prediction is the contention-free replay.
     stats.makespan_free = if model.is_some() {
