@@ -579,6 +579,15 @@ impl Profile {
         self.fitted_alpha.unwrap_or(self.hockney.inter.alpha)
     }
 
+    /// The Hockney parameters between nodes that the all-to-all's signature takes: the
+    /// link's, with [`Profile::sig_alpha`].
+    pub fn sig_hockney(&self) -> Hockney {
+        Hockney {
+            alpha: self.sig_alpha(),
+            ..self.hockney.inter
+        }
+    }
+
     /// The all-to-all signature at `m` bytes per message: with a measured γ per size, that
     /// γ (interpolated) and no δ; otherwise the fitted signature.
     pub fn alltoall_at(&self, m: u64) -> Signature {

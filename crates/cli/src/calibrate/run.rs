@@ -1031,7 +1031,6 @@ pub fn run(opts: &Options) -> i32 {
                     reps.iter().max().unwrap_or(&0)
                 ));
                 let t = bench::alltoall_world(&ctx, &grid, &reps);
-                let eager_now = profile.eager.and_then(|e| e.inter);
                 let (mean, med): (Vec<_>, Vec<_>) = grid
                     .iter()
                     .zip(&t)

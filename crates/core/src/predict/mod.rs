@@ -428,7 +428,8 @@ pub fn predict_run(
 /// Time of a collective instance under the profile.
 pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> CollCost {
     let (n, m, kind) = (inst.n, inst.block, inst.kind);
-    // The all-to-all's signature is measured as launched, with the point-to-point α.
+    // The point-to-point parameters as launched: the all-to-all's contention-free time
+    // (its signature takes the α its γ were solved with, `h_fit` below).
     let h_sig = profile.hockney_for(!inst.multi_node);
     let mut h = h_sig;
     let mut plogp = if inst.multi_node {
@@ -496,10 +497,7 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     // time `calibrate` measured at that size (QE's 2 KB blocks at 8 ranks: 7 × 37 µs an
     // exchange too long with the latency as launched).
     let h_fit = if inst.multi_node {
-        Hockney {
-            alpha: profile.sig_alpha(),
-            ..h_sig
-        }
+        profile.sig_hockney()
     } else {
         h_sig
     };
@@ -603,10 +601,7 @@ pub(crate) fn coll_cost_of_ranks(
     let mut sizes: Vec<u64> = per.values().copied().collect();
     sizes.sort_unstable();
     // The clusters' own all-to-all signature, with the α its γ were solved with.
-    let lan = Hockney {
-        alpha: profile.sig_alpha(),
-        ..profile.hockney.inter
-    };
+    let lan = profile.sig_hockney();
     // Both algorithms move n1·n2 blocks across the backbone in each direction; Eq. 6 and
     // Eq. 7 assume it carries them in parallel at full speed. A backbone slower than that
     // (one shared link) bounds the exchange from below: direct sends the n1·n2 blocks at
