@@ -23,6 +23,7 @@ pub mod penalty;
 pub mod plogp;
 pub mod reference;
 pub mod scatter;
+pub mod tree;
 
 pub use gige::GigabitEthernet;
 pub use graph::{CommGraph, Edge};

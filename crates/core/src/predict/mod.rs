@@ -10,7 +10,7 @@
 //! contention-free formulas ([`free_collective`]).
 
 use crate::graph::{self, CollTraffic, Flow, Flows};
-use crate::model::{Hockney, PLogP, PenaltyModel, alltoall, bcast, grid, scatter};
+use crate::model::{Hockney, PLogP, PenaltyModel, alltoall, bcast, grid, scatter, tree};
 use crate::profile::Profile;
 pub use crate::replay::Reason;
 use crate::replay::net::Sim;
@@ -20,6 +20,7 @@ pub use crate::replay::whatif::{AlltoallAlgo, Conditions, HostShare, host_share}
 pub mod stream;
 use crate::replay::{
     self, CollCost, Entries, Hot, Instance, Msg, Op, P2p, Partners, Plan, PlanTimes, Times, Timing,
+    TreeCost,
 };
 use crate::topo::placement::Placement;
 use crate::trace::{CallKind, RunTrace};
@@ -239,6 +240,21 @@ impl Assumptions {
     /// The broadcast strategy assumed for `p` processes and `m` bytes.
     pub fn bcast_for(&self, p: u64, m: u64) -> bcast::BcastStrategy {
         self.bcast.unwrap_or_else(|| assumed_bcast(p, m))
+    }
+
+    /// The tree a broadcast of `m` bytes among `p` processes runs along: the one of the
+    /// assumed strategy (`flat` is the linear tree, `chain` the pipeline), or Open MPI's
+    /// by its fixed decision; None for a segmented strategy.
+    pub fn bcast_tree(&self, p: u64, m: u64) -> Option<tree::Tree> {
+        use bcast::BcastStrategy as B;
+        match self.bcast {
+            None => tree::openmpi_tree(p, m),
+            Some(B::Flat | B::FlatRendezvous) => Some(tree::Tree::Linear),
+            Some(B::Chain | B::ChainRendezvous) => Some(tree::Tree::Chain),
+            Some(B::Binary) => Some(tree::Tree::Binary),
+            Some(B::Binomial | B::BinomialRendezvous) => Some(tree::Tree::Binomial),
+            Some(B::SegmentedFlat | B::SegmentedChain | B::SegmentedBinomial) => None,
+        }
     }
 
     /// The scatter strategy assumed.
@@ -528,11 +544,38 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         CallKind::Scatter | CallKind::Scatterv => scatter_algo == scatter::ScatterStrategy::Flat,
         _ => false,
     };
+    // A tree broadcast: each member has its data after its own path through the tree,
+    // hops within a node at the node's cost, small blocks through a port's bucket.
+    let tree = match kind {
+        CallKind::Bcast if n >= 2 => assume.bcast_tree(n, m).map(|t| {
+            let intra = PLogP::from_hockney(&profile.hockney.intra);
+            let (inter, burst) = if inst.multi_node {
+                (&plogp, h.burst)
+            } else {
+                (&intra, 0.0)
+            };
+            TreeCost {
+                tree: t,
+                hops: tree::Hops {
+                    inter_gap: inter.gap(m as f64),
+                    inter_lat: inter.l,
+                    intra_gap: intra.gap(m as f64),
+                    intra_lat: intra.l,
+                    inter_gap0: inter.gap(0.0),
+                    bytes: m as f64,
+                    burst,
+                    beta: h.beta,
+                },
+            }
+        }),
+        _ => None,
+    };
     CollCost {
         model_s: model,
         free_s: free,
         step_s,
         serial,
+        tree,
     }
 }
 
@@ -596,6 +639,7 @@ pub(crate) fn coll_cost_of_ranks(
             free_s: free_other,
             step_s,
             serial: false,
+            tree: None,
         };
     }
     let mut sizes: Vec<u64> = per.values().copied().collect();
@@ -645,6 +689,7 @@ pub(crate) fn coll_cost_of_ranks(
         free_s,
         step_s,
         serial: false,
+        tree: None,
     }
 }
 

@@ -21,7 +21,7 @@ pub mod whatif;
 pub mod window;
 
 use crate::graph::{self, CallClass, CallRef};
-use crate::model::{Hockney, PLogP, PenaltyModel};
+use crate::model::{Hockney, PLogP, PenaltyModel, tree};
 use crate::profile::{LibraryFamily, Profile};
 use crate::topo::placement::Placement;
 use crate::trace::{CallArcs, CallKind, FLAG_NONBLOCKING, Record, RunTrace};
@@ -908,6 +908,16 @@ pub struct CollCost {
     /// linear broadcast and scatter): the j-th of the n−1 has its data after j/(n−1) of
     /// the time, not all of it.
     pub serial: bool,
+    /// A broadcast along a tree: each member has its data after its own path through it
+    /// ([`TreeCost`]), not after the whole time.
+    pub tree: Option<TreeCost>,
+}
+
+/// The tree a broadcast runs along and its hops' costs ([`tree::schedule`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TreeCost {
+    pub tree: tree::Tree,
+    pub hops: tree::Hops,
 }
 
 /// Point-to-point costs per path.
@@ -1416,6 +1426,13 @@ trait Store {
     fn inst(&self, i: u32) -> InstInfo;
     /// Index of member record `g` among instance `i`'s members (in rank order).
     fn member_index(&self, i: u32, g: u32) -> Option<usize>;
+    /// WORLD rank of instance `i`'s `k`-th member.
+    fn member_rank(&self, i: u32, k: usize) -> i32;
+    /// When instance `i`'s `k`-th member entered in the replay (NaN: not yet).
+    fn member_start(&self, i: u32, k: usize) -> f64;
+    /// Instance `i`'s members' times in a tree broadcast, by member: when each has its
+    /// data and when its sends are done (empty until the engine computes them).
+    fn tree_shares(&mut self, i: u32) -> &mut Vec<(f64, f64)>;
     fn coll_cost(&self, i: u32) -> Option<CollCost>;
     fn inst_state(&self, i: u32) -> InstState;
     /// A member of instance `i` entered at `t`.
@@ -1449,6 +1466,7 @@ struct Batch<'a> {
     t: Timing,
     msg_waiters: Vec<[u32; 2]>,
     inst: Vec<InstState>,
+    trees: Vec<Vec<(f64, f64)>>,
 }
 
 impl Store for Batch<'_> {
@@ -1563,6 +1581,16 @@ impl Store for Batch<'_> {
             .binary_search(&g)
             .ok()
     }
+    fn member_rank(&self, i: u32, k: usize) -> i32 {
+        self.plan
+            .rank_of(self.plan.instances[i as usize].members[k])
+    }
+    fn member_start(&self, i: u32, k: usize) -> f64 {
+        self.t.start[self.plan.instances[i as usize].members[k] as usize]
+    }
+    fn tree_shares(&mut self, i: u32) -> &mut Vec<(f64, f64)> {
+        &mut self.trees[i as usize]
+    }
     fn coll_cost(&self, i: u32) -> Option<CollCost> {
         self.costs.get(i as usize).copied()
     }
@@ -1620,6 +1648,11 @@ struct Engine<'a, S: Store> {
     /// Per node, its port's token buckets (out, in) where the inter-node link has a burst
     /// allowance (see [`Engine::lone_time`]): when each was last empty.
     bucket_empty: Vec<(f64, f64)>,
+    /// Scratch space of [`Engine::tree_time`].
+    tree_nodes: Vec<u32>,
+    tree_entry: Vec<f64>,
+    tree_times: Vec<(f64, f64)>,
+    tree_scratch: tree::Scratch,
 }
 
 /// When a message's send and receive were posted in the recorded run (NaN: not yet), and
@@ -1735,6 +1768,7 @@ pub fn replay_reusing(
         t: Timing::blank(plan, spare),
         msg_waiters: vec![[NONE; 2]; nm],
         inst: vec![InstState::default(); plan.instances.len()],
+        trees: vec![Vec::new(); plan.instances.len()],
     };
     let mut e = Engine::new(
         store,
@@ -1788,6 +1822,10 @@ impl<'a, S: Store> Engine<'a, S> {
             progressed: Vec::new(),
             recorded: FxMap::default(),
             bucket_empty: Vec::new(),
+            tree_nodes: Vec::new(),
+            tree_entry: Vec::new(),
+            tree_times: Vec::new(),
+            tree_scratch: tree::Scratch::default(),
         };
         for s in 0..streams as u32 {
             if e.s.stream_len(s) == 0 {
@@ -2487,6 +2525,75 @@ impl<'a, S: Store> Engine<'a, S> {
         }
     }
 
+    /// When member `g` of tree broadcast `i` has its data (`done` false) or its children
+    /// have theirs too, after the root entered ([`tree::schedule`], with the replay's
+    /// placement of the members); None when `i` is not a tree broadcast; blocked until
+    /// the members on its path have entered.
+    fn tree_time(&mut self, i: u32, g: u32, done: bool) -> Result<Option<f64>, Block> {
+        let Some(c) = self.s.coll_cost(i).and_then(|c| c.tree) else {
+            return Ok(None);
+        };
+        let inst = self.s.inst(i);
+        let (Some(root), n) = (inst.root, inst.members) else {
+            return Ok(None);
+        };
+        let Some(k) = self.s.member_index(i, g) else {
+            return Ok(None);
+        };
+        if n < 2 || n as u64 != inst.n {
+            return Ok(None);
+        }
+        let rt = self.s.root_start(i);
+        if rt.is_nan() {
+            return Err(Block::Inst(i));
+        }
+        // Up to this many members, the schedule takes the members' entries as they are
+        // known (one that has not entered sends nothing yet), recomputed at each ask; a
+        // larger broadcast's is computed once, every member entering with the root.
+        const WITH_ENTRIES: usize = 64;
+        let exact = n <= WITH_ENTRIES;
+        if exact || self.s.tree_shares(i).is_empty() {
+            // Virtual rank v is member (v + root) mod n; a member whose rank has no node
+            // is a node of its own.
+            let mut nodes = std::mem::take(&mut self.tree_nodes);
+            let mut entry = std::mem::take(&mut self.tree_entry);
+            nodes.clear();
+            entry.clear();
+            for v in 0..n {
+                let m = (v + root) % n;
+                let rank = self.s.member_rank(i, m);
+                nodes.push(self.placement.node(rank).unwrap_or(u32::MAX - m as u32));
+                if exact {
+                    entry.push(self.s.member_start(i, m) - rt);
+                }
+            }
+            let mut by_v = std::mem::take(&mut self.tree_times);
+            let mut scratch = std::mem::take(&mut self.tree_scratch);
+            tree::schedule(
+                c.tree,
+                root as u64,
+                &nodes,
+                &entry,
+                &c.hops,
+                &mut scratch,
+                &mut by_v,
+            );
+            let times = self.s.tree_shares(i);
+            times.clear();
+            times.extend((0..n).map(|m| by_v[(m + n - root) % n]));
+            self.tree_nodes = nodes;
+            self.tree_entry = entry;
+            self.tree_times = by_v;
+            self.tree_scratch = scratch;
+        }
+        let (a, d) = self.s.tree_shares(i)[k];
+        match if done { d } else { a } {
+            // Its path through the tree (or its children, for `done`) has not all entered.
+            t if t.is_nan() => Err(Block::Inst(i)),
+            t => Ok(Some(t)),
+        }
+    }
+
     /// End of member `g` of collective instance `i` entered at `t0`.
     fn coll_end(&mut self, i: u32, g: u32, t0: f64) -> Result<f64, Block> {
         let inst = self.s.inst(i);
@@ -2541,11 +2648,14 @@ impl<'a, S: Store> Engine<'a, S> {
                     let children = (inst.n.max(2) as f64).log2().ceil();
                     Ok(t0 + children * local(true))
                 }
-                Some(r) if r == g => Ok(t0 + total),
+                // By rendezvous, the root returns once its children have the data.
+                Some(r) if r == g => Ok(t0 + self.tree_time(i, g, true)?.unwrap_or(total)),
                 Some(_) => {
                     // Entry times are set when a stream enters a call.
                     let rt = self.s.root_start(i);
                     let serial = self.s.coll_cost(i).is_some_and(|c| c.serial);
+                    // Eager, a member returns once it has the data and has posted its sends;
+                    // by rendezvous, once its children have the data too.
                     let share = match (serial, self.s.member_index(i, g), inst.root) {
                         (true, Some(k), Some(root)) if inst.n >= 2 => {
                             // Members are in rank order; the root skips itself.
@@ -2554,8 +2664,15 @@ impl<'a, S: Store> Engine<'a, S> {
                         }
                         _ => 1.0,
                     };
+                    let tree = self.tree_time(i, g, !eager)?;
                     if rt.is_nan() {
                         Err(Block::Inst(i))
+                    } else if let Some(d) = tree {
+                        if eager {
+                            Ok((t0 + local(false)).max(rt + d))
+                        } else {
+                            Ok(t0.max(rt) + d)
+                        }
                     } else if eager {
                         Ok((t0 + local(false)).max(rt + total * share))
                     } else {

@@ -851,6 +851,8 @@ struct InstSlot {
     m_entries: (usize, usize),
     /// Its contention (`Store::set_coll_contention`).
     contention: f64,
+    /// Its members' times in a tree broadcast (`Store::tree_shares`).
+    tree: Vec<(f64, f64)>,
     /// For [`Side::collectives`]: its call, node pairs and first member, and its members'
     /// (start, end, contention) as they are handed over, and how many were.
     call: &'static str,
@@ -1380,6 +1382,7 @@ impl<'a> Window<'a> {
                             entries: None,
                             m_entries: (usize::MAX, usize::MAX),
                             contention: 0.0,
+                            tree: Vec::new(),
                             call: "?",
                             pairs: Vec::new(),
                             first: (0, 0),
@@ -1432,6 +1435,7 @@ impl<'a> Window<'a> {
                 slot.m_entries = entry_order(count, root, |k| m_starts[k]);
                 slot.entries = None;
                 slot.contention = 0.0;
+                slot.tree.clear();
                 slot.info = InstInfo {
                     kind,
                     members: instance.members.len(),
@@ -2036,6 +2040,15 @@ impl Store for Window<'_> {
             NONE => None,
             k => Some(k as usize),
         }
+    }
+    fn member_rank(&self, i: u32, k: usize) -> i32 {
+        self.insts[i as usize].ranks[k]
+    }
+    fn member_start(&self, i: u32, k: usize) -> f64 {
+        self.insts[i as usize].starts[k]
+    }
+    fn tree_shares(&mut self, i: u32) -> &mut Vec<(f64, f64)> {
+        &mut self.insts[i as usize].tree
     }
     fn coll_cost(&self, i: u32) -> Option<CollCost> {
         Some(self.insts[i as usize].cost)
