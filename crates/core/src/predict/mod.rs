@@ -265,59 +265,23 @@ impl Assumptions {
 
 /// The broadcast strategy Open MPI 4.1's tuned component picks by its fixed decision
 /// (`ompi_coll_tuned_bcast_intra_dec_fixed`: a table by communicator size and message
-/// size, no segmentation), as the closest of Table 1's strategies: `basic_linear` is
-/// `flat`; `chain` and `pipeline` (unsegmented) are `chain`; `binary_tree` is `binary`,
-/// except with fewer than 4 processes, where the root's children are all the others and
-/// the tree is `flat`; `binomial` and `knomial` are `binomial`; `scatter_allgather`
-/// (communicators of 16 and more, 1 MiB and more) moves each byte about twice, as the
-/// segmented pipeline does once: `segmented-chain`.
+/// size, no segmentation; [`tree::openmpi_tree`]), as the closest of Table 1's strategies:
+/// `basic_linear` is `flat`; the pipeline (the fixed decision's `chain`, fan-out 1 too) is
+/// `chain`; `binary_tree` is `binary`, except with fewer than 4 processes, where the
+/// root's children are all the others and the tree is `flat`; `binomial` and `knomial`
+/// are `binomial`; the split binary tree and `scatter_allgather` (large communicators,
+/// large messages) move each byte about twice, as the segmented pipeline does once:
+/// `segmented-chain`.
 pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
     use bcast::BcastStrategy::{Binary, Binomial, Chain, Flat, SegmentedChain};
-    if p < 4 {
+    match tree::openmpi_tree(p, m) {
+        None => SegmentedChain,
+        Some(tree::Tree::Linear) => Flat,
+        Some(tree::Tree::Chain) => Chain,
         // A binary tree of 2 or 3 processes is the root sending to each other one.
-        match m {
-            0..32 => Chain,
-            32..256 => Flat,
-            256..512 => Chain,
-            512..1024 => Binomial,
-            1024..131072 => Flat,
-            131072..262144 => Chain,
-            262144..524288 => Flat,
-            524288..1048576 => Binomial,
-            _ => Flat,
-        }
-    } else if p < 8 {
-        match m {
-            0..64 => Binary,
-            64..128 => Binomial,
-            128..2048 => Binary,
-            2048..8192 => Binomial,
-            8192..1048576 => Flat,
-            _ => Chain,
-        }
-    } else if p < 16 {
-        match m {
-            0..8 => Binomial,
-            8..64 => Binary,
-            64..4096 => Binomial,
-            4096..16384 => Binary,
-            16384..32768 => Binomial,
-            _ => Flat,
-        }
-    } else if p < 32 {
-        if m < 1048576 {
-            Binomial
-        } else {
-            SegmentedChain
-        }
-    } else if p < 1024 {
-        // knomial and binomial, with binary, linear and split-binary islands between 2 and
-        // 64 KiB from 128 processes that a binomial tree approximates.
-        Binomial
-    } else if m < if p < 2048 { 524288 } else { 262144 } {
-        Binomial
-    } else {
-        SegmentedChain
+        Some(tree::Tree::Binary) if p < 4 => Flat,
+        Some(tree::Tree::Binary) => Binary,
+        Some(tree::Tree::Binomial | tree::Tree::Knomial(_)) => Binomial,
     }
 }
 
