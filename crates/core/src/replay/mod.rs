@@ -1362,6 +1362,15 @@ struct InstInfo {
     multi_node: bool,
 }
 
+/// A tree broadcast's schedule in the replay: by member, when each has its data and when
+/// its sends are done (empty until the engine computes it), and how many members had
+/// entered when it was computed (entries change it only as members enter).
+#[derive(Debug, Clone, Default)]
+struct TreeTimes {
+    by_member: Vec<(f64, f64)>,
+    entered: u32,
+}
+
 /// The replay's state of a collective operation: members entered so far, latest entry,
 /// and for a buffered linear rooted collective ([`Engine::buffered_linear`]) when its
 /// data starts to leave the root's node.
@@ -1430,9 +1439,8 @@ trait Store {
     fn member_rank(&self, i: u32, k: usize) -> i32;
     /// When instance `i`'s `k`-th member entered in the replay (NaN: not yet).
     fn member_start(&self, i: u32, k: usize) -> f64;
-    /// Instance `i`'s members' times in a tree broadcast, by member: when each has its
-    /// data and when its sends are done (empty until the engine computes them).
-    fn tree_shares(&mut self, i: u32) -> &mut Vec<(f64, f64)>;
+    /// Instance `i`'s members' times in a tree broadcast ([`TreeTimes`]).
+    fn tree_times(&mut self, i: u32) -> &mut TreeTimes;
     fn coll_cost(&self, i: u32) -> Option<CollCost>;
     fn inst_state(&self, i: u32) -> InstState;
     /// A member of instance `i` entered at `t`.
@@ -1466,7 +1474,7 @@ struct Batch<'a> {
     t: Timing,
     msg_waiters: Vec<[u32; 2]>,
     inst: Vec<InstState>,
-    trees: Vec<Vec<(f64, f64)>>,
+    trees: Vec<TreeTimes>,
 }
 
 impl Store for Batch<'_> {
@@ -1588,7 +1596,7 @@ impl Store for Batch<'_> {
     fn member_start(&self, i: u32, k: usize) -> f64 {
         self.t.start[self.plan.instances[i as usize].members[k] as usize]
     }
-    fn tree_shares(&mut self, i: u32) -> &mut Vec<(f64, f64)> {
+    fn tree_times(&mut self, i: u32) -> &mut TreeTimes {
         &mut self.trees[i as usize]
     }
     fn coll_cost(&self, i: u32) -> Option<CollCost> {
@@ -1768,7 +1776,7 @@ pub fn replay_reusing(
         t: Timing::blank(plan, spare),
         msg_waiters: vec![[NONE; 2]; nm],
         inst: vec![InstState::default(); plan.instances.len()],
-        trees: vec![Vec::new(); plan.instances.len()],
+        trees: vec![TreeTimes::default(); plan.instances.len()],
     };
     let mut e = Engine::new(
         store,
@@ -2548,11 +2556,17 @@ impl<'a, S: Store> Engine<'a, S> {
             return Err(Block::Inst(i));
         }
         // Up to this many members, the schedule takes the members' entries as they are
-        // known (one that has not entered sends nothing yet), recomputed at each ask; a
-        // larger broadcast's is computed once, every member entering with the root.
+        // known (one that has not entered sends nothing yet), recomputed when one more
+        // has entered; a larger broadcast's is computed once, every member entering with
+        // the root (at most n schedules of n log n an instance, not n²).
         const WITH_ENTRIES: usize = 64;
         let exact = n <= WITH_ENTRIES;
-        if exact || self.s.tree_shares(i).is_empty() {
+        let entered = self.s.inst_state(i).entered;
+        let stale = {
+            let t = self.s.tree_times(i);
+            t.by_member.is_empty() || (exact && t.entered != entered)
+        };
+        if stale {
             // Virtual rank v is member (v + root) mod n; a member whose rank has no node
             // is a node of its own.
             let mut nodes = std::mem::take(&mut self.tree_nodes);
@@ -2578,15 +2592,18 @@ impl<'a, S: Store> Engine<'a, S> {
                 &mut scratch,
                 &mut by_v,
             );
-            let times = self.s.tree_shares(i);
-            times.clear();
-            times.extend((0..n).map(|m| by_v[(m + n - root) % n]));
+            let times = self.s.tree_times(i);
+            times.by_member.clear();
+            times
+                .by_member
+                .extend((0..n).map(|m| by_v[(m + n - root) % n]));
+            times.entered = entered;
             self.tree_nodes = nodes;
             self.tree_entry = entry;
             self.tree_times = by_v;
             self.tree_scratch = scratch;
         }
-        let (a, d) = self.s.tree_shares(i)[k];
+        let (a, d) = self.s.tree_times(i).by_member[k];
         match if done { d } else { a } {
             // Its path through the tree (or its children, for `done`) has not all entered.
             t if t.is_nan() => Err(Block::Inst(i)),

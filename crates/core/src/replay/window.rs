@@ -26,7 +26,8 @@ use super::net::NetSink;
 use super::online::{Event, Id, Named, OnlinePlan, Planned, Slots};
 use super::{
     CollCost, Engine, Entries, FxMap, Hot, InstInfo, InstState, Instance, Msg, MsgTime, NONE, Op,
-    P2p, Partners, Reason, Store, entry_order, network, receive_source, transfer_contention,
+    P2p, Partners, Reason, Store, TreeTimes, entry_order, network, receive_source,
+    transfer_contention,
 };
 use crate::error::Error;
 use crate::graph::{self, NodePair};
@@ -851,8 +852,8 @@ struct InstSlot {
     m_entries: (usize, usize),
     /// Its contention (`Store::set_coll_contention`).
     contention: f64,
-    /// Its members' times in a tree broadcast (`Store::tree_shares`).
-    tree: Vec<(f64, f64)>,
+    /// Its members' times in a tree broadcast (`Store::tree_times`).
+    tree: TreeTimes,
     /// For [`Side::collectives`]: its call, node pairs and first member, and its members'
     /// (start, end, contention) as they are handed over, and how many were.
     call: &'static str,
@@ -1382,7 +1383,7 @@ impl<'a> Window<'a> {
                             entries: None,
                             m_entries: (usize::MAX, usize::MAX),
                             contention: 0.0,
-                            tree: Vec::new(),
+                            tree: TreeTimes::default(),
                             call: "?",
                             pairs: Vec::new(),
                             first: (0, 0),
@@ -1435,7 +1436,7 @@ impl<'a> Window<'a> {
                 slot.m_entries = entry_order(count, root, |k| m_starts[k]);
                 slot.entries = None;
                 slot.contention = 0.0;
-                slot.tree.clear();
+                slot.tree.by_member.clear();
                 slot.info = InstInfo {
                     kind,
                     members: instance.members.len(),
@@ -2047,7 +2048,7 @@ impl Store for Window<'_> {
     fn member_start(&self, i: u32, k: usize) -> f64 {
         self.insts[i as usize].starts[k]
     }
-    fn tree_shares(&mut self, i: u32) -> &mut Vec<(f64, f64)> {
+    fn tree_times(&mut self, i: u32) -> &mut TreeTimes {
         &mut self.insts[i as usize].tree
     }
     fn coll_cost(&self, i: u32) -> Option<CollCost> {
