@@ -2670,9 +2670,17 @@ impl<'a, S: Store> Engine<'a, S> {
                 Some(_) => {
                     // Entry times are set when a stream enters a call.
                     let rt = self.s.root_start(i);
+                    // Along a tree (which waits for the root's entry), eager, a member
+                    // returns once it has the data and has posted its sends; by
+                    // rendezvous, once its children have the data too.
+                    if let Some(d) = self.tree_time(i, g, !eager)? {
+                        return Ok(if eager {
+                            (t0 + local(false)).max(rt + d)
+                        } else {
+                            t0.max(rt) + d
+                        });
+                    }
                     let serial = self.s.coll_cost(i).is_some_and(|c| c.serial);
-                    // Eager, a member returns once it has the data and has posted its sends;
-                    // by rendezvous, once its children have the data too.
                     let share = match (serial, self.s.member_index(i, g), inst.root) {
                         (true, Some(k), Some(root)) if inst.n >= 2 => {
                             // Members are in rank order; the root skips itself.
@@ -2681,15 +2689,8 @@ impl<'a, S: Store> Engine<'a, S> {
                         }
                         _ => 1.0,
                     };
-                    let tree = self.tree_time(i, g, !eager)?;
                     if rt.is_nan() {
                         Err(Block::Inst(i))
-                    } else if let Some(d) = tree {
-                        if eager {
-                            Ok((t0 + local(false)).max(rt + d))
-                        } else {
-                            Ok(t0.max(rt) + d)
-                        }
                     } else if eager {
                         Ok((t0 + local(false)).max(rt + total * share))
                     } else {
