@@ -1996,6 +1996,54 @@ fn a_tree_broadcast_ends_member_by_member_along_its_paths() {
     assert!(late[1] < g / 10.0, "{late:?}");
 }
 
+/// A run made with MPICH replays its broadcasts along MPICH's trees, not Open MPI's: at 8
+/// KiB, a rank a node, the binomial tree that sends to the farthest rank first (0 to 2,
+/// then 1; 2 to 3), where Open MPI's linear tree serves 1, 2, 3 in turn; two ranks a
+/// node, the node-aware tree (the leaders 0-3 along the same binomial tree, each handing
+/// the block to its node's other rank at once), where Open MPI's binary tree reaches
+/// rank 4, on the root's node, after three messages.
+#[test]
+fn an_mpich_run_s_broadcasts_follow_mpich_s_trees() {
+    let ends = |n: i32, library: &str| {
+        let ranks = (0..n)
+            .map(|r| {
+                let rec = bcast_from_0(n as u32, 8192, r == 0, S, S + 1000);
+                rank(r, &format!("n{}", r % 4), 0, vec![rec], n)
+            })
+            .collect();
+        let mut r = run(ranks);
+        for rk in &mut r.ranks {
+            rk.meta.mpi_library = library.into();
+        }
+        let p = predict_run(&r, &profile(), Some("gige")).unwrap();
+        (0..n as usize)
+            .map(|k| p.calls[k][0].predicted.unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let g = 8192e-8;
+    let mpich = "MPICH Version:\t4.0.2";
+    let e = ends(4, mpich);
+    for (r, hops) in [(1, 2.0), (2, 1.0), (3, 2.0)] {
+        assert!(close(e[r], hops * g), "rank {r}: {e:?}");
+    }
+    let o = ends(4, "Open MPI v4.1.6");
+    for (r, hops) in [(1, 1.0), (2, 2.0), (3, 3.0)] {
+        assert!(close(o[r], hops * g), "rank {r}: {o:?}");
+    }
+    let e = ends(8, mpich);
+    for (r, hops) in [(1, 2.0), (2, 1.0), (3, 2.0)] {
+        assert!(close(e[r], hops * g), "rank {r}: {e:?}");
+    }
+    // (The root has its block at 0; it returns once its sends are posted.)
+    assert!(e[4] > 0.0 && e[4] < g / 10.0, "{e:?}");
+    for (r, leader) in [(5, 1), (6, 2), (7, 3)] {
+        let hop = e[r] - e[leader];
+        assert!(hop > 0.0 && hop < g / 10.0, "rank {r}: {e:?}");
+    }
+    let o = ends(8, "Open MPI v4.1.6");
+    assert!(close(o[4], 3.0 * g), "{o:?}");
+}
+
 /// A linear broadcast between nodes whose blocks go by rendezvous and fit in the socket
 /// buffer: the root posts every send, its data shares its port, so every member ends when
 /// all three blocks have left and the root returns once the last member matched. A second

@@ -32,6 +32,72 @@ pub enum Tree {
     /// `knomial` of this radix (`build_kmtree`): children `v + r·mask`, largest `mask`
     /// first, `r` = 1..radix−1.
     Knomial(u32),
+    /// MPICH's `MPIR_Bcast_intra_binomial`: `v` receives from `v` minus its lowest set
+    /// bit and sends to `v + mask` for each power of two `mask` below that bit, largest
+    /// first (the root: below the power of two at or above the size). Not Open MPI's
+    /// binomial tree: at 8 members 0 sends to 4, 2, 1 and 4 to 6, 5.
+    MpichBinomial,
+    /// MPICH 4.0's node-aware broadcast (ch4 `MPIDI_Bcast_intra_composition_alpha`, or
+    /// `_beta` when `beta`): one leader a node (its lowest communicator rank); the
+    /// leaders broadcast among themselves along [`Tree::MpichBinomial`] (in the order of
+    /// their nodes' first ranks); each leader then hands the block to its node's other
+    /// members at once through shared memory (`release_gather`). Alpha: a root that is
+    /// not its node's leader first sends the block to it. Beta: such a root hands it to
+    /// its node's members (the leader among them) before the leaders' broadcast.
+    MpichSmp { beta: bool },
+}
+
+/// What MPICH 4.0 (ch4 device, its built-in selection: `maint/tuning/coll/ch4/generic.json`
+/// and `mpir/generic.json`) runs for a broadcast of `m` bytes among `p` members, at most
+/// `per_node` of them on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MpichBcast {
+    /// Along a tree.
+    Tree(Tree),
+    /// `scatter_recursive_doubling_allgather` (`ring` false) or
+    /// `scatter_ring_allgather` among `members` ranks, the node leaders when `smp` (each
+    /// then hands the block to its node's other members): every member has the block at
+    /// about the same time.
+    ScatterAllgather { members: u64, ring: bool, smp: bool },
+}
+
+/// MPICH 4.0's broadcast by its built-in selection. A communicator with two members on a
+/// node is a "parent" (node-aware) one: fewer than 8 members, or below 12,288 bytes, the
+/// alpha composition; a power-of-two size below 524,288 bytes, beta; otherwise the flat
+/// algorithm. Without two members on a node (or in the flat case): binomial below 8
+/// members or up to 12,288 bytes, then scatter and a recursive-doubling allgather (a
+/// power-of-two size, up to 524,288 bytes) or a ring allgather. The leaders' own
+/// broadcast follows the flat rules over the nodes, counted as `p / per_node` rounded up.
+pub fn mpich_bcast(p: u64, m: u64, per_node: u64) -> MpichBcast {
+    let flat = |p: u64| {
+        if p < 8 || m <= 12288 {
+            MpichBcast::Tree(Tree::MpichBinomial)
+        } else {
+            MpichBcast::ScatterAllgather {
+                members: p,
+                ring: !(p.is_power_of_two() && m <= 524288),
+                smp: false,
+            }
+        }
+    };
+    if per_node < 2 {
+        return flat(p);
+    }
+    let beta = if p < 8 || m < 12288 {
+        false
+    } else if p.is_power_of_two() && m < 524288 {
+        true
+    } else {
+        return flat(p);
+    };
+    match flat(p.div_ceil(per_node)) {
+        MpichBcast::Tree(_) => MpichBcast::Tree(Tree::MpichSmp { beta }),
+        MpichBcast::ScatterAllgather { members, ring, .. } => MpichBcast::ScatterAllgather {
+            members,
+            ring,
+            smp: true,
+        },
+    }
 }
 
 /// Cost of one hop of a tree: a parent's sends follow each other by `gap` (its port's
@@ -182,6 +248,78 @@ pub fn children(tree: Tree, n: u64, root: u64, v: u64, out: &mut Vec<u64>) {
                 mask /= radix;
             }
         }
+        Tree::MpichBinomial => {
+            let mut mask = if v == 0 {
+                n.next_power_of_two()
+            } else {
+                v & v.wrapping_neg()
+            };
+            mask >>= 1;
+            while mask > 0 {
+                if v + mask < n {
+                    out.push(v + mask);
+                }
+                mask >>= 1;
+            }
+        }
+        // Its children depend on the members' nodes: [`smp_children`].
+        Tree::MpichSmp { .. } => {}
+    }
+}
+
+/// The children of every virtual rank in MPICH's node-aware broadcast ([`Tree::MpichSmp`])
+/// with `node[v]` the node of virtual rank v, rooted at communicator rank `root`, each
+/// list in sending order (a leader's sends to other leaders before its node's hand-over),
+/// into `lists`.
+fn smp_children(
+    beta: bool,
+    root: u64,
+    node: &[u32],
+    leaders: &mut Vec<u64>,
+    lists: &mut Vec<Vec<u64>>,
+) {
+    let n = node.len() as u64;
+    for l in lists.iter_mut() {
+        l.clear();
+    }
+    lists.resize_with(n as usize, Vec::new);
+    // Leaders in the order of their nodes' first communicator ranks.
+    leaders.clear();
+    for c in 0..n {
+        let v = (c + n - root % n) % n;
+        if !leaders
+            .iter()
+            .any(|&l| node[l as usize] == node[v as usize])
+        {
+            leaders.push(v);
+        }
+    }
+    let q = leaders.len() as u64;
+    let Some(ri) = leaders.iter().position(|&l| node[l as usize] == node[0]) else {
+        return;
+    };
+    let root_leader = leaders[ri];
+    for j in 0..leaders.len() {
+        let l = leaders[j];
+        // The leaders' binomial tree, relative to the root's node.
+        let r = (j as u64 + q - ri as u64) % q;
+        let at = lists[l as usize].len();
+        children(Tree::MpichBinomial, q, 0, r, &mut lists[l as usize]);
+        for k in &mut lists[l as usize][at..] {
+            *k = leaders[((*k + ri as u64) % q) as usize];
+        }
+        // The node's other members (not the root, which has the block).
+        let members = (0..n).filter(|&v| v != l && v != 0 && node[v as usize] == node[l as usize]);
+        if beta && l == root_leader && l != 0 {
+            // Beta: the root hands the block to its node first, its leader among them.
+            lists[0].extend(members.chain(std::iter::once(l)));
+        } else {
+            lists[l as usize].extend(members);
+        }
+    }
+    if !beta && root_leader != 0 {
+        // Alpha: the root sends the block to its node's leader.
+        lists[0].insert(0, root_leader);
     }
 }
 
@@ -210,6 +348,9 @@ pub struct Scratch {
     port: Vec<(u32, f64, f64, f64)>,
     kids: Vec<u64>,
     queue: BinaryHeap<Ready>,
+    /// [`Tree::MpichSmp`]'s leaders and children ([`smp_children`]).
+    leaders: Vec<u64>,
+    lists: Vec<Vec<u64>>,
 }
 
 /// When each member of a broadcast along `tree` has its data and when its own sends are
@@ -241,9 +382,24 @@ pub fn schedule(
     if n == 0 {
         return;
     }
-    let Scratch { port, kids, queue } = scratch;
+    let Scratch {
+        port,
+        kids,
+        queue,
+        leaders,
+        lists,
+    } = scratch;
     port.clear();
     queue.clear();
+    // MPICH's node-aware tree: a node's members get the block at once through shared
+    // memory.
+    let smp = match tree {
+        Tree::MpichSmp { beta } => {
+            smp_children(beta, root, node, leaders, lists);
+            true
+        }
+        _ => false,
+    };
     // When member v can send, having its data at `arrive`; None: it has not entered.
     let ready = |v: usize, arrive: f64| match entry.get(v) {
         None => Some(arrive),
@@ -255,14 +411,23 @@ pub fn schedule(
     while let Some(Ready(t, v)) = queue.pop() {
         let vi = v as usize;
         kids.clear();
-        children(tree, n as u64, root, v, kids);
+        if smp {
+            kids.extend_from_slice(&lists[vi]);
+        } else {
+            children(tree, n as u64, root, v, kids);
+        }
         let mut local = t;
         let mut done = t.max(out[vi].0);
         for &c in kids.iter() {
             let ci = c as usize;
             let arrive = if node[ci] == node[vi] {
-                local += hops.intra_gap;
-                local + hops.intra_lat
+                if smp {
+                    // Through shared memory: the node's members at once.
+                    t + hops.intra_gap + hops.intra_lat
+                } else {
+                    local += hops.intra_gap;
+                    local + hops.intra_lat
+                }
             } else {
                 let k = match port.iter().position(|p| p.0 == node[vi]) {
                     Some(k) => k,
@@ -347,7 +512,20 @@ mod tests {
         assert_eq!(kids(Tree::Chain, 4, 2), vec![3]);
         assert_eq!(kids(Tree::Chain, 4, 3), Vec::<u64>::new());
         // Every member but the root is someone's child, once.
-        for tree in [Tree::Binary, Tree::Binomial, Tree::Knomial(4), Tree::Chain] {
+        assert_eq!(kids(Tree::MpichBinomial, 8, 0), vec![4, 2, 1]);
+        assert_eq!(kids(Tree::MpichBinomial, 8, 4), vec![6, 5]);
+        assert_eq!(kids(Tree::MpichBinomial, 8, 2), vec![3]);
+        assert_eq!(kids(Tree::MpichBinomial, 8, 6), vec![7]);
+        assert_eq!(kids(Tree::MpichBinomial, 8, 1), Vec::<u64>::new());
+        assert_eq!(kids(Tree::MpichBinomial, 5, 0), vec![4, 2, 1]);
+        assert_eq!(kids(Tree::MpichBinomial, 5, 4), Vec::<u64>::new());
+        for tree in [
+            Tree::Binary,
+            Tree::Binomial,
+            Tree::Knomial(4),
+            Tree::Chain,
+            Tree::MpichBinomial,
+        ] {
             for n in 1..40u64 {
                 let mut seen = vec![0; n as usize];
                 for v in 0..n {
@@ -359,6 +537,106 @@ mod tests {
                 assert!(seen[1..].iter().all(|&s| s == 1), "{tree:?} {n}: {seen:?}");
             }
         }
+    }
+
+    #[test]
+    fn mpich_s_node_aware_tree_reaches_every_member_once() {
+        let (mut leaders, mut lists) = (Vec::new(), Vec::new());
+        for n in 1..20u64 {
+            for per in 1..4u64 {
+                for root in 0..n {
+                    for beta in [false, true] {
+                        // By slot, `per` to a node, then by node.
+                        for node in [
+                            (0..n).map(|c| (c / per) as u32).collect::<Vec<_>>(),
+                            (0..n).map(|c| (c % per) as u32).collect(),
+                        ] {
+                            // By virtual rank.
+                            let node: Vec<u32> =
+                                (0..n).map(|v| node[((v + root) % n) as usize]).collect();
+                            smp_children(beta, root, &node, &mut leaders, &mut lists);
+                            let mut seen = vec![0; n as usize];
+                            for l in &lists {
+                                for &c in l {
+                                    seen[c as usize] += 1;
+                                }
+                            }
+                            let ok = seen[0] == 0 && seen[1..].iter().all(|&s| s == 1);
+                            assert!(ok, "{n} {per} {root} {beta}: {lists:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mpich_s_node_aware_tree_hands_a_node_its_block_at_once() {
+        let h = Hops {
+            intra_gap: 0.125,
+            ..H
+        };
+        let (mut out, mut sc) = (Vec::new(), Scratch::default());
+        // 8 by slot, root 0: leaders 0, 2, 4, 6; 0 sends to 4 then 2 (binomial among the
+        // leaders), each leader's partner has the block one intra-node hop after it.
+        let by_slot = [0, 0, 1, 1, 2, 2, 3, 3];
+        let alpha = Tree::MpichSmp { beta: false };
+        schedule(alpha, 0, &by_slot, &[], &h, &mut sc, &mut out);
+        let arrive: Vec<f64> = out.iter().map(|x| x.0).collect();
+        assert_eq!(
+            arrive,
+            vec![0.0, 0.125, 2.25, 2.375, 1.25, 1.375, 2.5, 2.625]
+        );
+        // Rooted at 1, not its node's leader (0): 1 sends to 0 first (virtual 7), which
+        // sends to the leaders 4 and 2 (virtual 3 and 1); 4 to 6; 2 hands to 3.
+        let node: Vec<u32> = (0..8).map(|v| by_slot[(v + 1) % 8]).collect();
+        schedule(alpha, 1, &node, &[], &h, &mut sc, &mut out);
+        let arrive: Vec<f64> = out.iter().map(|x| x.0).collect();
+        assert_eq!(
+            arrive,
+            vec![0.0, 2.375, 2.5, 1.375, 1.5, 2.625, 2.75, 0.125]
+        );
+        // Three to a node: a leader's two partners at once.
+        let node = [0, 0, 0, 1, 1, 1];
+        schedule(alpha, 0, &node, &[], &h, &mut sc, &mut out);
+        let arrive: Vec<f64> = out.iter().map(|x| x.0).collect();
+        assert_eq!(arrive, vec![0.0, 0.125, 0.125, 1.25, 1.375, 1.375]);
+        // Beta rooted at 1 of those: 1 hands the block to 0 and 2 first; 0 then sends it
+        // to 3. Alpha: 1 sends to 0, which sends to 3, then hands it to 2.
+        let node = [0, 0, 1, 1, 1, 0];
+        schedule(
+            Tree::MpichSmp { beta: true },
+            1,
+            &node,
+            &[],
+            &h,
+            &mut sc,
+            &mut out,
+        );
+        assert_eq!((out[1].0, out[5].0, out[2].0), (0.125, 0.125, 1.375));
+        schedule(alpha, 1, &node, &[], &h, &mut sc, &mut out);
+        assert_eq!((out[5].0, out[1].0, out[2].0), (0.125, 0.25, 1.375));
+    }
+
+    #[test]
+    fn the_decision_follows_mpich_4_0() {
+        use MpichBcast::{ScatterAllgather as Sa, Tree as T};
+        let sa = |members, ring, smp| Sa { members, ring, smp };
+        // A rank a node: binomial below 8 ranks or up to 12,288 bytes.
+        assert_eq!(mpich_bcast(4, 1 << 20, 1), T(Tree::MpichBinomial));
+        assert_eq!(mpich_bcast(8, 12288, 1), T(Tree::MpichBinomial));
+        assert_eq!(mpich_bcast(8, 12289, 1), sa(8, false, false));
+        assert_eq!(mpich_bcast(8, 1 << 20, 1), sa(8, true, false));
+        assert_eq!(mpich_bcast(12, 20000, 1), sa(12, true, false));
+        // Two a node: alpha, beta, or the flat choice.
+        let alpha = T(Tree::MpichSmp { beta: false });
+        assert_eq!(mpich_bcast(8, 8192, 2), alpha);
+        assert_eq!(mpich_bcast(4, 1 << 20, 2), alpha);
+        assert_eq!(mpich_bcast(8, 20000, 2), T(Tree::MpichSmp { beta: true }));
+        assert_eq!(mpich_bcast(8, 1 << 20, 2), sa(8, true, false));
+        assert_eq!(mpich_bcast(12, 20000, 2), sa(12, true, false));
+        // 16 leaders of 32 ranks: scatter and allgather among them.
+        assert_eq!(mpich_bcast(32, 20000, 2), sa(16, false, true));
     }
 
     #[test]

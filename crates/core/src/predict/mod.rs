@@ -11,7 +11,7 @@
 
 use crate::graph::{self, CollTraffic, Flow, Flows};
 use crate::model::{Hockney, PLogP, PenaltyModel, alltoall, bcast, grid, scatter, tree};
-use crate::profile::Profile;
+use crate::profile::{LibraryFamily, Profile};
 pub use crate::replay::Reason;
 use crate::replay::net::Sim;
 pub use crate::replay::wait::{Wait, WaitKind};
@@ -213,13 +213,28 @@ pub fn penalty_model(
 }
 
 /// Which collective algorithms the MPI library is assumed to run, where PMPI cannot see.
-/// `None` means the Open MPI tuned fixed decision ([`assumed_bcast`], flat scatter).
+/// `None` means the library's own decision: Open MPI's tuned fixed decision
+/// ([`assumed_bcast`], flat scatter) unless the run was made with MPICH
+/// ([`tree::mpich_bcast`], binomial scatter).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Assumptions {
     /// Broadcast strategy for every size (`PMPI_PREDICT_BCAST`, `--bcast`).
     pub bcast: Option<bcast::BcastStrategy>,
     /// Scatter strategy (`PMPI_PREDICT_SCATTER`, `--scatter`).
     pub scatter: Option<scatter::ScatterStrategy>,
+    /// The recorded run's MPI library, whose decisions apply where no strategy is given
+    /// (set from the run's metadata by the replays: [`Assumptions::for_library`]).
+    pub library: Option<LibraryFamily>,
+}
+
+/// How a broadcast is costed: Table 1's strategy (its whole time and the bucket's share),
+/// the tree its members' ends follow, and MPICH's scatter-allgather where the library
+/// runs one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BcastPlan {
+    pub strategy: bcast::BcastStrategy,
+    pub tree: Option<tree::Tree>,
+    pub scatter_allgather: Option<tree::MpichBcast>,
 }
 
 impl Assumptions {
@@ -234,33 +249,80 @@ impl Assumptions {
                 .map(scatter::ScatterStrategy::from_name)
                 .transpose()
                 .map_err(|e| e.to_string())?,
+            library: None,
         })
     }
 
-    /// The broadcast strategy assumed for `p` processes and `m` bytes.
-    pub fn bcast_for(&self, p: u64, m: u64) -> bcast::BcastStrategy {
-        self.bcast.unwrap_or_else(|| assumed_bcast(p, m))
-    }
-
-    /// The tree a broadcast of `m` bytes among `p` processes runs along: the one of the
-    /// assumed strategy (`flat` is the linear tree, `chain` the pipeline), or Open MPI's
-    /// by its fixed decision; None for a segmented strategy.
-    pub fn bcast_tree(&self, p: u64, m: u64) -> Option<tree::Tree> {
-        use bcast::BcastStrategy as B;
-        match self.bcast {
-            None => tree::openmpi_tree(p, m),
-            Some(B::Flat | B::FlatRendezvous) => Some(tree::Tree::Linear),
-            Some(B::Chain | B::ChainRendezvous) => Some(tree::Tree::Chain),
-            Some(B::Binary) => Some(tree::Tree::Binary),
-            Some(B::Binomial | B::BinomialRendezvous) => Some(tree::Tree::Binomial),
-            Some(B::SegmentedFlat | B::SegmentedChain | B::SegmentedBinomial) => None,
+    /// These assumptions for a run made with `library` (unless one was set already).
+    pub fn for_library(&self, library: Option<LibraryFamily>) -> Assumptions {
+        Assumptions {
+            library: self.library.or(library),
+            ..*self
         }
     }
 
-    /// The scatter strategy assumed.
-    pub fn scatter_for(&self) -> scatter::ScatterStrategy {
-        self.scatter.unwrap_or(scatter::ScatterStrategy::Flat)
+    /// The broadcast of `m` bytes among `p` processes, at most `per_node` on one node: the
+    /// assumed strategy's (`flat` is the linear tree, `chain` the pipeline, no tree for a
+    /// segmented one), or the library's own decision.
+    pub fn bcast_plan(&self, p: u64, m: u64, per_node: u64) -> BcastPlan {
+        use bcast::BcastStrategy as B;
+        if let Some(strategy) = self.bcast {
+            let tree = match strategy {
+                B::Flat | B::FlatRendezvous => Some(tree::Tree::Linear),
+                B::Chain | B::ChainRendezvous => Some(tree::Tree::Chain),
+                B::Binary => Some(tree::Tree::Binary),
+                B::Binomial | B::BinomialRendezvous => Some(tree::Tree::Binomial),
+                B::SegmentedFlat | B::SegmentedChain | B::SegmentedBinomial => None,
+            };
+            return BcastPlan {
+                strategy,
+                tree,
+                scatter_allgather: None,
+            };
+        }
+        match self.library {
+            Some(LibraryFamily::Mpich) => match tree::mpich_bcast(p, m, per_node) {
+                tree::MpichBcast::Tree(t) => BcastPlan {
+                    strategy: B::Binomial,
+                    tree: Some(t),
+                    scatter_allgather: None,
+                },
+                sa => BcastPlan {
+                    // Large blocks: Table 1's strategy only names the bucket's (none).
+                    strategy: B::SegmentedBinomial,
+                    tree: None,
+                    scatter_allgather: Some(sa),
+                },
+            },
+            _ => BcastPlan {
+                strategy: assumed_bcast(p, m),
+                tree: tree::openmpi_tree(p, m),
+                scatter_allgather: None,
+            },
+        }
     }
+
+    /// The scatter strategy assumed: Open MPI's linear scatter, MPICH's binomial one.
+    pub fn scatter_for(&self) -> scatter::ScatterStrategy {
+        self.scatter.unwrap_or(match self.library {
+            Some(LibraryFamily::Mpich) => scatter::ScatterStrategy::Binomial,
+            _ => scatter::ScatterStrategy::Flat,
+        })
+    }
+}
+
+/// Time of MPICH's scatter-allgather broadcast of `m` bytes among `q` members (Thakur,
+/// Rabenseifner and Gropp 2005, with Hockney's α and β): a binomial scatter,
+/// ⌈log2 q⌉·α + (q−1)/q·m·β, then an allgather by recursive doubling, log2 q·α +
+/// (q−1)/q·m·β, or around a ring, (q−1)·α + (q−1)/q·m·β.
+pub fn mpich_scatter_allgather(h: &Hockney, q: u64, m: u64, ring: bool) -> f64 {
+    if q < 2 {
+        return 0.0;
+    }
+    let lg = (64 - (q - 1).leading_zeros()) as f64;
+    let bytes = (q - 1) as f64 / q as f64 * m as f64 * h.beta;
+    let allgather = if ring { (q - 1) as f64 } else { lg };
+    (lg + allgather) * h.alpha + 2.0 * bytes
 }
 
 /// The broadcast strategy Open MPI 4.1's tuned component picks by its fixed decision
@@ -282,6 +344,8 @@ pub fn assumed_bcast(p: u64, m: u64) -> bcast::BcastStrategy {
         Some(tree::Tree::Binary) if p < 4 => Flat,
         Some(tree::Tree::Binary) => Binary,
         Some(tree::Tree::Binomial | tree::Tree::Knomial(_)) => Binomial,
+        // Not Open MPI's.
+        Some(tree::Tree::MpichBinomial | tree::Tree::MpichSmp { .. }) => Binomial,
     }
 }
 
@@ -426,13 +490,25 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
         h.alpha = step;
     }
     let step_s = if n >= 2 { h.time_bytes(m as f64) } else { 0.0 };
-    let (bcast_algo, scatter_algo) = (assume.bcast_for(n, m), assume.scatter_for());
+    let bplan = assume.bcast_plan(n, m, inst.max_per_node);
+    let (bcast_algo, scatter_algo) = (bplan.strategy, assume.scatter_for());
     // The contention-free formula of this collective with blocks of `bytes`.
     let formula = |bytes: u64| {
         match kind {
-            CallKind::Bcast if n >= 2 => bcast::predict(&plogp, bcast_algo, n, bytes)
-                .ok()
-                .map(|x| x.seconds),
+            CallKind::Bcast if n >= 2 => match bplan.scatter_allgather {
+                Some(tree::MpichBcast::ScatterAllgather { members, ring, smp }) => {
+                    // Among the node leaders, then a hop within each node.
+                    let hop = if smp {
+                        profile.hockney.intra.time_bytes(bytes as f64)
+                    } else {
+                        0.0
+                    };
+                    Some(mpich_scatter_allgather(&h, members, bytes, ring) + hop)
+                }
+                _ => bcast::predict(&plogp, bcast_algo, n, bytes)
+                    .ok()
+                    .map(|x| x.seconds),
+            },
             CallKind::Scatter if n >= 2 => scatter::predict(&plogp, scatter_algo, n, bytes)
                 .ok()
                 .map(|x| x.seconds),
@@ -511,7 +587,7 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
     // A tree broadcast: each member has its data after its own path through the tree,
     // hops within a node at the node's cost, small blocks through a port's bucket.
     let tree = match kind {
-        CallKind::Bcast if n >= 2 => assume.bcast_tree(n, m).map(|t| {
+        CallKind::Bcast if n >= 2 => bplan.tree.map(|t| {
             let intra = PLogP::from_hockney(&profile.hockney.intra);
             let (inter, burst) = if inst.multi_node {
                 (&plogp, h.burst)
@@ -744,6 +820,8 @@ fn predict_plan(
     // The latency measured as the run was launched, where the profile has it.
     let launched = plan.placement.profile(profile);
     let profile: &Profile = &launched;
+    // The recorded library's collective algorithms.
+    let assume = &assume.for_library(plan.protocol.library);
     let costs: Vec<CollCost> = plan
         .instances
         .iter()

@@ -214,6 +214,8 @@ fn stream_under(
     // paths' parameters and the collectives' costs of the conditions, as `predict_plan`.
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());
     let protocol = Protocol::for_library_with(library, Some(profile));
+    // The recorded library's collective algorithms.
+    let assume = &assume.for_library(protocol.library);
     let placement = &cond.placement;
     // The latency measured as the run was launched, where the profile has it.
     let launched = placement.profile(profile);
