@@ -47,7 +47,7 @@ pub struct Config {
     /// infiniband, maxmin, none); checked when the report is written.
     pub model: Option<String>,
     /// `PMPI_PREDICT_BCAST`: broadcast strategy assumed for every MPI_Bcast (Table 1 name)
-    /// instead of Open MPI's decision.
+    /// instead of the library's decision (Open MPI's or MPICH's).
     pub bcast: Option<String>,
     /// `PMPI_PREDICT_SCATTER`: scatter strategy assumed (flat, chain, binomial).
     pub scatter: Option<String>,

@@ -78,7 +78,7 @@ pub struct EngineArgs {
     /// Penalty model overriding the profile's: gige, myrinet, infiniband, maxmin, none.
     #[arg(long)]
     pub model: Option<String>,
-    /// Broadcast strategy to assume for every MPI_Bcast instead of Open MPI's decision
+    /// Broadcast strategy to assume for every MPI_Bcast instead of the library's decision (Open MPI's or MPICH's)
     /// (flat, flat-rendezvous, segmented-flat, chain, chain-rendezvous, segmented-chain,
     /// binary, binomial, binomial-rendezvous, segmented-binomial).
     #[arg(long)]

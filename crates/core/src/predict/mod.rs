@@ -460,7 +460,7 @@ pub fn bucket_bytes(
     passed * senders
 }
 
-/// Runs the engine on a recorded run, assuming Open MPI's collective algorithms.
+/// Runs the engine on a recorded run, assuming its library's collective algorithms.
 pub fn predict_run(
     run: &RunTrace,
     profile: &Profile,

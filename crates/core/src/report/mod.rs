@@ -29,7 +29,7 @@ pub struct ReportOptions {
     pub profile: Option<PathBuf>,
     /// Penalty model overriding the profile's (`PMPI_PREDICT_MODEL`, `--model`).
     pub model: Option<String>,
-    /// Broadcast strategy assumed instead of Open MPI's decision (`PMPI_PREDICT_BCAST`, `--bcast`).
+    /// Broadcast strategy assumed instead of the library's decision (Open MPI's or MPICH's) (`PMPI_PREDICT_BCAST`, `--bcast`).
     pub bcast: Option<String>,
     /// Scatter strategy assumed (`PMPI_PREDICT_SCATTER`, `--scatter`).
     pub scatter: Option<String>,
@@ -58,14 +58,14 @@ impl ReportOptions {
     }
 
     /// The collective-algorithm assumptions; a bad name is an error when strict, else one
-    /// stderr line and Open MPI's decision.
+    /// stderr line and the library's decision.
     pub fn assumptions(&self) -> Result<predict::Assumptions, Error> {
         match predict::Assumptions::parse(self.bcast.as_deref(), self.scatter.as_deref()) {
             Ok(a) => Ok(a),
             Err(e) if self.strict => Err(Error::Input(e)),
             Err(e) => {
                 crate::say_line!(
-                    "pmpi-predict: {e} (PMPI_PREDICT_BCAST/PMPI_PREDICT_SCATTER); assuming Open MPI's algorithms"
+                    "pmpi-predict: {e} (PMPI_PREDICT_BCAST/PMPI_PREDICT_SCATTER); assuming the library's algorithms"
                 );
                 Ok(predict::Assumptions::default())
             }
