@@ -1800,6 +1800,49 @@ fn an_empty_flush_on_one_node_takes_its_own_time_and_between_nodes_a_latency() {
     }
 }
 
+/// Between nodes, an empty flush on MPICH takes its own time (nothing outstanding: its
+/// flush returns at once), where on Open MPI it waits a latency; a local flush of a put
+/// below the eager limit takes its own time on either (the data was copied out at the
+/// post), and one that completes a get waits for the data.
+#[test]
+fn local_flushes_of_puts_and_mpich_s_empty_flushes_take_their_own_time() {
+    let us = S / 1_000_000;
+    let win = |c: u16, put: u64, get: u64, t0: u64| Record {
+        bytes_send: put,
+        bytes_recv: get,
+        comm_size: 2,
+        ..send(c, NO_RANK, 0, t0, t0 + 5 * us)
+    };
+    let mut prof = profile();
+    prof.hockney.inter.alpha = 0.002;
+    let m = 1000;
+    let lat = 0.002;
+    let get = prof.hockney.inter.time_bytes(m as f64);
+    for (library, empty) in [("Open MPI v4.1.6", lat), ("MPICH Version:\t4.0.2", 5e-6)] {
+        let ranks = (0..2)
+            .map(|r| {
+                let recs = vec![
+                    win(call::MPI_Win_flush_all, 0, 0, 0),
+                    win(call::MPI_Win_flush_local_all, m, 0, S),
+                    win(call::MPI_Win_flush_local_all, 0, m, 2 * S),
+                ];
+                rank(r, ["a", "b"][r as usize], 0, recs, 2)
+            })
+            .collect();
+        let mut r = run(ranks);
+        for rk in &mut r.ranks {
+            rk.meta.mpi_library = library.into();
+        }
+        let p = predict_run(&r, &prof, Some("gige")).unwrap();
+        for c in &p.calls {
+            let d = |k: usize| c[k].predicted.unwrap();
+            assert!(close(d(0), empty), "{library}: {:?}", c[0]);
+            assert!(close(d(1), 5e-6), "{library}: {:?}", c[1]);
+            assert!(close(d(2), get), "{library}: {:?}", c[2]);
+        }
+    }
+}
+
 #[test]
 fn an_ireduce_root_waits_for_the_first_contribution_at_its_wait() {
     // Root 0 posts an MPI_Ireduce at 1 s and waits at 1 s; rank 1 posts only at 3 s: the

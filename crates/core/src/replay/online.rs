@@ -208,7 +208,14 @@ impl OnlinePlan {
             .get(r.call as usize)
             .copied()
             .unwrap_or(op_of(CallKind::Unknown, ""));
-        let op = record_op(op, kind, r, self.placement.nodes() <= 1);
+        let op = record_op(
+            op,
+            kind,
+            r,
+            self.placement.nodes() <= 1,
+            self.protocol.library == Some(crate::profile::LibraryFamily::Mpich),
+            self.protocol.eager_inter,
+        );
         let t = r.thread as usize;
         if rk.last_end.len() <= t {
             rk.last_end.resize(t + 1, None);

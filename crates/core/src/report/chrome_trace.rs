@@ -681,7 +681,8 @@ impl FlowMatch {
             .get(r.call as usize)
             .copied()
             .unwrap_or(op_of(CallKind::Unknown, ""));
-        let op = record_op(op, kind, r, self.one_node);
+        // Which flushes replay as local work does not change what is drawn.
+        let op = record_op(op, kind, r, self.one_node, false, 0);
         let key = (ri, r.thread);
         // What this thread is past: the completion calls that returned before this call
         // was entered, and the requests no completion call will name.
