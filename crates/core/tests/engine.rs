@@ -2143,6 +2143,52 @@ fn an_mpich_run_s_broadcasts_follow_mpich_s_trees() {
     assert!(close(o[4], 3.0 * g), "{o:?}");
 }
 
+/// Broadcasts by rendezvous along a tree, a member entering the first 10 ms after the
+/// root: the send waits for its child's receive, so the root returns once the member has
+/// the block (10 ms + one block) and the member one block after its entry, every time.
+/// (The member's lag had been counted twice, and doubled from one broadcast to the next.)
+#[test]
+fn a_late_member_of_rendezvous_broadcasts_is_not_charged_its_lag() {
+    let ms = S / 1000;
+    let m = 32768;
+    let ranks = (0..2u64)
+        .map(|r| {
+            let recs = (0..6u64)
+                .map(|k| {
+                    let t0 = S + k * 50 * ms + r * 10 * ms;
+                    bcast_from_0(2, m, r == 0, t0, t0 + ms)
+                })
+                .collect();
+            rank(r as i32, ["a", "b"][r as usize], 0, recs, 2)
+        })
+        .collect();
+    let mut r = run(ranks);
+    let mpich = "MPICH Version:\t4.0.2";
+    for rk in &mut r.ranks {
+        rk.meta.mpi_library = mpich.into();
+    }
+    let mut prof = profile();
+    prof.mpi_library = Some(mpich.into());
+    prof.eager = Some(Eager {
+        inter: Some(16384),
+        intra: None,
+        source: EagerSource::Measured,
+    });
+    let p = predict_run(&r, &prof, Some("gige")).unwrap();
+    let block = m as f64 * 1e-8;
+    for k in 0..6 {
+        let (root, member) = (
+            p.calls[0][k].predicted.unwrap(),
+            p.calls[1][k].predicted.unwrap(),
+        );
+        assert!(close(member, block), "{k}: member {member}");
+        // The root's first wait delays what follows it by as much: from the second on,
+        // both enter together.
+        let wait = if k == 0 { 0.010 } else { 0.0 };
+        assert!(close(root, wait + block), "{k}: root {root}");
+    }
+}
+
 /// A linear broadcast between nodes whose blocks go by rendezvous and fit in the socket
 /// buffer: the root posts every send, its data shares its port, so every member ends when
 /// all three blocks have left and the root returns once the last member matched. A second

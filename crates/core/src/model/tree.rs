@@ -121,6 +121,9 @@ pub struct Hops {
     pub bytes: f64,
     pub burst: f64,
     pub beta: f64,
+    /// Blocks by rendezvous: a send starts only once its child has entered (its receive
+    /// posted), and a child that has not entered has nothing yet.
+    pub rendezvous: bool,
 }
 
 /// The tree Open MPI 4.1's tuned component runs for a broadcast of `m` bytes among `p`
@@ -418,8 +421,25 @@ pub fn schedule(
         }
         let mut local = t;
         let mut done = t.max(out[vi].0);
+        let mut blocked = false;
         for &c in kids.iter() {
             let ci = c as usize;
+            // By rendezvous, the send waits for the child's receive.
+            let t = if hops.rendezvous {
+                match entry.get(ci) {
+                    None => t,
+                    Some(e) if e.is_nan() => {
+                        blocked = true;
+                        continue;
+                    }
+                    Some(&e) => t.max(e),
+                }
+            } else {
+                t
+            };
+            if hops.rendezvous {
+                local = local.max(t);
+            }
             let arrive = if node[ci] == node[vi] {
                 if smp {
                     // Through shared memory: the node's members at once.
@@ -462,7 +482,7 @@ pub fn schedule(
                 queue.push(Ready(r, c));
             }
         }
-        out[vi].1 = done;
+        out[vi].1 = if blocked { f64::NAN } else { done };
     }
     // A member that has its data but has not entered has not sent yet either.
     for (v, o) in out.iter_mut().enumerate() {
@@ -660,6 +680,7 @@ mod tests {
         bytes: 100.0,
         burst: 0.0,
         beta: 0.0,
+        rendezvous: false,
     };
 
     #[test]

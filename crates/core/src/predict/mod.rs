@@ -605,6 +605,8 @@ pub fn coll_cost(profile: &Profile, assume: &Assumptions, inst: &Instance) -> Co
                     bytes: m as f64,
                     burst,
                     beta: h.beta,
+                    // The replay knows the protocol.
+                    rendezvous: false,
                 },
             }
         }),
