@@ -319,7 +319,7 @@ pub fn mpich_scatter_allgather(h: &Hockney, q: u64, m: u64, ring: bool) -> f64 {
     if q < 2 {
         return 0.0;
     }
-    let lg = (64 - (q - 1).leading_zeros()) as f64;
+    let (_, lg) = bcast::log2_floor_ceil(q);
     let bytes = (q - 1) as f64 / q as f64 * m as f64 * h.beta;
     let allgather = if ring { (q - 1) as f64 } else { lg };
     (lg + allgather) * h.alpha + 2.0 * bytes
@@ -1161,6 +1161,28 @@ fn contention(v: &impl Contended, g: u32, h: Hot) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mpich_s_scatter_allgather_costs_its_latencies_and_twice_the_bytes() {
+        let lat = Hockney {
+            alpha: 1.0,
+            beta: 0.0,
+            burst: 0.0,
+        };
+        // 4 members: scatter 2 steps, then recursive doubling 2 or a ring 3.
+        assert_eq!(mpich_scatter_allgather(&lat, 4, 100, false), 4.0);
+        assert_eq!(mpich_scatter_allgather(&lat, 4, 100, true), 5.0);
+        // 5 members: ⌈log2 5⌉ = 3 scatter steps.
+        assert_eq!(mpich_scatter_allgather(&lat, 5, 100, true), 7.0);
+        // Bytes: (q−1)/q of the block, twice.
+        let bw = Hockney {
+            alpha: 0.0,
+            beta: 1.0,
+            burst: 0.0,
+        };
+        assert_eq!(mpich_scatter_allgather(&bw, 4, 400, false), 600.0);
+        assert_eq!(mpich_scatter_allgather(&bw, 1, 400, false), 0.0);
+    }
     use bcast::BcastStrategy::{Binary, Binomial, Chain, Flat, SegmentedChain};
 
     #[test]

@@ -694,9 +694,10 @@ pub(crate) fn own_end(r: &Record) -> u64 {
 /// `MPI_Win_flush_all` of nothing, 0.45 µs each, and 1.66 million
 /// `MPI_Win_flush_local_all` of nothing, 1.1 µs each, where one latency each had been
 /// predicted). A local flush of puts and accumulates below the eager limit takes its
-/// measured time too: their data was copied out as they were posted (the same run: 53,970
-/// `MPI_Win_flush_local_all` of up to 128 KiB, 0.56-0.84 µs each, predicted a transfer
-/// each); one that completes gets waits for their data, as a flush does.
+/// measured time too: by MPI's local completion, their data only had to be copied out,
+/// which an eager transfer does as it is posted (reasoned, not yet measured: that run's
+/// local flushes with bytes completed gets). One that completes gets waits for their
+/// data, as a flush does.
 pub(crate) fn record_op(
     op: Op,
     kind: CallKind,
@@ -2421,7 +2422,8 @@ impl<'a, S: Store> Engine<'a, S> {
                 // (a round trip, in that call's time), and the flush after it has nothing
                 // left to wait for (NWChem under MPICH: 0.56 µs measured, a transfer
                 // predicted before).
-                let from = if post < t0 { post } else { t0 };
+                // (NaN, no operation since the last synchronisation: from `t0`.)
+                let from = post.min(t0);
                 Ok((from + self.p2p.hockney(a, b).time_bytes(bytes as f64)).max(t0))
             }
             Op::Recv => {
