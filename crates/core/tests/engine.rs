@@ -2573,3 +2573,93 @@ fn the_latency_measured_as_launched_replaces_alpha_for_a_run_launched_so() {
         p.calls[1][0]
     );
 }
+
+/// An MPI_Neighbor_alltoallv on a distributed graph that lists each rank among its own
+/// neighbours (as DOLFINx's do): the bytes a rank sends itself cross no link, so the call
+/// takes the bytes to and from the other rank (α + β·m, m = 1 MB: 10 ms), not its totals
+/// (11 MB: 110 ms; DOLFINx's 32 MB calls at 2 ranks, 0.2 MB between them, measured 0.31
+/// s and were predicted 2.7 s).
+#[test]
+fn a_neighbourhood_collective_s_bytes_to_itself_cross_no_link() {
+    const M: u64 = 1_000_000;
+    let dir = std::env::temp_dir().join(format!("pmpi-engine-nbr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for r in 0..2i32 {
+        let arcs = vec![(r, 10 * M), (1 - r, M)];
+        let rec = Record {
+            bytes_send: 11 * M,
+            bytes_recv: 11 * M,
+            flags: trace::FLAG_ARCS,
+            ..coll(call::MPI_Neighbor_alltoallv, 2, S, 2 * S)
+        };
+        let recs = vec![
+            trace::arcs::continuation(&rec, true, 0, 2, &arcs),
+            rec,
+            trace::arcs::continuation(&rec, false, 0, 2, &arcs),
+        ];
+        trace::write_spool(&dir, r, &recs).unwrap();
+        trace::write_meta(&dir, &rank(r, ["a", "b"][r as usize], 0, vec![], 2).meta).unwrap();
+    }
+    let loaded = trace::load_run(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let p = predict_run(&loaded, &profile(), Some("none")).unwrap();
+    for r in 0..2 {
+        let c = p.calls[r][0];
+        assert!(close(c.predicted.unwrap(), 0.01), "rank {r}: {c:?}");
+    }
+    // Without its arcs (an older spool), the call keeps its totals.
+    let mut totals = loaded.clone();
+    for rk in &mut totals.ranks {
+        rk.arcs.clear();
+    }
+    let q = predict_run(&totals, &profile(), Some("none")).unwrap();
+    assert!(
+        close(q.calls[0][0].predicted.unwrap(), 0.11),
+        "{:?}",
+        q.calls[0][0]
+    );
+}
+
+/// Two ranks on two nodes all-gather 1 MB blocks (10 ms each) by rendezvous under Open
+/// MPI, rank 1 entering 10 ms after rank 0: rank 1 grants rank 0's block first and has it
+/// 10 ms after its entry, its own block leaves after it, and rank 0 has it 20 ms after
+/// rank 1's entry (30 ms in its call). Entered together, both blocks move at once; under
+/// MPICH, or below the eager limit, the exchange takes one block's time after the last
+/// entry for both.
+#[test]
+fn two_ranks_all_gathering_by_rendezvous_under_open_mpi_go_one_after_the_other() {
+    let ends = |lag_ms: u64, m: u64, library: &str, buffer: u64| {
+        let ranks = (0..2i32)
+            .map(|r| {
+                let t0 = S + r as u64 * lag_ms * S / 1000;
+                let rec = Record {
+                    bytes_send: m,
+                    bytes_recv: 2 * m,
+                    ..coll(call::MPI_Allgatherv, 2, t0, t0 + S / 10)
+                };
+                let mut rk = rank(r, ["a", "b"][r as usize], 0, vec![rec], 2);
+                rk.meta.mpi_library = library.into();
+                rk
+            })
+            .collect();
+        let mut prof = profile();
+        prof.mpi_library = Some(library.into());
+        prof.eager = eager_limits(65536);
+        prof.socket_buffer = Some(buffer);
+        let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
+        [0, 1].map(|r| p.calls[r][0].predicted.unwrap())
+    };
+    let (ompi, buf) = ("Open MPI v4.1.6", 4 << 20);
+    let e = ends(10, 1_000_000, ompi, buf);
+    assert!(close(e[0], 0.03) && close(e[1], 0.01), "{e:?}");
+    // Without a socket buffer, rank 1's send returns once its block has left.
+    let e = ends(10, 1_000_000, ompi, 0);
+    assert!(close(e[0], 0.03) && close(e[1], 0.02), "{e:?}");
+    let e = ends(0, 1_000_000, ompi, buf);
+    assert!(close(e[0], 0.01) && close(e[1], 0.01), "{e:?}");
+    let e = ends(10, 1_000_000, "MPICH Version:\t4.0.2", buf);
+    assert!(close(e[0], 0.02) && close(e[1], 0.01), "{e:?}");
+    // 32 KB blocks, eager: 0.32 ms after the last entry.
+    let e = ends(10, 32_000, ompi, buf);
+    assert!(close(e[0], 0.01032) && close(e[1], 0.00032), "{e:?}");
+}
