@@ -187,6 +187,37 @@ fn an_all_to_all_takes_the_gamma_measured_at_its_size() {
     }
 }
 
+/// Two members on two nodes: one exchange, a block each way through each port; the
+/// signature's γ (measured with more members a port) does not apply, so the model gives
+/// the contention-free time, β·m. (GROMACS's all-to-alls at 2 ranks on 2 hosts: +64.8 %
+/// with the γ of 4 ranks, −6.2 % without.)
+#[test]
+fn an_all_to_all_of_two_members_on_two_nodes_takes_no_gamma() {
+    let m: u64 = 10_000_000;
+    let mut prof = profile();
+    prof.alltoall_gamma =
+        pmpi_core::model::alltoall::GammaTable(vec![(1_000_000, 2.0), (100_000_000, 2.0)]);
+    let ranks = alltoall_ranks(call::MPI_Alltoall, m)
+        .into_iter()
+        .take(2)
+        .map(|mut rk| {
+            rk.meta.world_size = 2;
+            for rec in &mut rk.records {
+                rec.comm_size = 2;
+                rec.bytes_send = 2 * m;
+                rec.bytes_recv = 2 * m;
+            }
+            rk
+        })
+        .collect();
+    let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
+    for r in 0..2 {
+        let c = p.calls[r][0];
+        assert!(close(c.predicted.unwrap(), 0.1), "{c:?}");
+        assert!(close(c.free.unwrap(), 0.1), "{c:?}");
+    }
+}
+
 fn all_to_all_round(call: u16) {
     let m: u64 = 10_000_000; // 0.1 s per message alone
     let prof = profile();
@@ -2662,4 +2693,39 @@ fn two_ranks_all_gathering_by_rendezvous_under_open_mpi_go_one_after_the_other()
     // 32 KB blocks, eager: 0.32 ms after the last entry.
     let e = ends(10, 32_000, ompi, buf);
     assert!(close(e[0], 0.01032) && close(e[1], 0.00032), "{e:?}");
+}
+
+/// An exclusive scan of 8 bytes on three ranks on three nodes, rank 1 entering 10 ms
+/// after rank 0 and rank 2 5 ms after it. Open MPI chains it (rank 0 sends its value to
+/// rank 1 and returns; rank 1 adds its own and sends it on): rank 0 and rank 1 return at
+/// once, rank 2 waits 5 ms for rank 1. MPICH runs recursive doubling: every rank waits
+/// for the last (rank 0 10 ms, rank 2 5 ms).
+#[test]
+fn open_mpi_s_scans_are_a_chain_where_a_rank_waits_only_for_those_before_it() {
+    let ends = |library: &str| {
+        let ranks = (0..3i32)
+            .map(|r| {
+                let t0 = S + [0, 10, 5][r as usize] * S / 1000;
+                let rec = Record {
+                    bytes_send: 8,
+                    bytes_recv: 8,
+                    ..coll(call::MPI_Exscan, 3, t0, t0 + S / 1000)
+                };
+                let mut rk = rank(r, ["a", "b", "c"][r as usize], 0, vec![rec], 3);
+                rk.meta.mpi_library = library.into();
+                rk
+            })
+            .collect();
+        let mut prof = profile();
+        prof.mpi_library = Some(library.into());
+        let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
+        [0, 1, 2].map(|r| p.calls[r][0].predicted.unwrap())
+    };
+    let e = ends("Open MPI v4.1.6");
+    assert!(e[0] < 1e-4 && e[1] < 1e-4, "{e:?}");
+    assert!(e[2] > 0.005 && e[2] < 0.0051, "{e:?}");
+    let e = ends("MPICH Version:\t4.0.2");
+    assert!(e[0] > 0.01 && e[0] < 0.0101, "{e:?}");
+    assert!(e[1] < 1e-4, "{e:?}");
+    assert!(e[2] > 0.005 && e[2] < 0.0051, "{e:?}");
 }

@@ -2389,15 +2389,16 @@ impl<'a, S: Store> Engine<'a, S> {
     }
 
     /// Instance `i` is an exchange between two members on two nodes whose blocks go by
-    /// rendezvous on a run the grant rule holds for: Open MPI 4.1's all-gathers of two
-    /// processes, its all-reduce and reduce-scatter (recursive doubling, or a ring of
-    /// two) post their receive, then send, as `MPI_Sendrecv` does, so their two messages
-    /// follow [`Engine::held_behind`]'s order: a member that entered more than a latency
-    /// after the other grants the other's message first and has its block after one
-    /// exchange's time, while its own message leaves after it (its send returns once the
-    /// data is in the socket buffer); the other member has its block after both. DOLFINx
-    /// at 2 ranks on 2 hosts, 470 KB `MPI_Allgatherv`s: the later member 0.040 s, the
-    /// earlier 0.079 s after the later's entry, one lone message 0.0396 s.
+    /// rendezvous on a run the grant rule holds for: Open MPI 4.1's all-gathers and
+    /// all-to-alls of two processes, its all-reduce and reduce-scatter (recursive
+    /// doubling, or a ring of two) exchange by `MPI_Sendrecv`'s receive-then-send, and a
+    /// member that entered at least [`PAIR_LAG`] after the other (in the recorded run)
+    /// has the other's block after one exchange's time, while its own leaves after it
+    /// (its send returns once the data is in the socket buffer); the other member has
+    /// its block after both. DOLFINx at 2 ranks on 2 hosts, 470 KB `MPI_Allgatherv`s:
+    /// the later member 0.040 s, the earlier 0.079 s after the later's entry, one lone
+    /// message 0.0396 s. (Open MPI's all-to-allv posts every receive and send at once:
+    /// CP2K's at 2 ranks moved together at any lag, 430 of 536.)
     fn pair_exchange(&self, i: u32) -> bool {
         let inst = self.s.inst(i);
         self.grant
@@ -2411,6 +2412,7 @@ impl<'a, S: Store> Engine<'a, S> {
                     | CallKind::Allreduce
                     | CallKind::ReduceScatter
                     | CallKind::ReduceScatterBlock
+                    | CallKind::Alltoall
             )
     }
 
@@ -2428,12 +2430,12 @@ impl<'a, S: Store> Engine<'a, S> {
         if e.1 == 3 {
             self.pair_rec.remove(&i);
         }
-        let alpha = self.p2p.inter.alpha;
+        let lag = PAIR_LAG.max(self.p2p.inter.alpha);
         let block = self.s.inst(i).block;
-        if rec + alpha < other {
+        if rec + lag <= other {
             // Entered first: its block waits behind its own.
             last + 2.0 * total
-        } else if other + alpha < rec {
+        } else if other + lag <= rec {
             // Entered last: the other's block first; its own send returns once all but
             // a socket buffer's worth has left.
             let unbuffered = block.saturating_sub(self.p2p.socket_buffer) as f64;
@@ -2443,6 +2445,54 @@ impl<'a, S: Store> Engine<'a, S> {
             // between two nodes do).
             last + total
         }
+    }
+
+    /// Instance `i` is a scan or an exclusive scan that Open MPI runs as a chain (its
+    /// `basic` component's linear algorithm, and libnbc's for the nonblocking ones): each
+    /// member receives the prefix from the one before it, adds its own and sends it on,
+    /// so a member waits only for those before it. DOLFINx at 2 ranks: rank 0's
+    /// `MPI_Exscan` returned in 0.1 ms while rank 1 entered 22 ms later; the replay had
+    /// it wait for rank 1. Eager blocks only (a rendezvous block would wait for the next
+    /// member too), and up to [`TREE_WITH_ENTRIES`] members (each member reads the
+    /// entries before it). MPICH runs recursive doubling, where every member waits for all.
+    fn linear_prefix(&self, i: u32, eager: bool) -> bool {
+        let inst = self.s.inst(i);
+        self.grant
+            && eager
+            && inst.kind == CallKind::Scan
+            && inst.members >= 2
+            && inst.members <= TREE_WITH_ENTRIES
+    }
+
+    /// End of member `g` (entered at `t0`) of a chained scan ([`Engine::linear_prefix`]):
+    /// member j has the prefix at `max(its entry, member j−1's + step)`, member 0 at its
+    /// entry; then it sends on (`send` a local send, the last member `recv` a copy).
+    fn prefix_end(
+        &self,
+        i: u32,
+        g: u32,
+        t0: f64,
+        step: f64,
+        send: f64,
+        recv: f64,
+    ) -> Result<f64, Block> {
+        let inst = self.s.inst(i);
+        let Some(k) = self.s.member_index(i, g) else {
+            return Err(Block::Inst(i));
+        };
+        let mut have = f64::NEG_INFINITY;
+        for j in 0..=k {
+            let e = if j == k {
+                t0
+            } else {
+                self.s.member_start(i, j)
+            };
+            if e.is_nan() {
+                return Err(Block::Inst(i));
+            }
+            have = if j == 0 { e } else { e.max(have + step) };
+        }
+        Ok(have + if k + 1 < inst.members { send } else { recv })
     }
 
     fn cost(&self, i: u32) -> (f64, f64) {
@@ -2783,6 +2833,9 @@ impl<'a, S: Store> Engine<'a, S> {
         let intra = !inst.multi_node;
         let local = |send: bool| self.p2p.local_cost(inst.block, intra, send);
         match coll_shape(inst.kind) {
+            CollShape::All if self.linear_prefix(i, eager) => {
+                self.prefix_end(i, g, t0, step, local(true), local(false))
+            }
             CollShape::All => {
                 if !all_in {
                     Err(Block::Inst(i))
@@ -2869,6 +2922,14 @@ impl<'a, S: Store> Engine<'a, S> {
         }
     }
 }
+
+/// A two-member exchange whose members entered at least this far apart in the recorded run
+/// goes one after the other ([`Engine::pair_exchange`]); closer, both ways at once.
+/// Measured, not derived: GROMACS's 67 KB `MPI_Alltoall`s at 2 ranks on 2 hosts (Open MPI
+/// over TCP, 100 Mbit/s) moved together in 940 of 944 exchanges whose members entered
+/// under 200 µs apart, and one after the other in 42 of 58 from there; DOLFINx's
+/// all-gathers in 30 of 36 from there (docs/accuracy.md, seventeenth session).
+const PAIR_LAG: f64 = 200e-6;
 
 /// Up to this many members, a tree broadcast's schedule takes the members' replayed
 /// entries ([`Engine::tree_time`]); a larger one is scheduled as if every member entered
