@@ -992,8 +992,10 @@ mod tests {
             "{intervals} intervals, {graphs} with errors, {excess} ranked with excess, \
              {most_held} held at most"
         );
+        // (An all-to-all of two members on two nodes takes no signature: the random runs
+        // of 2 ranks give none with contention.)
         assert!(
-            ops > 1_000 && inter_ops > 300 && contended > 50 && ranked > 40,
+            ops > 1_000 && inter_ops > 300 && contended > 25 && ranked > 40,
             "{ops} operations, {inter_ops} between nodes, {contended} with contention, \
              {ranked} ranked"
         );
