@@ -124,6 +124,9 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Empty round trips [`ping_pong`] makes before it measures.
+pub const WARM_ROUND_TRIPS: u32 = 200;
+
 /// Ping-pong between WORLD ranks `a` and `b`: for each size, the smallest round trip over
 /// `reps` (after one warm-up exchange), halved: one-way seconds per size.
 pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Vec<f64> {
@@ -131,6 +134,17 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
     let max = sizes.iter().copied().max().unwrap_or(0);
     let mut buf = vec![0u8; max];
     let mut out = vec![0.0; sizes.len()];
+    // Empty round trips first, so that the first size is not measured on hosts still
+    // waking from idle.
+    for _ in 0..WARM_ROUND_TRIPS {
+        if m.rank == a {
+            m.send(&buf[..0], b, 2, m.world);
+            m.recv(&mut buf[..0], b, 2, m.world);
+        } else if m.rank == b {
+            m.recv(&mut buf[..0], a, 2, m.world);
+            m.send(&buf[..0], a, 2, m.world);
+        }
+    }
     for (i, &s) in sizes.iter().enumerate() {
         let reps = reps.get(i).copied().unwrap_or(3).max(1);
         let buf = &mut buf[..s];

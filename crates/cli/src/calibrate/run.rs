@@ -465,13 +465,21 @@ pub fn run(opts: &Options) -> i32 {
         } else {
             sizes(&[0, 1024, 4096, 16384, 65536, 262144, 1048576])
         };
+        // Small messages take many more round trips: their minimum is the latency every
+        // small message of a replay is charged, and a round trip costs microseconds. Of
+        // 250 batches of 8 empty round trips between two emulated hosts, the batches'
+        // minima spread over 6.5-8.6 us; one calibration's 8 gave 11.7 us, and ExaML's
+        // prediction moved from 3.8 to 19.6 % with it (docs/accuracy.md, seventeenth
+        // session).
         let reps: Vec<u32> = grid
             .iter()
-            .map(|&s| match (q, s >= 262144) {
-                (true, true) => 2,
-                (true, false) => 4,
-                (false, true) => 3,
-                (false, false) => 8,
+            .map(|&s| match (q, s) {
+                (true, s) if s >= 262144 => 2,
+                (true, s) if s < 16384 => 16,
+                (true, _) => 4,
+                (false, s) if s >= 262144 => 3,
+                (false, s) if s < 16384 => 64,
+                (false, _) => 8,
             })
             .collect();
         let (t, fitted, attempts) = ping_pong_fitted(&ctx, a, b, &grid, &reps);
