@@ -96,13 +96,7 @@ impl<'a> Ctx<'a> {
         let mut b = [0u8; 1];
         for i in 0..l.len() {
             for j in (i + 1)..l.len() {
-                if m.rank == l[i] {
-                    m.send(&b, l[j], 1, m.world);
-                    m.recv(&mut b, l[j], 1, m.world);
-                } else if m.rank == l[j] {
-                    m.recv(&mut b, l[i], 1, m.world);
-                    m.send(&b, l[i], 1, m.world);
-                }
+                round_trip(m, &mut b, l[i], l[j], 1);
             }
         }
         m.barrier(m.world);
@@ -124,11 +118,24 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// One round trip of `buf` between WORLD ranks `a` (sends first) and `b`, with `tag`; a
+/// rank that is neither does nothing.
+fn round_trip(m: &Mpi, buf: &mut [u8], a: i32, b: i32, tag: i32) {
+    if m.rank == a {
+        m.send(buf, b, tag, m.world);
+        m.recv(buf, b, tag, m.world);
+    } else if m.rank == b {
+        m.recv(buf, a, tag, m.world);
+        m.send(buf, a, tag, m.world);
+    }
+}
+
 /// Empty round trips [`ping_pong`] makes before it measures.
 pub const WARM_ROUND_TRIPS: u32 = 200;
 
 /// Ping-pong between WORLD ranks `a` and `b`: for each size, the smallest round trip over
-/// `reps` (after one warm-up exchange), halved: one-way seconds per size.
+/// `reps` (after [`WARM_ROUND_TRIPS`] empty ones, and one of the size), halved: one-way
+/// seconds per size.
 pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Vec<f64> {
     let m = ctx.mpi;
     let max = sizes.iter().copied().max().unwrap_or(0);
@@ -137,30 +144,17 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
     // Empty round trips first, so that the first size is not measured on hosts still
     // waking from idle.
     for _ in 0..WARM_ROUND_TRIPS {
-        if m.rank == a {
-            m.send(&buf[..0], b, 2, m.world);
-            m.recv(&mut buf[..0], b, 2, m.world);
-        } else if m.rank == b {
-            m.recv(&mut buf[..0], a, 2, m.world);
-            m.send(&buf[..0], a, 2, m.world);
-        }
+        round_trip(m, &mut buf[..0], a, b, 2);
     }
     for (i, &s) in sizes.iter().enumerate() {
         let reps = reps.get(i).copied().unwrap_or(3).max(1);
         let buf = &mut buf[..s];
         let mut best = f64::INFINITY;
         for r in 0..=reps {
-            if m.rank == a {
-                let t = Instant::now();
-                m.send(buf, b, 2, m.world);
-                m.recv(buf, b, 2, m.world);
-                let rtt = t.elapsed().as_secs_f64();
-                if r > 0 {
-                    best = best.min(rtt);
-                }
-            } else if m.rank == b {
-                m.recv(buf, a, 2, m.world);
-                m.send(buf, a, 2, m.world);
+            let t = Instant::now();
+            round_trip(m, buf, a, b, 2);
+            if r > 0 {
+                best = best.min(t.elapsed().as_secs_f64());
             }
         }
         if m.rank == a {

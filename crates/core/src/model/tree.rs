@@ -426,20 +426,19 @@ pub fn schedule(
             let ci = c as usize;
             // By rendezvous, the send waits for the child's receive.
             let t = if hops.rendezvous {
-                match entry.get(ci) {
+                let t = match entry.get(ci) {
                     None => t,
                     Some(e) if e.is_nan() => {
                         blocked = true;
                         continue;
                     }
                     Some(&e) => t.max(e),
-                }
+                };
+                local = local.max(t);
+                t
             } else {
                 t
             };
-            if hops.rendezvous {
-                local = local.max(t);
-            }
             let arrive = if node[ci] == node[vi] {
                 if smp {
                     // Through shared memory: the node's members at once.

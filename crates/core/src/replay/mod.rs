@@ -2480,18 +2480,16 @@ impl<'a, S: Store> Engine<'a, S> {
         let Some(k) = self.s.member_index(i, g) else {
             return Err(Block::Inst(i));
         };
+        // (Before member 0, nothing: −∞ + step stays −∞.)
         let mut have = f64::NEG_INFINITY;
-        for j in 0..=k {
-            let e = if j == k {
-                t0
-            } else {
-                self.s.member_start(i, j)
-            };
+        for j in 0..k {
+            let e = self.s.member_start(i, j);
             if e.is_nan() {
                 return Err(Block::Inst(i));
             }
-            have = if j == 0 { e } else { e.max(have + step) };
+            have = e.max(have + step);
         }
+        let have = t0.max(have + step);
         Ok(have + if k + 1 < inst.members { send } else { recv })
     }
 
