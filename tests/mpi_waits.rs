@@ -43,6 +43,35 @@ fn late_sender_and_barrier_waits_are_measured_and_predicted_and_one_node_has_no_
         assert!(f(t, "measured_s") < 0.1, "{t:?}");
     }
     let t = tests[0];
+    // The spools: the tight loop's polls are in its successful test (FLAG_POLLED); the
+    // alternating loop's are not, so the record after them says polls ran before it
+    // (FLAG_GAP_POLLS: the progress engine ran in that gap). No other rank polled.
+    use pmpi_core::trace::{FLAG_GAP_POLLS, FLAG_POLLED, call};
+    let run = pmpi_core::trace::load_run(&out).unwrap();
+    for rk in &run.ranks {
+        assert!(rk.meta.gap_polls, "rank {}", rk.meta.rank);
+        let gap: Vec<_> = rk
+            .records
+            .iter()
+            .filter(|r| r.flags & FLAG_GAP_POLLS != 0)
+            .collect();
+        if rk.meta.rank != 0 {
+            assert!(gap.is_empty(), "rank {}: {gap:?}", rk.meta.rank);
+            continue;
+        }
+        let mut t0: Vec<_> = rk
+            .records
+            .iter()
+            .filter(|r| r.call == call::MPI_Test)
+            .collect();
+        t0.sort_by_key(|r| r.t_start);
+        assert_eq!(t0.len(), 3, "{t0:?}");
+        assert_eq!(t0[0].flags & (FLAG_POLLED | FLAG_GAP_POLLS), FLAG_POLLED);
+        assert!(
+            !gap.is_empty() && gap.iter().all(|r| r.call == call::MPI_Test),
+            "{gap:?}"
+        );
+    }
     assert!(f(t, "measured_s") > 0.1, "{t:?}");
     assert_eq!(t["wait_kind"], "late-sender", "{t:?}");
     assert!(f(t, "wait_s") > 0.1, "{t:?}");

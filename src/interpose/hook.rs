@@ -13,8 +13,8 @@ use crate::record;
 use crate::topo::clock::now_ns;
 use crate::trace::arcs::{ARC_PAIRS, MAX_ARCS, continuation};
 use crate::trace::{
-    FLAG_ARCS, FLAG_ARCS_CAPPED, FLAG_ERROR, FLAG_IN_PLACE, FLAG_INCOMPLETE, FLAG_NONBLOCKING,
-    FLAG_POLLED, NO_RANK, POLL_TIGHT_NS, PROC_NULL, Record, UNKNOWN_RANK,
+    FLAG_ARCS, FLAG_ARCS_CAPPED, FLAG_ERROR, FLAG_GAP_POLLS, FLAG_IN_PLACE, FLAG_INCOMPLETE,
+    FLAG_NONBLOCKING, FLAG_POLLED, NO_RANK, POLL_TIGHT_NS, PROC_NULL, Record, UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -105,10 +105,12 @@ fn unfold_polls(call: u16, p: &Poll) {
     }
 }
 
-/// Forgets the thread's polling loop (a call was made that is not a poll).
+/// Forgets the thread's polling loop (a call was made that is not a poll); true if it
+/// had unsuccessful polls.
 #[inline]
-fn end_poll() {
-    let _ = POLL.try_with(|p| p.set(Poll::NONE));
+fn end_poll() -> bool {
+    POLL.try_with(|p| p.replace(Poll::NONE).misses > 0)
+        .unwrap_or(false)
 }
 
 /// True for the calls whose unsuccessful form is counted as a poll and whose successful
@@ -236,7 +238,12 @@ impl Done {
             comm_size: ci.size,
             call: self.call,
             flags: if self.rc != 0 { FLAG_ERROR } else { 0 }
-                | if polled.is_some() { FLAG_POLLED } else { 0 },
+                | if polled.is_some() { FLAG_POLLED } else { 0 }
+                | if p.misses > 0 && polled.is_none() {
+                    FLAG_GAP_POLLS
+                } else {
+                    0
+                },
             reserved: polled.map_or(0, |p| p.misses.min(u32::from(u16::MAX)) as u16),
             ..Default::default()
         }
@@ -254,8 +261,8 @@ impl Done {
     #[inline]
     fn pending(&self, ci: &CommInfo, is_recv: bool, peer: i32, tag: c_int) -> Pending {
         // A post ends the polling loop too: a successful poll after it must not start
-        // before the operation it may complete.
-        end_poll();
+        // before the operation it may complete. Polls before it ran in its gap.
+        let flags = if end_poll() { FLAG_GAP_POLLS } else { 0 };
         Pending {
             call: self.call,
             thread: thread_no(),
@@ -265,7 +272,7 @@ impl Done {
             bytes: 0,
             bytes_recv: 0,
             root: NO_RANK,
-            flags: 0,
+            flags,
             peer,
             tag,
             comm: ci.id,
@@ -1209,12 +1216,13 @@ unsafe fn collective(
         flags |= out.flags;
     }
     if !request.is_null() {
+        let base = d.pending(&ci, false, NO_RANK, 0);
         let p = Pending {
             bytes: snd,
             bytes_recv: rcv,
             root,
-            flags,
-            ..d.pending(&ci, false, NO_RANK, 0)
+            flags: flags | base.flags,
+            ..base
         };
         // SAFETY: the post succeeded, so MPI wrote the handle through `request`.
         unsafe { track_posted(request, p, d.t1) };
@@ -1585,7 +1593,11 @@ fn started(req: usize, d: &Done, thread: u16) {
     let Some(mut p) = handles::persistent(req) else {
         return;
     };
-    end_poll();
+    // The request's flags are its creation's; the polls before this start are its own.
+    p.flags &= !FLAG_GAP_POLLS;
+    if end_poll() {
+        p.flags |= FLAG_GAP_POLLS;
+    }
     p.t_start = d.t0;
     p.t_posted = d.t1;
     p.thread = thread;

@@ -223,6 +223,7 @@ fn start_inner() -> Result<(), String> {
         boot_id: trace::read_boot_id(),
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         host_cpu_init: trace::read_host_cpu(),
+        gap_polls: true,
         ..Default::default()
     };
     let mut run = Run {

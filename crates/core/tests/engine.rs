@@ -2729,3 +2729,66 @@ fn open_mpi_s_scans_are_a_chain_where_a_rank_waits_only_for_those_before_it() {
     assert!(e[1] < 1e-4, "{e:?}");
     assert!(e[2] > 0.005 && e[2] < 0.0051, "{e:?}");
 }
+
+/// Two ranks on two nodes each post an `MPI_Irecv` and an `MPI_Isend` of 1 s of data to
+/// the other at 0, compute 2 s, then `MPI_Waitall` (recorded 2 s to 3 s). Open MPI's TCP
+/// transport moves a rendezvous message only while both ranks run the progress engine:
+/// the data leaves once both are in `MPI_Waitall`, which takes the whole transfer, 1 s
+/// (`examples/progress_rdv.c`: 72 KB, 6.1 ms in the wait after 20 ms of computation).
+/// MPICH, an eager message, or ranks that polled during the computation (the layer flags
+/// the record after such polls; an older recording only counts them) move the data
+/// during it: the wait takes nothing. One rank polling is not enough: each message needs
+/// its receiver to grant it and its sender to see the grant.
+#[test]
+fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_engine() {
+    let waitall = |library: &str, m: u64, polled: [bool; 2], counted_only: bool| {
+        let ranks = (0..2i32)
+            .map(|r| {
+                let peer = 1 - r;
+                let mut wait = Record {
+                    comm: u32::MAX,
+                    ..coll(call::MPI_Waitall, 0, 2 * S, 3 * S)
+                };
+                if polled[r as usize] && !counted_only {
+                    wait.flags |= trace::FLAG_GAP_POLLS;
+                }
+                let recs = vec![irecv(peer, m, 0, 3 * S), isend(peer, m, 0, 3 * S), wait];
+                let mut rk = rank(r, ["a", "b"][r as usize], 0, recs, 2);
+                rk.meta.mpi_library = library.into();
+                rk.meta.gap_polls = !counted_only;
+                if polled[r as usize] {
+                    rk.meta.polls = vec![trace::PollStat {
+                        call: "MPI_Testall".into(),
+                        count: 40,
+                        time_ns: 40_000,
+                    }];
+                }
+                rk
+            })
+            .collect();
+        let mut prof = profile();
+        prof.mpi_library = Some(library.into());
+        prof.eager = eager_limits(65536);
+        prof.penalty.reverse = 1.0;
+        let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
+        [0, 1].map(|r| p.calls[r][2].predicted.unwrap())
+    };
+    let ompi = "Open MPI v4.1.6";
+    let mpich = "MPICH Version:\t4.0.2";
+    let big = 100_000_000;
+    let w = waitall(ompi, big, [false; 2], false);
+    assert!(close(w[0], 1.0) && close(w[1], 1.0), "Open MPI {w:?}");
+    let w = waitall(ompi, big, [true, false], false);
+    assert!(
+        close(w[0], 1.0) && close(w[1], 1.0),
+        "one rank polled {w:?}"
+    );
+    let w = waitall(ompi, big, [true; 2], false);
+    assert!(w[0] < 1e-6 && w[1] < 1e-6, "both polled {w:?}");
+    let w = waitall(ompi, big, [true; 2], true);
+    assert!(w[0] < 1e-6 && w[1] < 1e-6, "polls counted only {w:?}");
+    let w = waitall(mpich, big, [false; 2], false);
+    assert!(w[0] < 1e-6 && w[1] < 1e-6, "MPICH {w:?}");
+    let w = waitall(ompi, 32_000, [false; 2], false);
+    assert!(w[0] < 1e-6 && w[1] < 1e-6, "eager {w:?}");
+}

@@ -24,7 +24,9 @@ use crate::graph::{self, CallClass, CallRef};
 use crate::model::{Hockney, PLogP, PenaltyModel, tree};
 use crate::profile::{LibraryFamily, Profile};
 use crate::topo::placement::Placement;
-use crate::trace::{CallArcs, CallKind, FLAG_NONBLOCKING, Record, RunTrace};
+use crate::trace::{
+    CallArcs, CallKind, FLAG_GAP_POLLS, FLAG_NONBLOCKING, RankMeta, Record, RunTrace,
+};
 use net::Net;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -286,6 +288,9 @@ pub struct Plan {
     pub connections: usize,
     /// Bytes a window synchronisation (Op::RmaSync) completes, by global id.
     pub rma_bytes: HashMap<u32, u64>,
+    /// By WORLD rank: it made unsuccessful polls the trace does not place
+    /// ([`polls_unseen`]).
+    pub polling: Vec<bool>,
 }
 
 impl Plan {
@@ -380,6 +385,7 @@ impl Plan {
                     msg_in: NONE,
                     inst_of: NONE,
                     op: record_op(op, kind, r, one_node, mpich, protocol.eager_inter),
+                    polled_before: r.flags & FLAG_GAP_POLLS != 0,
                 });
                 m_start.push(RunTrace::seconds_since(&rk.meta, r.t_start, origin));
                 m_end.push(RunTrace::seconds_since(&rk.meta, r.t_end, origin));
@@ -538,8 +544,29 @@ impl Plan {
             protocol,
             connections,
             rma_bytes,
+            polling: polls_unseen(run.ranks.iter().map(|r| &r.meta)),
         }
     }
+}
+
+/// By WORLD rank, whether the rank made unsuccessful `MPI_Test*`/`MPI_Iprobe` calls that
+/// the layer counted rather than recorded (polls outside a tight loop, between other
+/// work) in a recording that does not say where ([`RankMeta::gap_polls`]): such a rank
+/// may have run the progress engine anywhere between its recorded calls (HPL's
+/// broadcasts test between chunks of the update), so the replay does not make a
+/// rendezvous handshake wait for its next recorded call ([`Engine::handshake_done`]).
+pub fn polls_unseen<'a>(metas: impl Iterator<Item = &'a RankMeta>) -> Vec<bool> {
+    let mut by_rank = Vec::new();
+    for m in metas {
+        let Ok(r) = usize::try_from(m.rank) else {
+            continue;
+        };
+        if by_rank.len() <= r {
+            by_rank.resize(r + 1, false);
+        }
+        by_rank[r] |= !m.gap_polls && m.polls.iter().any(|p| p.count > 0);
+    }
+    by_rank
 }
 
 /// Global ids of a rank's records (the first is `base`) in call order: by entry, then by
@@ -1229,6 +1256,8 @@ pub struct Hot {
     /// Its collective instance (`u32::MAX`: none).
     pub inst_of: u32,
     pub op: Op,
+    /// Unseen polls ran in the gap before it ([`crate::trace::FLAG_GAP_POLLS`]).
+    pub polled_before: bool,
 }
 
 impl Hot {
@@ -1240,6 +1269,7 @@ impl Hot {
         msg_in: NONE,
         inst_of: NONE,
         op: Op::Other,
+        polled_before: false,
     };
 }
 
@@ -1715,6 +1745,23 @@ struct Engine<'a, S: Store> {
     /// Per two-member exchange collective in progress ([`Engine::pair_exchange`]): its
     /// members' entries in the recorded run (NaN: not yet), and which have ended.
     pair_rec: FxMap<u32, ([f64; 2], u8)>,
+    /// The progress engine in the replay, by WORLD rank ([`Engine::handshake_done`]):
+    /// how many of its streams are in a call that runs it, when the last such call that
+    /// ended did (infinite once a stream of the rank has ended: MPI_Finalize progresses),
+    /// whether it polls outside its records ([`polls_unseen`]), and the inter-node
+    /// rendezvous messages whose handshake waits for it to run.
+    progress: Vec<Progress>,
+    /// Handshakes whose receiver has matched, not yet seen by their sender: when.
+    rdv_matched: FxMap<u32, f64>,
+}
+
+/// A rank's progress engine in the replay (see [`Engine::progress`]).
+#[derive(Debug, Clone, Default)]
+struct Progress {
+    active: u32,
+    until: f64,
+    polling: bool,
+    pending: Vec<u32>,
 }
 
 /// When a message's send and receive were posted in the recorded run (NaN: not yet), and
@@ -1840,6 +1887,7 @@ pub fn replay_reusing(
         &plan.placement,
         plan.protocol,
         contention,
+        &plan.polling,
     );
     e.conns = vec![VecDeque::new(); plan.connections];
     e.run_all();
@@ -1864,8 +1912,17 @@ impl<'a, S: Store> Engine<'a, S> {
         placement: &'a Placement,
         protocol: Protocol,
         contention: bool,
+        polling: &[bool],
     ) -> Engine<'a, S> {
         let streams = s.streams();
+        let progress = polling
+            .iter()
+            .map(|&polling| Progress {
+                until: f64::NEG_INFINITY,
+                polling,
+                ..Progress::default()
+            })
+            .collect();
         let mut e = Engine {
             p2p,
             contention,
@@ -1891,6 +1948,8 @@ impl<'a, S: Store> Engine<'a, S> {
             tree_times: Vec::new(),
             tree_scratch: tree::Scratch::default(),
             rma_post: vec![(f64::NAN, false); streams],
+            progress,
+            rdv_matched: FxMap::default(),
         };
         for s in 0..streams as u32 {
             if e.s.stream_len(s) == 0 {
@@ -2044,6 +2103,9 @@ impl<'a, S: Store> Engine<'a, S> {
         if msg.rendezvous && self.s.has_recv(m) && self.s.msg_time(m, MsgTime::RecvPost).is_nan() {
             return;
         }
+        if self.grant_kind(&msg) && self.s.has_recv(m) && !self.handshake_done(m, &msg) {
+            return;
+        }
         self.s.set_msg_time(m, MsgTime::Matched, self.net.now());
         // Messages between two ranks share one connection and leave in order: a message
         // enters the network when the one before it on its connection has arrived.
@@ -2068,6 +2130,75 @@ impl<'a, S: Store> Engine<'a, S> {
             self.launch(m);
         }
         self.wake_msg(m, self.net.now());
+    }
+
+    /// Whether inter-node rendezvous message `m`, both sides posted, has its handshake
+    /// done now; if not, it waits in the list of the rank whose progress engine it needs
+    /// ([`Engine::pump`] retries it). Open MPI's TCP transport moves a rendezvous message
+    /// only while its ranks run the progress engine (a blocking call or a completion;
+    /// posting a nonblocking operation does not): the receiver reads the request and
+    /// grants it in the first such call it makes after the send's post, the sender reads
+    /// the grant and writes the data in the first it makes after that. Two ranks that
+    /// post an `MPI_Irecv` and an `MPI_Isend` of 72 KB and compute 20 ms before
+    /// `MPI_Waitall` spend one transfer in it, 6.1 ms, at 32 KB (eager) 0.14 ms
+    /// (`examples/progress_rdv.c`); PETSc's 70 KB halo messages in DOLFINx likewise. Each
+    /// step is taken at the replay's time, the latencies left to the transfer's. A rank
+    /// whose polls the trace does not place counts as progressing throughout.
+    fn handshake_done(&mut self, m: u32, msg: &Msg) -> bool {
+        let now = self.net.now();
+        if !self.rdv_matched.contains_key(&m) {
+            let posted = self.s.msg_time(m, MsgTime::SendPost);
+            if !self.progressed_since(msg.dst_rank, posted) {
+                self.wait_progress(msg.dst_rank, m);
+                return false;
+            }
+            self.rdv_matched.insert(m, now);
+        }
+        if !self.progressed_since(msg.src_rank, now) {
+            self.wait_progress(msg.src_rank, m);
+            return false;
+        }
+        self.rdv_matched.remove(&m);
+        true
+    }
+
+    /// Rank `r` ran the progress engine at some time from `t` to now (or is in a call
+    /// that runs it, or polls unseen).
+    fn progressed_since(&self, r: i32, t: f64) -> bool {
+        usize::try_from(r)
+            .ok()
+            .and_then(|r| self.progress.get(r))
+            .is_none_or(|p| p.polling || p.active > 0 || p.until >= t)
+    }
+
+    fn wait_progress(&mut self, r: i32, m: u32) {
+        if let Some(p) = usize::try_from(r)
+            .ok()
+            .and_then(|r| self.progress.get_mut(r))
+        {
+            p.pending.push(m);
+        }
+    }
+
+    /// Rank `r` runs the progress engine now: the handshakes waiting for it go on.
+    fn pump(&mut self, r: usize) {
+        let Some(p) = self.progress.get_mut(r) else {
+            return;
+        };
+        if p.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut p.pending);
+        for &m in &pending {
+            self.maybe_start(m);
+        }
+        // The list's allocation back, for the next (what waits again is in the new one).
+        let mut pending = pending;
+        pending.clear();
+        let p = &mut self.progress[r];
+        if p.pending.is_empty() {
+            p.pending = pending;
+        }
     }
 
     /// The opposite message whose arrival rendezvous message `m` waits for. Open MPI's TCP
@@ -2296,6 +2427,10 @@ impl<'a, S: Store> Engine<'a, S> {
                 self.progressed.resize(r + 1, f64::NEG_INFINITY);
             }
             self.progressed[r] = self.progressed[r].max(c.rec + h.op_dur);
+            if let Some(p) = self.progress.get_mut(r) {
+                p.active = p.active.saturating_sub(1);
+                p.until = p.until.max(end);
+            }
         }
         let len = self.s.stream_len(s);
         let cur = &mut self.cur[s as usize];
@@ -2304,11 +2439,13 @@ impl<'a, S: Store> Engine<'a, S> {
         cur.forced = false;
         if cur.pos >= len {
             cur.done = true;
+            self.stream_ended(g);
             return None;
         }
         let pos = cur.pos;
         let Some(ng) = self.s.stream_record(s, pos) else {
             self.cur[s as usize].done = true;
+            self.stream_ended(g);
             return None;
         };
         let next = self.s.hot(ng);
@@ -2316,12 +2453,42 @@ impl<'a, S: Store> Engine<'a, S> {
         cur.hot = Some((ng, next));
         cur.t_op = end + next.gap * self.p2p.compute;
         cur.rec = c.rec + h.op_dur + next.gap;
-        Some(cur.t_op.max(now))
+        let t_op = cur.t_op;
+        if self.grant && next.polled_before {
+            // It polled in the gap: progressing throughout, as far as the replay knows.
+            self.progress_until(self.s.rank_of(g), t_op);
+        }
+        Some(t_op.max(now))
+    }
+
+    /// The stream of record `g`, its last, has ended: its rank's handshakes go on
+    /// (`MPI_Finalize` runs the progress engine, and nothing it posted waits for more).
+    fn stream_ended(&mut self, g: u32) {
+        self.progress_until(self.s.rank_of(g), f64::INFINITY);
+    }
+
+    /// Rank `r` runs the progress engine from now to `t`.
+    fn progress_until(&mut self, r: i32, t: f64) {
+        if let Ok(r) = usize::try_from(r)
+            && r < self.progress.len()
+        {
+            let p = &mut self.progress[r];
+            p.until = p.until.max(t);
+            self.pump(r);
+        }
     }
 
     /// Side effects of entering call `g` at `t`: posts and collective entries.
     fn begin(&mut self, g: u32, h: Hot, t: f64, rec: f64) {
         self.s.set_start(g, t);
+        if self.grant
+            && progresses(h.op)
+            && let Ok(r) = usize::try_from(self.s.rank_of(g))
+            && r < self.progress.len()
+        {
+            self.progress[r].active += 1;
+            self.pump(r);
+        }
         let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
             self.s.set_msg_time(out, MsgTime::SendPost, t);

@@ -231,6 +231,7 @@ impl OnlinePlan {
             msg_in: NONE,
             inst_of: NONE,
             op,
+            polled_before: r.flags & crate::trace::FLAG_GAP_POLLS != 0,
         };
         let me = rk.me;
         // Completions: the operation comes first in call order and waits for its call.

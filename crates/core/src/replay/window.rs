@@ -179,6 +179,8 @@ pub fn replay_windows(
         protocol,
         n,
     )));
+    // (Read before the engines: `take` reads the reader's metadata too.)
+    let polling = super::polls_unseen(reader.borrow().order.metas.iter());
     let mut engines: Vec<_> = sides
         .into_iter()
         .enumerate()
@@ -209,7 +211,15 @@ pub fn replay_windows(
                 store.hold_senders = true;
                 net = net.with_sink(sink);
             }
-            Engine::new(store, p2p, net, placement, protocol, side.contention)
+            Engine::new(
+                store,
+                p2p,
+                net,
+                placement,
+                protocol,
+                side.contention,
+                &polling,
+            )
         })
         .collect();
     let mut done = vec![false; n];

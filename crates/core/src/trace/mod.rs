@@ -40,6 +40,12 @@ pub const FLAG_ARCS_CAPPED: u16 = 32;
 /// layer, `t_posted` is the entry of the loop's first unsuccessful call and `reserved` how
 /// many there were (saturated); reading a spool settles the record (see [`Record::settle`]).
 pub const FLAG_POLLED: u16 = 64;
+/// Record flag: unsuccessful MPI_Test*/MPI_Iprobe calls not folded into a record (not a
+/// tight loop this record ends) ran on the thread since its previous recorded call or
+/// post: the library's progress engine ran in the gap before this record, where the trace
+/// does not otherwise show it (HPL tests its broadcasts between chunks of the update).
+/// Written by layers whose metadata says so ([`RankMeta::gap_polls`]).
+pub const FLAG_GAP_POLLS: u16 = 128;
 /// A polling loop whose unsuccessful calls came at most this far apart on average (ns,
 /// outside the polls themselves) is a wait spent in MPI: nothing but the polls ran
 /// between them.
@@ -346,6 +352,10 @@ pub struct RankMeta {
     pub host_cpu_init: Option<CpuTicks>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_cpu_end: Option<CpuTicks>,
+    /// The layer flags the records after unsuccessful polls ([`FLAG_GAP_POLLS`]); false in
+    /// older recordings, whose polls the engine cannot place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gap_polls: bool,
 }
 
 /// A machine's CPU time since boot over all its CPUs, in clock ticks (`/proc/stat`'s
