@@ -1743,8 +1743,8 @@ struct Engine<'a, S: Store> {
     /// of them targeted another node.
     rma_post: Vec<(f64, bool)>,
     /// Per two-member exchange collective in progress ([`Engine::pair_exchange`]): its
-    /// members' entries in the recorded run (NaN: not yet), and which have ended.
-    pair_rec: FxMap<u32, ([f64; 2], u8)>,
+    /// members' entries in the recorded run.
+    pair_rec: FxMap<u32, PairRec>,
     /// The progress engine in the replay, by WORLD rank ([`Engine::handshake_done`]):
     /// how many of its streams are in a call that runs it, when the last such call that
     /// ended did (infinite once a stream of the rank has ended: MPI_Finalize progresses),
@@ -1753,6 +1753,26 @@ struct Engine<'a, S: Store> {
     progress: Vec<Progress>,
     /// Handshakes whose receiver has matched, not yet seen by their sender: when.
     rdv_matched: FxMap<u32, f64>,
+}
+
+/// A two-member exchange's members in the recorded run ([`Engine::pair_end`]): their
+/// entries and when each had last run the progress engine by its entry (NaN: not yet
+/// entered), and which have ended.
+#[derive(Debug, Clone, Copy)]
+struct PairRec {
+    entry: [f64; 2],
+    seen: [f64; 2],
+    ended: u8,
+}
+
+impl Default for PairRec {
+    fn default() -> Self {
+        PairRec {
+            entry: [f64::NAN; 2],
+            seen: [f64::NAN; 2],
+            ended: 0,
+        }
+    }
 }
 
 /// A rank's progress engine in the replay (see [`Engine::progress`]).
@@ -2453,10 +2473,18 @@ impl<'a, S: Store> Engine<'a, S> {
         cur.hot = Some((ng, next));
         cur.t_op = end + next.gap * self.p2p.compute;
         cur.rec = c.rec + h.op_dur + next.gap;
-        let t_op = cur.t_op;
+        let (t_op, rec_next) = (cur.t_op, cur.rec);
         if self.grant && next.polled_before {
-            // It polled in the gap: progressing throughout, as far as the replay knows.
-            self.progress_until(self.s.rank_of(g), t_op);
+            // It polled in the gap: progressing throughout, as far as the replay knows
+            // (and the recorded run's grant order, up to the next call's entry).
+            let r = self.s.rank_of(g);
+            if let Some(p) = usize::try_from(r)
+                .ok()
+                .and_then(|r| self.progressed.get_mut(r))
+            {
+                *p = p.max(rec_next);
+            }
+            self.progress_until(r, t_op);
         }
         Some(t_op.max(now))
     }
@@ -2515,7 +2543,11 @@ impl<'a, S: Store> Engine<'a, S> {
             if self.pair_exchange(i)
                 && let Some(k) = self.s.member_index(i, g).filter(|&k| k < 2)
             {
-                self.pair_rec.entry(i).or_insert(([f64::NAN; 2], 0)).0[k] = rec;
+                let r = self.s.rank_of(g).max(0) as usize;
+                let seen = self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY);
+                let p = self.pair_rec.entry(i).or_default();
+                p.entry[k] = rec;
+                p.seen[k] = seen;
             }
             if self.root_of(i) == Some(g) && self.buffered_linear(i) {
                 // The root's data leaves after what its earlier such collectives left
@@ -2558,14 +2590,24 @@ impl<'a, S: Store> Engine<'a, S> {
     /// Instance `i` is an exchange between two members on two nodes whose blocks go by
     /// rendezvous on a run the grant rule holds for: Open MPI 4.1's all-gathers and
     /// all-to-alls of two processes, its all-reduce and reduce-scatter (recursive
-    /// doubling, or a ring of two) exchange by `MPI_Sendrecv`'s receive-then-send, and a
-    /// member that entered at least [`PAIR_LAG`] after the other (in the recorded run)
-    /// has the other's block after one exchange's time, while its own leaves after it
-    /// (its send returns once the data is in the socket buffer); the other member has
-    /// its block after both. DOLFINx at 2 ranks on 2 hosts, 470 KB `MPI_Allgatherv`s:
-    /// the later member 0.040 s, the earlier 0.079 s after the later's entry, one lone
-    /// message 0.0396 s. (Open MPI's all-to-allv posts every receive and send at once:
-    /// CP2K's at 2 ranks moved together at any lag, 430 of 536.)
+    /// doubling, or a ring of two) exchange by `MPI_Sendrecv`'s receive-then-send, its
+    /// all-to-allv posts both receives, then both sends. Each member's request reaches
+    /// the other, which grants it when it runs the progress engine; a grant queued
+    /// behind its own data leaves after it ([`Engine::held_behind`], the same rule for
+    /// point-to-point messages). So where the later member (in the recorded run) had run
+    /// the progress engine after the earlier's request came in (its entry plus a
+    /// latency) and before its own entry (in a blocking call or a completion, or polling
+    /// in the gap), it granted the earlier's block first: it has that block after one
+    /// exchange's time, while its own leaves after it (its send returns once the data is
+    /// in the socket buffer), and the earlier member has its block after both. Otherwise
+    /// (it computed until it entered) both blocks move at once. DOLFINx at 2 ranks on 2
+    /// hosts, 470 KB `MPI_Allgatherv`s: the later member 0.040 s, the earlier 0.079 s
+    /// after the later's entry, one lone message 0.0396 s. At 2 ranks on 2 hosts
+    /// (docs/accuracy.md, eighteenth session), from 64 KB: GROMACS's `MPI_Alltoall`s
+    /// one after the other in 43 of 49 exchanges where the later member had seen the
+    /// request, together in 941 of 953 where not; CP2K's `MPI_Alltoallv`s 77 of 114 and
+    /// 384 of 422 (from 1 MB: 56 of 56 and 195 of 199 with a 60 µs latency); DOLFINx's
+    /// `MPI_Allgatherv`s 40 of 40.
     fn pair_exchange(&self, i: u32) -> bool {
         let inst = self.s.inst(i);
         self.grant
@@ -2580,6 +2622,7 @@ impl<'a, S: Store> Engine<'a, S> {
                     | CallKind::ReduceScatter
                     | CallKind::ReduceScatterBlock
                     | CallKind::Alltoall
+                    | CallKind::Alltoallv
             )
     }
 
@@ -2592,17 +2635,18 @@ impl<'a, S: Store> Engine<'a, S> {
         let Some(e) = self.pair_rec.get_mut(&i) else {
             return last + total;
         };
-        let (rec, other) = (e.0[k], e.0[1 - k]);
-        e.1 |= 1 << k;
-        if e.1 == 3 {
+        let (rec, other) = (e.entry[k], e.entry[1 - k]);
+        let (seen, other_seen) = (e.seen[k], e.seen[1 - k]);
+        e.ended |= 1 << k;
+        if e.ended == 3 {
             self.pair_rec.remove(&i);
         }
-        let lag = PAIR_LAG.max(self.p2p.inter.alpha);
+        let alpha = self.p2p.inter.alpha;
         let block = self.s.inst(i).block;
-        if rec + lag <= other {
+        if rec < other && other_seen > rec + alpha {
             // Entered first: its block waits behind its own.
             last + 2.0 * total
-        } else if other + lag <= rec {
+        } else if other < rec && seen > other + alpha {
             // Entered last: the other's block first; its own send returns once all but
             // a socket buffer's worth has left.
             let unbuffered = block.saturating_sub(self.p2p.socket_buffer) as f64;
@@ -3087,14 +3131,6 @@ impl<'a, S: Store> Engine<'a, S> {
         }
     }
 }
-
-/// A two-member exchange whose members entered at least this far apart in the recorded run
-/// goes one after the other ([`Engine::pair_exchange`]); closer, both ways at once.
-/// Measured, not derived: GROMACS's 67 KB `MPI_Alltoall`s at 2 ranks on 2 hosts (Open MPI
-/// over TCP, 100 Mbit/s) moved together in 940 of 944 exchanges whose members entered
-/// under 200 µs apart, and one after the other in 42 of 58 from there; DOLFINx's
-/// all-gathers in 30 of 36 from there (docs/accuracy.md, seventeenth session).
-const PAIR_LAG: f64 = 200e-6;
 
 /// Up to this many members, a tree broadcast's schedule takes the members' replayed
 /// entries ([`Engine::tree_time`]); a larger one is scheduled as if every member entered
