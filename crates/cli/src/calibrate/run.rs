@@ -1106,8 +1106,9 @@ pub fn run(opts: &Options) -> i32 {
             };
             raw.insert("plogp".into(), json!({"rtt0_s": rtt0, "points": pts}));
             match fit::build_plogp(rtt0, &pts) {
-                Ok(p) => {
+                Ok((p, repaired)) => {
                     pg.end(&format!("L = {:.1} us", p.l * 1e6));
+                    notes.extend(repaired);
                     if let Some(g) = fit::fit_upper_lower_gamma(&p, n, &samples) {
                         profile.upper_lower_gamma = Some(g);
                     }
