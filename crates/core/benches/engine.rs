@@ -665,5 +665,6 @@ fn whatif_arg(dir: &std::path::Path) -> Option<pmpi_core::predict::Conditions> {
         clusters,
         alltoall: Default::default(),
         compute_scale: 1.0,
+        progress: Default::default(),
     })
 }

@@ -426,10 +426,17 @@ pub(crate) fn random_conditions(
     // On an even number of nodes the compute scaled as onto another network (no draw of
     // its own: the cases the draws make stay the same).
     let compute_scale = if nodes.is_multiple_of(2) { 0.9 } else { 1.0 };
+    // On a multiple of three nodes, with a progress thread (likewise).
+    let progress = if nodes.is_multiple_of(3) {
+        crate::predict::ProgressMode::Async
+    } else {
+        crate::predict::ProgressMode::Library
+    };
     crate::predict::Conditions {
         placement,
         clusters,
         alltoall,
         compute_scale,
+        progress,
     }
 }

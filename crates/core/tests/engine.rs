@@ -3,7 +3,8 @@
 use pmpi_core::model::Hockney;
 use pmpi_core::model::grid::TwoClusters;
 use pmpi_core::predict::{
-    AlltoallAlgo, Assumptions, Conditions, Reason, WaitKind, predict_run, predict_run_under,
+    AlltoallAlgo, Assumptions, Conditions, ProgressMode, Reason, WaitKind, predict_run,
+    predict_run_under,
 };
 use pmpi_core::profile::{Eager, EagerSource, Profile};
 use pmpi_core::replay::{Plan, whatif};
@@ -1260,6 +1261,7 @@ fn conditions(names: &[&str]) -> Conditions {
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
+        progress: Default::default(),
     }
 }
 
@@ -2750,10 +2752,11 @@ fn open_mpi_s_scans_are_a_chain_where_a_rank_waits_only_for_those_before_it() {
 /// MPICH, an eager message, or ranks that polled during the computation (the layer flags
 /// the record after such polls; an older recording only counts them) move the data
 /// during it: the wait takes nothing. One rank polling is not enough: each message needs
-/// its receiver to grant it and its sender to see the grant.
+/// its receiver to grant it and its sender to see the grant. A what-if replay with a
+/// progress thread (`--progress async`) moves it during the computation too.
 #[test]
 fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_engine() {
-    let waitall = |library: &str, m: u64, polled: [bool; 2], counted_only: bool| {
+    let under = |library: &str, m: u64, polled: [bool; 2], counted_only: bool, async_: bool| {
         let ranks = (0..2i32)
             .map(|r| {
                 let peer = 1 - r;
@@ -2782,8 +2785,20 @@ fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_e
         prof.mpi_library = Some(library.into());
         prof.eager = eager_limits(65536);
         prof.penalty.reverse = 1.0;
-        let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
+        let cond = Conditions {
+            progress: if async_ {
+                ProgressMode::Async
+            } else {
+                ProgressMode::Library
+            },
+            ..conditions(&["a", "b"])
+        };
+        let a = Assumptions::default();
+        let p = predict_run_under(&run(ranks), &prof, Some("gige"), &a, &cond).unwrap();
         [0, 1].map(|r| p.calls[r][2].predicted.unwrap())
+    };
+    let waitall = |library: &str, m: u64, polled: [bool; 2], counted_only: bool| {
+        under(library, m, polled, counted_only, false)
     };
     let ompi = "Open MPI v4.1.6";
     let mpich = "MPICH Version:\t4.0.2";
@@ -2803,4 +2818,6 @@ fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_e
     assert!(w[0] < 1e-6 && w[1] < 1e-6, "MPICH {w:?}");
     let w = waitall(ompi, 32_000, [false; 2], false);
     assert!(w[0] < 1e-6 && w[1] < 1e-6, "eager {w:?}");
+    let w = under(ompi, big, [false; 2], false, true);
+    assert!(w[0] < 1e-6 && w[1] < 1e-6, "a progress thread {w:?}");
 }

@@ -40,6 +40,12 @@ pub struct ReplayArgs {
     /// every recorded compute gap (`0.5`: processors twice as fast; `1`: as recorded).
     #[arg(long, default_value = "auto", value_parser = parse_compute)]
     pub compute: Compute,
+    /// Who runs the MPI library's progress engine: `library` (as recorded: Open MPI over
+    /// TCP moves an inter-node rendezvous message only while both ranks are in a blocking
+    /// call or a completion) or `async` (a progress thread: the message moves as soon as
+    /// both sides are posted, overlapping the computation).
+    #[arg(long, default_value = "library")]
+    pub progress: crate::predict::ProgressMode,
     /// Where to write replay.json (a directory, created; default DIR/replay).
     #[arg(short = 'o', long)]
     pub out: Option<PathBuf>,
@@ -238,6 +244,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         clusters,
         alltoall: a.alltoall,
         compute_scale: 1.0,
+        progress: a.progress,
     };
     let inputs = Inputs {
         dir: &a.dir,
@@ -310,6 +317,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
             "wan": {"alpha": c.wan.alpha, "beta": c.wan.beta},
         })),
         "alltoall": a.alltoall.to_string(),
+        "progress": a.progress.to_string(),
         "compute": {
             "scale": cond.compute_scale,
             "recorded_irq_share": share.map(|h| h.recorded),
@@ -368,6 +376,9 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
                 h.predicted * 100.0
             );
         }
+    }
+    if cond.progress != crate::predict::ProgressMode::Library {
+        label += &format!(", progress {}", cond.progress);
     }
     if let Some(c) = &cond.clusters {
         label += &format!(

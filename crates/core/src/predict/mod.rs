@@ -15,7 +15,7 @@ use crate::profile::{LibraryFamily, Profile};
 pub use crate::replay::Reason;
 use crate::replay::net::Sim;
 pub use crate::replay::wait::{Wait, WaitKind};
-pub use crate::replay::whatif::{AlltoallAlgo, Conditions, HostShare, host_share};
+pub use crate::replay::whatif::{AlltoallAlgo, Conditions, HostShare, ProgressMode, host_share};
 
 pub mod stream;
 use crate::replay::{
@@ -754,6 +754,7 @@ pub fn predict_run_with(
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
+        progress: ProgressMode::Library,
     };
     predict_run_under(run, profile, model_override, assume, &cond)
 }
@@ -792,6 +793,7 @@ pub fn predict_run_releasing(
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
+        progress: ProgressMode::Library,
     };
     let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
@@ -837,7 +839,8 @@ fn predict_plan(
         .map(|i| coll_cost_under(profile, assume, &plan, i, cond))
         .collect();
     let p2p = P2p::from_profile(profile, cond.clusters.clone(), plan.protocol.library)
-        .with_compute(cond.compute_scale);
+        .with_compute(cond.compute_scale)
+        .with_async_progress(cond.progress == ProgressMode::Async);
     // Without a penalty model ("none") nothing is contended, collectives included.
     let last = |v: &[f64]| {
         v.iter()

@@ -175,6 +175,7 @@ pub fn predict_stream_with(
         clusters: None,
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
+        progress: Default::default(),
     };
     stream_under(order, profile, model, assume, &cond, out, net)
 }
@@ -221,7 +222,8 @@ fn stream_under(
     let launched = placement.profile(profile);
     let profile: &Profile = &launched;
     let p2p = P2p::from_profile(profile, cond.clusters.clone(), protocol.library)
-        .with_compute(cond.compute_scale);
+        .with_compute(cond.compute_scale)
+        .with_async_progress(cond.progress == crate::replay::whatif::ProgressMode::Async);
     let cost = |i: &crate::replay::Instance, ranks: &[i32]| {
         coll_cost_of_ranks(
             profile,

@@ -1018,6 +1018,9 @@ pub struct P2p {
     /// Factor on every recorded compute gap (what-if replay: the hosts' CPU that the
     /// recorded network's interrupts took and the new one's take; 1: as recorded).
     pub compute: f64,
+    /// The library's progress engine runs on a thread of its own (what-if replay,
+    /// `--progress async`): no handshake waits for a rank's call ([`Engine::handshake_done`]).
+    pub async_progress: bool,
 }
 
 impl P2p {
@@ -1050,7 +1053,15 @@ impl P2p {
             port_capacity: profile.penalty.port_capacity,
             dispersion: profile.penalty.dispersion.clone(),
             compute: 1.0,
+            async_progress: false,
         }
+    }
+
+    /// The same with the library's progress engine on a thread of its own (`on`): an
+    /// inter-node rendezvous message moves once both sides are posted.
+    pub fn with_async_progress(mut self, on: bool) -> P2p {
+        self.async_progress = on;
+        self
     }
 
     /// The same with every compute gap multiplied by `factor`.
@@ -2165,6 +2176,9 @@ impl<'a, S: Store> Engine<'a, S> {
     /// step is taken at the replay's time, the latencies left to the transfer's. A rank
     /// whose polls the trace does not place counts as progressing throughout.
     fn handshake_done(&mut self, m: u32, msg: &Msg) -> bool {
+        if self.p2p.async_progress {
+            return true;
+        }
         let now = self.net.now();
         if !self.rdv_matched.contains_key(&m) {
             let posted = self.s.msg_time(m, MsgTime::SendPost);

@@ -195,6 +195,38 @@ impl fmt::Display for AlltoallAlgo {
     }
 }
 
+/// Who runs the MPI library's progress engine (`--progress`): the ranks, inside their MPI
+/// calls (`library`: as Open MPI 4.1 over TCP does by default, so an inter-node
+/// rendezvous message moves only once both ranks are in a blocking call or a completion;
+/// docs/engine.md), or a thread of its own (`async`: the message moves as soon as both
+/// sides are posted, overlapping the ranks' computation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProgressMode {
+    #[default]
+    Library,
+    Async,
+}
+
+impl FromStr for ProgressMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "library" => Ok(ProgressMode::Library),
+            "async" => Ok(ProgressMode::Async),
+            _ => Err(format!("unknown progress mode {s:?} (library, async)")),
+        }
+    }
+}
+
+impl fmt::Display for ProgressMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProgressMode::Library => "library",
+            ProgressMode::Async => "async",
+        })
+    }
+}
+
 /// Two (or more) clusters and the wide-area link between them, resolved against a
 /// placement: `cluster_of_node[n]` for each node id.
 #[derive(Debug, Clone, PartialEq)]
@@ -374,6 +406,8 @@ pub struct Conditions {
     pub alltoall: AlltoallAlgo,
     /// Factor on every recorded compute gap ([`compute_scale`]; 1: as recorded).
     pub compute_scale: f64,
+    /// Who runs the progress engine ([`ProgressMode`]; `Library`: as recorded).
+    pub progress: ProgressMode,
 }
 
 /// The share of the hosts' CPU time their interrupts took in the recorded run and would
