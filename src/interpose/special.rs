@@ -224,6 +224,7 @@ fn start_inner() -> Result<(), String> {
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         host_cpu_init: trace::read_host_cpu(),
         gap_polls: true,
+        progress_thread: cfg.progress_thread,
         ..Default::default()
     };
     let mut run = Run {

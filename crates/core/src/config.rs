@@ -54,6 +54,10 @@ pub struct Config {
     /// `PMPI_PREDICT_TRACE_MAX_MB`: size cap of trace.json; above it the trace keeps whole
     /// time windows at a stride and says so (0: no trace.json).
     pub trace_max_mb: u64,
+    /// `OMPI_MCA_btl_tcp_progress_thread` (Open MPI's, which `mpirun --mca` sets) is a
+    /// non-zero number: Open MPI's TCP transport progresses on a thread of its own, so
+    /// the replay does not wait for a rank's calls to move a rendezvous message.
+    pub progress_thread: bool,
 }
 
 impl Default for Config {
@@ -77,6 +81,7 @@ impl Default for Config {
             bcast: None,
             scatter: None,
             trace_max_mb: crate::report::chrome_trace::DEFAULT_MAX_MB,
+            progress_thread: false,
         }
     }
 }
@@ -227,6 +232,10 @@ impl Config {
                 d.trace_max_mb,
                 &mut w,
             ),
+            // Open MPI's own variable: read, never warned about (Open MPI checks it).
+            progress_thread: get("OMPI_MCA_btl_tcp_progress_thread")
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .is_some_and(|v| v != 0),
         };
         (c, w)
     }
@@ -269,6 +278,16 @@ mod tests {
         let (c, w) = cfg(&[]);
         assert_eq!(c, Config::default());
         assert!(w.is_empty());
+    }
+
+    #[test]
+    fn open_mpi_s_progress_thread_is_read_from_its_mca_variable() {
+        for (v, on) in [("1", true), ("0", false), (" 2 ", true), ("yes", false)] {
+            let (c, w) = cfg(&[("OMPI_MCA_btl_tcp_progress_thread", v)]);
+            assert_eq!(c.progress_thread, on, "{v:?}");
+            assert!(w.is_empty());
+        }
+        assert!(!cfg(&[]).0.progress_thread);
     }
 
     #[test]

@@ -2752,11 +2752,18 @@ fn open_mpi_s_scans_are_a_chain_where_a_rank_waits_only_for_those_before_it() {
 /// MPICH, an eager message, or ranks that polled during the computation (the layer flags
 /// the record after such polls; an older recording only counts them) move the data
 /// during it: the wait takes nothing. One rank polling is not enough: each message needs
-/// its receiver to grant it and its sender to see the grant. A what-if replay with a
-/// progress thread (`--progress async`) moves it during the computation too.
+/// its receiver to grant it and its sender to see the grant. A run recorded with Open
+/// MPI's progress thread (`btl_tcp_progress_thread`), or a what-if replay with one
+/// (`--progress async`), moves it during the computation too.
 #[test]
 fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_engine() {
-    let under = |library: &str, m: u64, polled: [bool; 2], counted_only: bool, async_: bool| {
+    // `async_`: the what-if of a progress thread; `thread`: a run recorded with one.
+    let under = |library: &str,
+                 m: u64,
+                 polled: [bool; 2],
+                 counted_only: bool,
+                 async_: bool,
+                 thread: bool| {
         let ranks = (0..2i32)
             .map(|r| {
                 let peer = 1 - r;
@@ -2771,6 +2778,7 @@ fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_e
                 let mut rk = rank(r, ["a", "b"][r as usize], 0, recs, 2);
                 rk.meta.mpi_library = library.into();
                 rk.meta.gap_polls = !counted_only;
+                rk.meta.progress_thread = thread;
                 if polled[r as usize] {
                     rk.meta.polls = vec![trace::PollStat {
                         call: "MPI_Testall".into(),
@@ -2798,7 +2806,7 @@ fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_e
         [0, 1].map(|r| p.calls[r][2].predicted.unwrap())
     };
     let waitall = |library: &str, m: u64, polled: [bool; 2], counted_only: bool| {
-        under(library, m, polled, counted_only, false)
+        under(library, m, polled, counted_only, false, false)
     };
     let ompi = "Open MPI v4.1.6";
     let mpich = "MPICH Version:\t4.0.2";
@@ -2818,6 +2826,11 @@ fn an_open_mpi_rendezvous_message_moves_only_while_both_ranks_run_the_progress_e
     assert!(w[0] < 1e-6 && w[1] < 1e-6, "MPICH {w:?}");
     let w = waitall(ompi, 32_000, [false; 2], false);
     assert!(w[0] < 1e-6 && w[1] < 1e-6, "eager {w:?}");
-    let w = under(ompi, big, [false; 2], false, true);
+    let w = under(ompi, big, [false; 2], false, true, false);
     assert!(w[0] < 1e-6 && w[1] < 1e-6, "a progress thread {w:?}");
+    let w = under(ompi, big, [false; 2], false, false, true);
+    assert!(
+        w[0] < 1e-6 && w[1] < 1e-6,
+        "recorded with a progress thread {w:?}"
+    );
 }

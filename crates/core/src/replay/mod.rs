@@ -288,9 +288,9 @@ pub struct Plan {
     pub connections: usize,
     /// Bytes a window synchronisation (Op::RmaSync) completes, by global id.
     pub rma_bytes: HashMap<u32, u64>,
-    /// By WORLD rank: it made unsuccessful polls the trace does not place
-    /// ([`polls_unseen`]).
-    pub polling: Vec<bool>,
+    /// By WORLD rank: how it runs the progress engine where its records do not show it
+    /// ([`unseen_progress`]).
+    pub unseen: Vec<UnseenProgress>,
 }
 
 impl Plan {
@@ -544,27 +544,39 @@ impl Plan {
             protocol,
             connections,
             rma_bytes,
-            polling: polls_unseen(run.ranks.iter().map(|r| &r.meta)),
+            unseen: unseen_progress(run.ranks.iter().map(|r| &r.meta)),
         }
     }
 }
 
-/// By WORLD rank, whether the rank made unsuccessful `MPI_Test*`/`MPI_Iprobe` calls that
-/// the layer counted rather than recorded (polls outside a tight loop, between other
-/// work) in a recording that does not say where ([`RankMeta::gap_polls`]): such a rank
-/// may have run the progress engine anywhere between its recorded calls (HPL's
-/// broadcasts test between chunks of the update), so the replay does not make a
-/// rendezvous handshake wait for its next recorded call ([`Engine::handshake_done`]).
-pub fn polls_unseen<'a>(metas: impl Iterator<Item = &'a RankMeta>) -> Vec<bool> {
+/// How a rank runs the library's progress engine where its records do not show it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UnseenProgress {
+    /// It made unsuccessful `MPI_Test*`/`MPI_Iprobe` calls that the layer counted rather
+    /// than recorded (polls outside a tight loop, between other work) in a recording
+    /// that does not say where ([`RankMeta::gap_polls`]): it may have run the progress
+    /// engine anywhere between its recorded calls (HPL's broadcasts test between chunks
+    /// of the update).
+    pub polls: bool,
+    /// The library progressed on a thread of its own ([`RankMeta::progress_thread`]):
+    /// throughout, and it granted a request as soon as it came in.
+    pub thread: bool,
+}
+
+/// [`UnseenProgress`] by WORLD rank: such a rank's rendezvous handshakes do not wait for
+/// its next recorded call ([`Engine::handshake_done`]).
+pub fn unseen_progress<'a>(metas: impl Iterator<Item = &'a RankMeta>) -> Vec<UnseenProgress> {
     let mut by_rank = Vec::new();
     for m in metas {
         let Ok(r) = usize::try_from(m.rank) else {
             continue;
         };
         if by_rank.len() <= r {
-            by_rank.resize(r + 1, false);
+            by_rank.resize(r + 1, UnseenProgress::default());
         }
-        by_rank[r] |= !m.gap_polls && m.polls.iter().any(|p| p.count > 0);
+        let u = &mut by_rank[r];
+        u.polls |= !m.gap_polls && m.polls.iter().any(|p| p.count > 0);
+        u.thread |= m.progress_thread;
     }
     by_rank
 }
@@ -1759,7 +1771,7 @@ struct Engine<'a, S: Store> {
     /// The progress engine in the replay, by WORLD rank ([`Engine::handshake_done`]):
     /// how many of its streams are in a call that runs it, when the last such call that
     /// ended did (infinite once a stream of the rank has ended: MPI_Finalize progresses),
-    /// whether it polls outside its records ([`polls_unseen`]), and the inter-node
+    /// how it progresses outside its records ([`unseen_progress`]), and the inter-node
     /// rendezvous messages whose handshake waits for it to run.
     progress: Vec<Progress>,
     /// Handshakes whose receiver has matched, not yet seen by their sender: when.
@@ -1791,7 +1803,7 @@ impl Default for PairRec {
 struct Progress {
     active: u32,
     until: f64,
-    polling: bool,
+    unseen: UnseenProgress,
     pending: Vec<u32>,
 }
 
@@ -1918,7 +1930,7 @@ pub fn replay_reusing(
         &plan.placement,
         plan.protocol,
         contention,
-        &plan.polling,
+        &plan.unseen,
     );
     e.conns = vec![VecDeque::new(); plan.connections];
     e.run_all();
@@ -1943,14 +1955,14 @@ impl<'a, S: Store> Engine<'a, S> {
         placement: &'a Placement,
         protocol: Protocol,
         contention: bool,
-        polling: &[bool],
+        unseen: &[UnseenProgress],
     ) -> Engine<'a, S> {
         let streams = s.streams();
-        let progress = polling
+        let progress = unseen
             .iter()
-            .map(|&polling| Progress {
+            .map(|&unseen| Progress {
                 until: f64::NEG_INFINITY,
-                polling,
+                unseen,
                 ..Progress::default()
             })
             .collect();
@@ -2202,7 +2214,7 @@ impl<'a, S: Store> Engine<'a, S> {
         usize::try_from(r)
             .ok()
             .and_then(|r| self.progress.get(r))
-            .is_none_or(|p| p.polling || p.active > 0 || p.until >= t)
+            .is_none_or(|p| p.unseen.polls || p.unseen.thread || p.active > 0 || p.until >= t)
     }
 
     fn wait_progress(&mut self, r: i32, m: u32) {
@@ -2503,6 +2515,19 @@ impl<'a, S: Store> Engine<'a, S> {
         Some(t_op.max(now))
     }
 
+    /// When rank `r` had last run the progress engine, in the recorded run, by its call
+    /// entered at `rec`: the end of its last blocking or completion call (or a gap it
+    /// polled through), or `rec` itself where the library progressed on a thread.
+    fn seen_by(&self, r: i32, rec: f64) -> f64 {
+        let Ok(r) = usize::try_from(r) else {
+            return f64::NEG_INFINITY;
+        };
+        if self.progress.get(r).is_some_and(|p| p.unseen.thread) {
+            return rec;
+        }
+        self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY)
+    }
+
     /// The stream of record `g`, its last, has ended: its rank's handshakes go on
     /// (`MPI_Finalize` runs the progress engine, and nothing it posted waits for more).
     fn stream_ended(&mut self, g: u32) {
@@ -2536,8 +2561,7 @@ impl<'a, S: Store> Engine<'a, S> {
             self.s.set_msg_time(out, MsgTime::SendPost, t);
             let msg = self.s.msg(out);
             if self.grant_kind(&msg) {
-                let r = msg.src_rank.max(0) as usize;
-                let seen = self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY);
+                let seen = self.seen_by(msg.src_rank, rec);
                 let p = self.recorded.entry(out).or_default();
                 (p.send, p.seen) = (rec, seen);
             }
@@ -2557,8 +2581,7 @@ impl<'a, S: Store> Engine<'a, S> {
             if self.pair_exchange(i)
                 && let Some(k) = self.s.member_index(i, g).filter(|&k| k < 2)
             {
-                let r = self.s.rank_of(g).max(0) as usize;
-                let seen = self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY);
+                let seen = self.seen_by(self.s.rank_of(g), rec);
                 let p = self.pair_rec.entry(i).or_default();
                 p.entry[k] = rec;
                 p.seen[k] = seen;

@@ -180,7 +180,7 @@ pub fn replay_windows(
         n,
     )));
     // (Read before the engines: `take` reads the reader's metadata too.)
-    let polling = super::polls_unseen(reader.borrow().order.metas.iter());
+    let unseen = super::unseen_progress(reader.borrow().order.metas.iter());
     let mut engines: Vec<_> = sides
         .into_iter()
         .enumerate()
@@ -218,7 +218,7 @@ pub fn replay_windows(
                 placement,
                 protocol,
                 side.contention,
-                &polling,
+                &unseen,
             )
         })
         .collect();

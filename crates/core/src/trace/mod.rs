@@ -356,6 +356,10 @@ pub struct RankMeta {
     /// older recordings, whose polls the engine cannot place.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gap_polls: bool,
+    /// The MPI library ran its progress engine on a thread of its own (Open MPI's
+    /// `btl_tcp_progress_thread`, [`crate::config::Config::progress_thread`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub progress_thread: bool,
 }
 
 /// A machine's CPU time since boot over all its CPUs, in clock ticks (`/proc/stat`'s
