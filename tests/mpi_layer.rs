@@ -458,3 +458,33 @@ fn banner_at_init_and_finalize_unless_quiet() {
     let qerr = String::from_utf8_lossy(&q.stderr);
     assert!(!qerr.contains("pmpi-predict"), "{qerr}");
 }
+
+/// Open MPI's progress thread, asked for in the ranks' environment
+/// (`OMPI_MCA_btl_tcp_progress_thread`, as `mpirun --mca` sets it), is recorded in every
+/// rank's metadata; without it, not.
+#[test]
+fn open_mpi_s_progress_thread_is_recorded() {
+    let dir = scratch("progress-thread");
+    let exe = build_program("basic", &dir);
+    for (value, on) in [("1", true), ("0", false)] {
+        let out = dir.join(format!("out{value}"));
+        let out_s = out.display().to_string();
+        let o = mpirun(
+            4,
+            &exe,
+            &[],
+            Some(&[
+                ("PMPI_PREDICT_OUT", &out_s),
+                ("PMPI_PREDICT_QUIET", "1"),
+                ("OMPI_MCA_btl_tcp_progress_thread", value),
+            ]),
+            &dir,
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for rank in 0..4 {
+            let meta =
+                pmpi_core::trace::read_meta(&pmpi_core::trace::meta_path(&out, rank)).unwrap();
+            assert_eq!(meta.progress_thread, on, "rank {rank}, value {value}");
+        }
+    }
+}
