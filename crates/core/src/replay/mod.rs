@@ -1069,8 +1069,8 @@ impl P2p {
         }
     }
 
-    /// The same with the library's progress engine on a thread of its own (`on`): an
-    /// inter-node rendezvous message moves once both sides are posted.
+    /// The same with the library's progress engine on a thread of its own (`on`): a
+    /// rendezvous message moves once both sides are posted.
     pub fn with_async_progress(mut self, on: bool) -> P2p {
         self.async_progress = on;
         self
@@ -1771,8 +1771,8 @@ struct Engine<'a, S: Store> {
     /// The progress engine in the replay, by WORLD rank ([`Engine::handshake_done`]):
     /// how many of its streams are in a call that runs it, when the last such call that
     /// ended did (infinite once a stream of the rank has ended: MPI_Finalize progresses),
-    /// how it progresses outside its records ([`unseen_progress`]), and the inter-node
-    /// rendezvous messages whose handshake waits for it to run.
+    /// how it progresses outside its records ([`unseen_progress`]), and the rendezvous
+    /// messages whose handshake waits for it to run.
     progress: Vec<Progress>,
     /// Handshakes whose receiver has matched, not yet seen by their sender: when.
     rdv_matched: FxMap<u32, f64>,
@@ -2176,8 +2176,8 @@ impl<'a, S: Store> Engine<'a, S> {
     }
 
     /// Whether rendezvous message `m` of an Open MPI run, both sides posted, has its
-    /// handshake done now; if not, it waits in the list of the rank whose progress engine it needs
-    /// ([`Engine::pump`] retries it). Open MPI's TCP transport moves a rendezvous message
+    /// handshake done now; if not, it waits in the list of the rank whose progress
+    /// engine it needs ([`Engine::pump`] retries it). Open MPI's TCP transport moves a rendezvous message
     /// only while its ranks run the progress engine (a blocking call or a completion;
     /// posting a nonblocking operation does not): the receiver reads the request and
     /// grants it in the first such call it makes after the send's post, the sender reads
@@ -2188,7 +2188,9 @@ impl<'a, S: Store> Engine<'a, S> {
     /// Within a node the shared-memory transport copies the message when the receiver
     /// matches it, in the progress engine too (4 MiB: 0.70 ms in the wait). Each
     /// step is taken at the replay's time, the latencies left to the transfer's. A rank
-    /// whose polls the trace does not place counts as progressing throughout.
+    /// that progresses where its records do not show it ([`UnseenProgress`]: polls the
+    /// trace does not place, a progress thread) counts as progressing throughout, and a
+    /// what-if with a progress thread (`async_progress`) lets every message go.
     fn handshake_done(&mut self, m: u32, msg: &Msg) -> bool {
         if self.p2p.async_progress {
             return true;
