@@ -838,9 +838,7 @@ fn predict_plan(
         .iter()
         .map(|i| coll_cost_under(profile, assume, &plan, i, cond))
         .collect();
-    let p2p = P2p::from_profile(profile, cond.clusters.clone(), plan.protocol.library)
-        .with_compute(cond.compute_scale)
-        .with_async_progress(cond.progress == ProgressMode::Async);
+    let p2p = P2p::under(profile, cond, plan.protocol.library);
     // Without a penalty model ("none") nothing is contended, collectives included.
     let last = |v: &[f64]| {
         v.iter()

@@ -221,9 +221,7 @@ fn stream_under(
     // The latency measured as the run was launched, where the profile has it.
     let launched = placement.profile(profile);
     let profile: &Profile = &launched;
-    let p2p = P2p::from_profile(profile, cond.clusters.clone(), protocol.library)
-        .with_compute(cond.compute_scale)
-        .with_async_progress(cond.progress == crate::replay::whatif::ProgressMode::Async);
+    let p2p = P2p::under(profile, cond, protocol.library);
     let cost = |i: &crate::replay::Instance, ranks: &[i32]| {
         coll_cost_of_ranks(
             profile,

@@ -1069,21 +1069,20 @@ impl P2p {
         }
     }
 
-    /// The same with the library's progress engine on a thread of its own (`on`): a
-    /// rendezvous message moves once both sides are posted.
-    pub fn with_async_progress(mut self, on: bool) -> P2p {
-        self.async_progress = on;
-        self
-    }
-
-    /// The same with every compute gap multiplied by `factor`.
-    pub fn with_compute(mut self, factor: f64) -> P2p {
-        self.compute = if factor.is_finite() && factor > 0.0 {
-            factor
-        } else {
-            1.0
-        };
-        self
+    /// [`P2p::from_profile`] under a what-if replay's conditions: their clusters, every
+    /// compute gap multiplied by their factor, and with a progress thread (a rendezvous
+    /// message moves once both sides are posted) where they ask for one.
+    pub fn under(
+        profile: &Profile,
+        cond: &whatif::Conditions,
+        library: Option<LibraryFamily>,
+    ) -> P2p {
+        let f = cond.compute_scale;
+        P2p {
+            compute: if f.is_finite() && f > 0.0 { f } else { 1.0 },
+            async_progress: cond.progress == whatif::ProgressMode::Async,
+            ..P2p::from_profile(profile, cond.clusters.clone(), library)
+        }
     }
 
     /// The point-to-point parameters between two nodes.
@@ -1748,9 +1747,6 @@ struct Engine<'a, S: Store> {
     in_flight: FxMap<(i32, i32), VecDeque<u32>>,
     /// Messages held until another arrives: (the one on the wire, the held one).
     held: Vec<(u32, u32)>,
-    /// Per rank: when its last call that runs the library's progress engine ended in the
-    /// recorded run.
-    progressed: Vec<f64>,
     /// Per inter-node rendezvous message not yet arrived: its posts in the recorded run.
     recorded: FxMap<u32, RecordedPosts>,
     /// Per node, its port's token buckets (out, in) where the inter-node link has a burst
@@ -1768,11 +1764,8 @@ struct Engine<'a, S: Store> {
     /// Per two-member exchange collective in progress ([`Engine::pair_exchange`]): its
     /// members' entries in the recorded run.
     pair_rec: FxMap<u32, PairRec>,
-    /// The progress engine in the replay, by WORLD rank ([`Engine::handshake_done`]):
-    /// how many of its streams are in a call that runs it, when the last such call that
-    /// ended did (infinite once a stream of the rank has ended: MPI_Finalize progresses),
-    /// how it progresses outside its records ([`unseen_progress`]), and the rendezvous
-    /// messages whose handshake waits for it to run.
+    /// The progress engine by WORLD rank, in the replay and in the recorded run
+    /// ([`Progress`]).
     progress: Vec<Progress>,
     /// Handshakes whose receiver has matched, not yet seen by their sender: when.
     rdv_matched: FxMap<u32, f64>,
@@ -1798,13 +1791,19 @@ impl Default for PairRec {
     }
 }
 
-/// A rank's progress engine in the replay (see [`Engine::progress`]).
+/// A rank's progress engine. In the replay ([`Engine::handshake_done`]): how many of its
+/// streams are in a call that runs it (`active`), when the last such call that ended did
+/// (`until`; infinite once a stream of the rank has ended: MPI_Finalize progresses), and
+/// the rendezvous messages whose handshake waits for it to run (`pending`). In the
+/// recorded run (the grant order, [`Engine::held_behind`]): when its last such call
+/// ended (`recorded`). And how it progresses outside its records (`unseen`).
 #[derive(Debug, Clone, Default)]
 struct Progress {
     active: u32,
     until: f64,
-    unseen: UnseenProgress,
     pending: Vec<u32>,
+    recorded: f64,
+    unseen: UnseenProgress,
 }
 
 /// When a message's send and receive were posted in the recorded run (NaN: not yet), and
@@ -1962,6 +1961,7 @@ impl<'a, S: Store> Engine<'a, S> {
             .iter()
             .map(|&unseen| Progress {
                 until: f64::NEG_INFINITY,
+                recorded: f64::NEG_INFINITY,
                 unseen,
                 ..Progress::default()
             })
@@ -1982,7 +1982,6 @@ impl<'a, S: Store> Engine<'a, S> {
             grant: grant_rule(protocol),
             in_flight: FxMap::default(),
             held: Vec::new(),
-            progressed: Vec::new(),
             recorded: FxMap::default(),
             pair_rec: FxMap::default(),
             bucket_empty: Vec::new(),
@@ -2215,19 +2214,21 @@ impl<'a, S: Store> Engine<'a, S> {
     /// Rank `r` ran the progress engine at some time from `t` to now (or is in a call
     /// that runs it, or polls unseen).
     fn progressed_since(&self, r: i32, t: f64) -> bool {
-        usize::try_from(r)
-            .ok()
-            .and_then(|r| self.progress.get(r))
-            .is_none_or(|p| p.unseen.polls || p.unseen.thread || p.active > 0 || p.until >= t)
+        self.rank_index(r).is_none_or(|i| {
+            let p = &self.progress[i];
+            p.unseen.polls || p.unseen.thread || p.active > 0 || p.until >= t
+        })
     }
 
     fn wait_progress(&mut self, r: i32, m: u32) {
-        if let Some(p) = usize::try_from(r)
-            .ok()
-            .and_then(|r| self.progress.get_mut(r))
-        {
-            p.pending.push(m);
+        if let Some(i) = self.rank_index(r) {
+            self.progress[i].pending.push(m);
         }
+    }
+
+    /// WORLD rank `r`'s index in [`Engine::progress`], if it has one.
+    fn rank_index(&self, r: i32) -> Option<usize> {
+        usize::try_from(r).ok().filter(|&i| i < self.progress.len())
     }
 
     /// Rank `r` runs the progress engine now: the handshakes waiting for it go on.
@@ -2471,16 +2472,14 @@ impl<'a, S: Store> Engine<'a, S> {
             }
             _ => {}
         }
-        if self.grant && progresses(h.op) {
-            let r = self.s.rank_of(g).max(0) as usize;
-            if self.progressed.len() <= r {
-                self.progressed.resize(r + 1, f64::NEG_INFINITY);
-            }
-            self.progressed[r] = self.progressed[r].max(c.rec + h.op_dur);
-            if let Some(p) = self.progress.get_mut(r) {
-                p.active = p.active.saturating_sub(1);
-                p.until = p.until.max(end);
-            }
+        if self.grant
+            && progresses(h.op)
+            && let Some(i) = self.rank_index(self.s.rank_of(g))
+        {
+            let p = &mut self.progress[i];
+            p.recorded = p.recorded.max(c.rec + h.op_dur);
+            p.active = p.active.saturating_sub(1);
+            p.until = p.until.max(end);
         }
         let len = self.s.stream_len(s);
         let cur = &mut self.cur[s as usize];
@@ -2507,14 +2506,12 @@ impl<'a, S: Store> Engine<'a, S> {
         if self.grant && next.polled_before {
             // It polled in the gap: progressing throughout, as far as the replay knows
             // (and the recorded run's grant order, up to the next call's entry).
-            let r = self.s.rank_of(g);
-            if let Some(p) = usize::try_from(r)
-                .ok()
-                .and_then(|r| self.progressed.get_mut(r))
-            {
-                *p = p.max(rec_next);
+            if let Some(i) = self.rank_index(self.s.rank_of(g)) {
+                let p = &mut self.progress[i];
+                p.recorded = p.recorded.max(rec_next);
+                p.until = p.until.max(t_op);
+                self.pump(i);
             }
-            self.progress_until(r, t_op);
         }
         Some(t_op.max(now))
     }
@@ -2523,29 +2520,19 @@ impl<'a, S: Store> Engine<'a, S> {
     /// entered at `rec`: the end of its last blocking or completion call (or a gap it
     /// polled through), or `rec` itself where the library progressed on a thread.
     fn seen_by(&self, r: i32, rec: f64) -> f64 {
-        let Ok(r) = usize::try_from(r) else {
-            return f64::NEG_INFINITY;
-        };
-        if self.progress.get(r).is_some_and(|p| p.unseen.thread) {
-            return rec;
+        match self.rank_index(r).map(|i| &self.progress[i]) {
+            Some(p) if p.unseen.thread => rec,
+            Some(p) => p.recorded,
+            None => f64::NEG_INFINITY,
         }
-        self.progressed.get(r).copied().unwrap_or(f64::NEG_INFINITY)
     }
 
     /// The stream of record `g`, its last, has ended: its rank's handshakes go on
     /// (`MPI_Finalize` runs the progress engine, and nothing it posted waits for more).
     fn stream_ended(&mut self, g: u32) {
-        self.progress_until(self.s.rank_of(g), f64::INFINITY);
-    }
-
-    /// Rank `r` runs the progress engine from now to `t`.
-    fn progress_until(&mut self, r: i32, t: f64) {
-        if let Ok(r) = usize::try_from(r)
-            && r < self.progress.len()
-        {
-            let p = &mut self.progress[r];
-            p.until = p.until.max(t);
-            self.pump(r);
+        if let Some(i) = self.rank_index(self.s.rank_of(g)) {
+            self.progress[i].until = f64::INFINITY;
+            self.pump(i);
         }
     }
 
@@ -2554,11 +2541,10 @@ impl<'a, S: Store> Engine<'a, S> {
         self.s.set_start(g, t);
         if self.grant
             && progresses(h.op)
-            && let Ok(r) = usize::try_from(self.s.rank_of(g))
-            && r < self.progress.len()
+            && let Some(i) = self.rank_index(self.s.rank_of(g))
         {
-            self.progress[r].active += 1;
-            self.pump(r);
+            self.progress[i].active += 1;
+            self.pump(i);
         }
         let (out, inn) = (h.msg_out, h.msg_in);
         if out != NONE {
