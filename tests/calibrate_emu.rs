@@ -166,6 +166,27 @@ fn check(label: &str, p: &Profile) {
     assert_eq!((lp.procs, lp.per_node), (4, 1), "{label}: {lp:?}");
     let pairs = &p.raw.as_ref().unwrap()["latency_placed"]["pairs"];
     assert_eq!(pairs, &serde_json::json!([[0, 1], [2, 3]]), "{label}");
+    // The exchange: written, never negative; α is its ping-pong's median one-way time
+    // (less the bytes' time where the link has no bucket to carry them).
+    let x = p.exchange.unwrap_or_else(|| panic!("{label}: no exchange"));
+    assert!(x.is_finite() && x >= 0.0, "{label}: exchange {x}");
+    let raw = &p.raw.as_ref().unwrap()["exchange"];
+    let (one_way, both, smallest) = (
+        raw["one_way_median_s"].as_f64().unwrap(),
+        raw["exchange_median_s"].as_f64().unwrap(),
+        raw["alpha_smallest_s"].as_f64().unwrap(),
+    );
+    assert!(one_way > 0.0 && both > 0.0, "{label}: {raw}");
+    assert!(
+        (x - (both - one_way).max(0.0)).abs() < 1e-12,
+        "{label}: {raw}"
+    );
+    assert!(
+        h.alpha <= one_way && one_way - h.alpha <= h.beta * 8.0 + 1e-15,
+        "{label}: alpha {} {raw}",
+        h.alpha
+    );
+    assert!(smallest > 0.0, "{label}: {raw}");
     // Factors on a penalty never speed a message up.
     assert!(p.penalty.reverse >= 1.0 && p.penalty.through >= 1.0);
     assert!(

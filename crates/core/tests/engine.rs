@@ -1226,6 +1226,65 @@ fn a_train_of_eager_messages_overlaps_its_latencies_on_one_connection() {
 }
 
 #[test]
+fn small_messages_crossing_each_other_take_the_exchange_s_latency() {
+    // α = 1 s, β = 1 ms/B, exchange 0.5 s: 8 B alone take 1.008 s. Rank 0 sends at 0,
+    // rank 1 at `back` s. Sent 0.2 s after, while the first is on the network, both take
+    // 0.5 s more (the first from when the second leaves); sent at 1.2 s, after the first
+    // arrived, neither does; without the profile's exchange, neither.
+    let ms = S / 1000;
+    let pair = |back: u64| {
+        run(vec![
+            rank(
+                0,
+                "a",
+                0,
+                vec![isend(1, 8, 0, 0), recv_rec(call::MPI_Recv, 1, 8, 0, 3 * S)],
+                2,
+            ),
+            rank(
+                1,
+                "b",
+                0,
+                vec![
+                    isend(0, 8, back * ms, back * ms),
+                    recv_rec(call::MPI_Recv, 0, 8, back * ms, 3 * S),
+                ],
+                2,
+            ),
+        ])
+    };
+    let mut prof = profile();
+    prof.hockney.inter = Hockney::new(1.0, 1e-3).unwrap();
+    let mut without = prof.clone();
+    prof.exchange = Some(0.5);
+    without.exchange = None;
+    for (p, back, want) in [
+        (&prof, 200, [1.508, 1.708]),
+        (&prof, 1200, [1.008, 2.208]),
+        (&without, 200, [1.008, 1.208]),
+    ] {
+        let got = predict_run(&pair(back), p, None).unwrap();
+        let mut ends: Vec<f64> = got.inter.iter().map(|&f| got.flow_end[f]).collect();
+        ends.sort_by(f64::total_cmp);
+        assert_eq!(ends.len(), 2, "{ends:?}");
+        assert!(
+            ends.iter().zip(want).all(|(&g, w)| (g - w).abs() < 1e-6),
+            "back at {back} ms, exchange {:?}: {ends:?}",
+            p.exchange
+        );
+        // Rank 0's receive, entered at 0, ends when rank 1's message arrives; the
+        // exchange's latency is no contention.
+        let r0 = got.calls[0][1].predicted.unwrap();
+        assert!((r0 - want[1]).abs() < 1e-6, "{r0} {ends:?}");
+        assert!(
+            got.calls.iter().flatten().all(|c| c.contention == 0.0),
+            "{:?}",
+            got.calls
+        );
+    }
+}
+
+#[test]
 fn a_receive_entered_after_its_eager_message_arrived_only_copies_it() {
     // α = 1 s: a 100-B message sent at 0 arrives at 1.1 s; the receive overhead from
     // Hockney is α/4 = 0.25 s. Entered at 0.5 s, the receive ends at the arrival (0.6 s);

@@ -135,7 +135,9 @@ pub const WARM_ROUND_TRIPS: u32 = 200;
 
 /// Ping-pong between WORLD ranks `a` and `b`: for each size, the smallest round trip over
 /// `reps` (after [`WARM_ROUND_TRIPS`] empty ones, and one of the size), halved: one-way
-/// seconds per size.
+/// seconds per size. The sizes are measured largest first: measured first, right after
+/// the step's line went out through the launcher, the empty message's smallest of 64
+/// round trips came out 7.8-10.6 µs in three calibrations, last 6.0-6.8.
 pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Vec<f64> {
     let m = ctx.mpi;
     let max = sizes.iter().copied().max().unwrap_or(0);
@@ -146,7 +148,7 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
     for _ in 0..WARM_ROUND_TRIPS {
         round_trip(m, &mut buf[..0], a, b, 2);
     }
-    for (i, &s) in sizes.iter().enumerate() {
+    for (i, &s) in sizes.iter().enumerate().rev() {
         let reps = reps.get(i).copied().unwrap_or(3).max(1);
         let buf = &mut buf[..s];
         let mut best = f64::INFINITY;
@@ -165,8 +167,57 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
     out
 }
 
+/// Bytes of [`small_exchange`]'s messages: an 8-byte reduction's.
+pub const EXCHANGE_BYTES: usize = 8;
+
+/// What a small message costs when the reverse one crosses at the same time: between WORLD
+/// ranks `a` and `b`, `blocks` blocks of [`EXCHANGE_BYTES`]-byte messages, each block
+/// `per_block` ping-pong round trips (each timed, halved) then as many exchanges (each
+/// rank posts its receive, sends, and waits for both: an 8-byte all-reduce's or a halo
+/// exchange's step; each timed at `a`), the two kinds taking turns so that both see the
+/// same state of the hosts. Returns the medians (one-way, exchange), in seconds.
+pub fn small_exchange(ctx: &Ctx, a: i32, b: i32, blocks: u32, per_block: u32) -> (f64, f64) {
+    let m = ctx.mpi;
+    let mut one_way = Vec::new();
+    let mut both = Vec::new();
+    let mut buf = [0u8; EXCHANGE_BYTES];
+    let mut got = [0u8; EXCHANGE_BYTES];
+    if m.rank == a || m.rank == b {
+        let other = if m.rank == a { b } else { a };
+        for _ in 0..blocks {
+            for r in 0..=per_block {
+                let t = Instant::now();
+                round_trip(m, &mut buf, a, b, 4);
+                if r > 0 {
+                    one_way.push(t.elapsed().as_secs_f64() / 2.0);
+                }
+            }
+            for r in 0..=per_block {
+                let t = Instant::now();
+                let mut reqs = [
+                    m.irecv(&mut got, other, 5, m.world),
+                    m.isend(&buf, other, 5, m.world),
+                ];
+                m.wait_all(&mut reqs);
+                if r > 0 {
+                    both.push(t.elapsed().as_secs_f64());
+                }
+            }
+        }
+    }
+    let mut out = [0.0; 2];
+    if m.rank == a {
+        out = [median(&mut one_way), median(&mut both)];
+    }
+    ctx.share(&mut out);
+    (out[0], out[1])
+}
+
 /// Repetitions of pLogP's send/receive-overhead exchange per repetition of its streams.
 pub const OR_REPS: u32 = 4;
+
+/// Rounds through every size that pLogP's send/receive-overhead exchanges are spread over.
+pub const OR_ROUNDS: u32 = 4;
 
 /// Kielmann's pLogP measurements between `a` and `b` for each size: `os` = time of the
 /// send call; `or` = time of the receive call when the message has had time to arrive
@@ -174,7 +225,7 @@ pub const OR_REPS: u32 = 4;
 /// `k1 = 1` and `k2` back-to-back messages closed by an empty reply, `k2` large enough
 /// (4 to 256 messages, at least 256 KiB) that the stream outlasts any burst allowance of
 /// the network and `g` is the sustained gap. Returns the empty round trip and one point
-/// per size (minimum over `reps`; `os` and `or` over [`OR_REPS`] times as many).
+/// per size (the streams the minimum over `reps`; `os` and `or` the median over [`OR_REPS`] times as many).
 pub fn plogp(
     ctx: &Ctx,
     a: i32,
@@ -203,35 +254,52 @@ pub fn plogp(
             m.send(&ack, a, 3, m.world);
         }
     }
-    for (i, &s) in sizes.iter().enumerate() {
-        let buf = &mut buf[..s];
-        let (mut os, mut or, mut t1, mut t2) = (f64::INFINITY, f64::INFINITY, 0.0, 0.0);
-        // The receiver waits a millisecond beyond twice the one-way time, and the
-        // exchange is repeated OR_REPS times as often as the streams: where ranks share
-        // CPUs a sender descheduled past a shorter wait made o_r(0) 142 us in one
-        // calibration of 14 (5-25 us in the others), and each small receive of a run
-        // was predicted that much too long.
-        let wait = 2.0 * one_way.get(i).copied().unwrap_or(0.0) + 1e-3;
-        let mut s1 = f64::INFINITY;
-        let mut s2 = f64::INFINITY;
-        for _ in 0..OR_REPS * reps.max(1) {
-            // os and or in one exchange: a times its send, b waits, then times its receive.
-            if m.rank == a {
-                let t = Instant::now();
-                m.send(buf, b, 4, m.world);
-                os = os.min(t.elapsed().as_secs_f64());
-                m.recv(&mut ack, b, 4, m.world);
-            } else if m.rank == b {
-                let t = Instant::now();
-                while t.elapsed().as_secs_f64() < wait {
-                    std::hint::spin_loop();
+    // os and or: OR_REPS times as many exchanges as the streams' repetitions, spread over
+    // OR_ROUNDS rounds through every size (largest first, as the ping-pong), and their
+    // medians: what a run's send and receive calls typically take (ExaML's 8-byte sends
+    // took 6.1-7.0 µs in its run where the smallest of 32 sends was 4.2-5.7). Measured
+    // one size after the other, a disturbance of the machine for a tenth of a second
+    // doubled every small size's figures in one calibration of three (o_s(0) 12.1 µs,
+    // 6.9 and 7.6 in the others).
+    let total = OR_REPS * reps.max(1);
+    let rounds = OR_ROUNDS.min(total);
+    let mut os_all = vec![Vec::new(); sizes.len()];
+    let mut or_all = vec![Vec::new(); sizes.len()];
+    for round in 0..rounds {
+        let n = total / rounds + u32::from(round < total % rounds);
+        for (i, &s) in sizes.iter().enumerate().rev() {
+            let buf = &mut buf[..s];
+            // The receiver waits a millisecond beyond twice the one-way time: where ranks
+            // share CPUs a sender descheduled past a shorter wait made o_r(0) 142 us in
+            // one calibration of 14 (5-25 us in the others), and each small receive of a
+            // run was predicted that much too long.
+            let wait = 2.0 * one_way.get(i).copied().unwrap_or(0.0) + 1e-3;
+            for _ in 0..n {
+                // os and or in one exchange: a times its send, b waits, then times its
+                // receive.
+                if m.rank == a {
+                    let t = Instant::now();
+                    m.send(buf, b, 4, m.world);
+                    os_all[i].push(t.elapsed().as_secs_f64());
+                    m.recv(&mut ack, b, 4, m.world);
+                } else if m.rank == b {
+                    let t = Instant::now();
+                    while t.elapsed().as_secs_f64() < wait {
+                        std::hint::spin_loop();
+                    }
+                    let t = Instant::now();
+                    m.recv(buf, a, 4, m.world);
+                    or_all[i].push(t.elapsed().as_secs_f64());
+                    m.send(&ack, a, 4, m.world);
                 }
-                let t = Instant::now();
-                m.recv(buf, a, 4, m.world);
-                or = or.min(t.elapsed().as_secs_f64());
-                m.send(&ack, a, 4, m.world);
             }
         }
+    }
+    for (i, &s) in sizes.iter().enumerate().rev() {
+        let buf = &mut buf[..s];
+        let (mut t1, mut t2) = (0.0, 0.0);
+        let mut s1 = f64::INFINITY;
+        let mut s2 = f64::INFINITY;
         for _ in 0..reps.max(1) {
             for (k, best) in [(K1, &mut s1), (k2_of(s), &mut s2)] {
                 if m.rank == a {
@@ -253,8 +321,16 @@ pub fn plogp(
             t1 = s1;
             t2 = s2;
         }
-        v[i * 4] = if m.rank == a { os } else { 0.0 };
-        v[i * 4 + 1] = if m.rank == b { or } else { 0.0 };
+        v[i * 4] = if m.rank == a {
+            median(&mut os_all[i])
+        } else {
+            0.0
+        };
+        v[i * 4 + 1] = if m.rank == b {
+            median(&mut or_all[i])
+        } else {
+            0.0
+        };
         v[i * 4 + 2] = t1;
         v[i * 4 + 3] = t2;
     }

@@ -67,6 +67,14 @@ impl Hockney {
     }
 }
 
+impl Hockney {
+    /// Whether a message of `bytes` crosses in the latency: it fits in the burst
+    /// allowance, or its bytes take no longer than the latency.
+    pub fn in_latency(&self, bytes: f64) -> bool {
+        bytes <= self.burst || self.beta * bytes <= self.alpha
+    }
+}
+
 impl PointToPoint for Hockney {
     fn name(&self) -> &str {
         "hockney"
@@ -89,6 +97,10 @@ mod tests {
         assert_eq!(h.lone_bytes(0.0), 10e-6);
         assert_eq!(h.lone_bytes(2000.0), 10e-6);
         assert_eq!(h.lone_bytes(2001.0), h.time_bytes(2001.0));
+        assert!(h.in_latency(2000.0) && !h.in_latency(2001.0));
+        // Without a bucket: while the bytes take no longer than the latency (100 B here).
+        let plain = Hockney::new(10e-6, 1e-7).unwrap();
+        assert!(plain.in_latency(99.0) && !plain.in_latency(101.0));
         assert!(h.with_burst(-1.0).is_err());
         let json = serde_json::to_string(&Hockney::new(1.0, 2.0).unwrap()).unwrap();
         assert!(!json.contains("burst"), "{json}");

@@ -662,6 +662,27 @@ impl<'m> Net<'m> {
         }
     }
 
+    /// Flow `id`, if still in flight, takes `dt` more seconds alone (its lone time grows
+    /// by `dt`, what it has done so far kept): a latency learnt after it left (the
+    /// replay's exchanges, [`crate::profile::Profile::exchange`]).
+    pub fn extend(&mut self, id: u32, dt: f64) {
+        if !(dt.is_finite() && dt > 0.0) {
+            return;
+        }
+        let Some(&i) = self
+            .active
+            .iter()
+            .find(|&&i| self.flows[i as usize].id == id)
+        else {
+            return;
+        };
+        let f = &mut self.flows[i as usize];
+        let tref = f.tref + dt;
+        f.remaining = (f.remaining * f.tref + dt) / tref;
+        f.tref = tref;
+        self.finish = None;
+    }
+
     fn time_left(&self, i: u32) -> f64 {
         let f = &self.flows[i as usize];
         f.remaining * f.pen * f.tref
