@@ -112,6 +112,7 @@ fn profile_show_calibrated_file() {
     let mut p = Profile::builtin_default();
     p.nodes = vec!["a".into(), "b".into(), "c".into()];
     p.penalty.gige.beta = 0.97;
+    p.exchange = Some(2.9e-6);
     p.eager = Some(Eager {
         inter: Some(32768),
         intra: None,
@@ -145,6 +146,7 @@ fn profile_show_calibrated_file() {
         "wall time: 4.2 s",
         "nodes:       a b c",
         "eager limit: rendezvous from 32768 B between nodes, library default within a node (read through MPI_T)",
+        "inter-node exchange: a small message that crosses the reverse one takes 2.90 us more",
     ] {
         assert!(out.contains(needle), "{needle}: {out}");
     }

@@ -150,6 +150,13 @@ pub fn render(p: &Profile, title: &str) -> String {
             p.hockney.inter.burst
         );
     }
+    if let Some(x) = p.exchange {
+        let _ = writeln!(
+            o,
+            "  inter-node exchange: a small message that crosses the reverse one takes {:.2} us more (alpha is the median one-way time)",
+            x * 1e6
+        );
+    }
     for l in &p.latency_placed {
         let _ = writeln!(
             o,
