@@ -2329,7 +2329,8 @@ impl<'a, S: Store> Engine<'a, S> {
             let queued = self.net.now() - self.s.msg_time(m, MsgTime::Matched);
             tref -= queued.clamp(0.0, self.p2p.hockney(msg.src_node, msg.dst_node).alpha);
         }
-        let exchanged = self.exchange(&msg);
+        let small = self.small(&msg);
+        let exchanged = small && self.exchange(&msg);
         if exchanged {
             tref += self.p2p.exchange;
         }
@@ -2357,7 +2358,7 @@ impl<'a, S: Store> Engine<'a, S> {
             posting,
         );
         self.s.set_flow(m, f);
-        if self.small(&msg) {
+        if small {
             self.small_flight.insert(
                 (msg.src_rank, msg.dst_rank),
                 SmallFlight {
@@ -2382,23 +2383,19 @@ impl<'a, S: Store> Engine<'a, S> {
                 .in_latency(msg.bytes as f64)
     }
 
-    /// Whether message `msg`, leaving now, crosses while the reverse message between the
-    /// same two ranks is on the network: then both take the exchange's extra latency
-    /// ([`Profile::exchange`]), the one already under way from now. Two ranks of the
+    /// Whether message `msg`, leaving now and crossing in the latency ([`Engine::small`]),
+    /// crosses the reverse message between the same two ranks on the network (an entry
+    /// of `small_flight`, which [`Engine::arrived`] removes): then both take the
+    /// exchange's extra latency ([`Profile::exchange`]), the one already under way from
+    /// now. Two ranks of the
     /// emulated cluster that send each other 8 bytes at once take 10.3-10.7 µs, where one
     /// message alone takes 7.2-7.8 (medians; `MPI_Sendrecv` against a ping-pong's half
     /// round trip): OpenFOAM's halo exchanges and two-member all-reduces measured 11-14 µs
     /// at 2 ranks, ExaML's one-way reductions and broadcasts the ping-pong's latency.
     fn exchange(&mut self, msg: &Msg) -> bool {
-        if !self.small(msg) {
-            return false;
-        }
         let Some(back) = self.small_flight.get_mut(&(msg.dst_rank, msg.src_rank)) else {
             return false;
         };
-        if !self.s.msg_time(back.msg, MsgTime::Arrive).is_nan() {
-            return false;
-        }
         if !back.exchanged {
             back.exchanged = true;
             let (m, flow) = (back.msg, back.flow);
