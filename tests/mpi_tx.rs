@@ -121,12 +121,40 @@ fn derived_datatypes_and_zero_counts() {
     // (double, int, char) are 6 x 13 = 78 bytes.
     assert_eq!(
         cols(&rows_of(&rows, 0, "MPI_Send"), &["peer", "tag", "bytes"]),
-        [["1", "1", "64"], ["1", "2", "78"], ["1", "3", "0"]]
+        [
+            ["1", "1", "64"],
+            ["1", "2", "78"],
+            ["1", "3", "0"],
+            ["1", "6", "8192"],
+            ["1", "7", "8192"],
+            ["1", "8", "8192"]
+        ]
     );
     assert_eq!(
         cols(&rows_of(&rows, 1, "MPI_Recv"), &["peer", "tag", "bytes"]),
-        [["0", "1", "64"], ["0", "2", "78"], ["0", "3", "0"]]
+        [
+            ["0", "1", "64"],
+            ["0", "2", "78"],
+            ["0", "3", "0"],
+            ["0", "6", "8192"],
+            ["0", "7", "8192"],
+            ["0", "8", "8192"],
+            ["0", "9", "8192"]
+        ]
     );
+    // The spool flags the sends of the strided block, blocking and not, and no other
+    // (the column is below the size the layer checks; the contiguous type is contiguous).
+    let run = pmpi_core::trace::load_run(&p.out).unwrap();
+    let mut packed: Vec<(u16, i32)> = run
+        .ranks
+        .iter()
+        .flat_map(|rk| rk.records.iter())
+        .filter(|r| r.flags & pmpi_core::trace::FLAG_PACKED != 0)
+        .map(|r| (r.call, r.tag))
+        .collect();
+    packed.sort();
+    use pmpi_core::trace::call;
+    assert_eq!(packed, [(call::MPI_Send, 6), (call::MPI_Isend, 9)]);
     assert_eq!(
         cols(&rows_of(&rows, 1, "MPI_Irecv"), &["peer", "tag", "bytes"]),
         [["0", "4", "0"]]

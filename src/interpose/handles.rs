@@ -94,6 +94,31 @@ pub fn type_size(dt: ffi::MPI_Datatype) -> u64 {
     if rc == 0 && s > 0 { s as u64 } else { 0 }
 }
 
+/// Whether a send of `bytes` (`count` elements of `dt`) leaves a buffer that is not one
+/// contiguous block ([`crate::trace::FLAG_PACKED`]): its elements' true extent larger
+/// than their size, or, for more than one, the type's extent (the stride between them).
+/// Sends below [`crate::trace::PACKED_MIN_BYTES`] are not asked about (false).
+#[inline]
+pub fn packed(count: c_int, dt: ffi::MPI_Datatype, bytes: u64) -> bool {
+    if bytes < crate::trace::PACKED_MIN_BYTES || count <= 0 {
+        return false;
+    }
+    let size = bytes / count as u64;
+    let (mut lb, mut extent, mut tlb, mut textent): (
+        ffi::MPI_Aint,
+        ffi::MPI_Aint,
+        ffi::MPI_Aint,
+        ffi::MPI_Aint,
+    ) = (0, 0, 0, 0);
+    // SAFETY: both queries only write the integers we pass; `dt` is a valid type (its
+    // size was just read); an error leaves them 0 and the send counts as contiguous.
+    let rc = unsafe {
+        ffi::PMPI_Type_get_true_extent(dt, &mut tlb, &mut textent)
+            | ffi::PMPI_Type_get_extent(dt, &mut lb, &mut extent)
+    };
+    rc == 0 && (textent as u64 > size || (count > 1 && extent as u64 != size))
+}
+
 /// `count` elements of `dt`, in bytes.
 #[inline]
 pub fn bytes(count: c_int, dt: ffi::MPI_Datatype) -> u64 {
@@ -696,7 +721,7 @@ pub struct Pending {
     pub bytes_recv: u64,
     /// Root of a collective as a WORLD rank, else NO_RANK.
     pub root: i32,
-    /// Record flags to keep (MPI_IN_PLACE).
+    /// Record flags to keep (MPI_IN_PLACE, a send of a datatype not contiguous).
     pub flags: u16,
     /// WORLD peer, or UNKNOWN_RANK for MPI_ANY_SOURCE (resolved from the status).
     pub peer: i32,

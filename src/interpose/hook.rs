@@ -14,7 +14,8 @@ use crate::topo::clock::now_ns;
 use crate::trace::arcs::{ARC_PAIRS, MAX_ARCS, continuation};
 use crate::trace::{
     FLAG_ARCS, FLAG_ARCS_CAPPED, FLAG_ERROR, FLAG_GAP_POLLS, FLAG_IN_PLACE, FLAG_INCOMPLETE,
-    FLAG_NONBLOCKING, FLAG_POLLED, NO_RANK, POLL_TIGHT_NS, PROC_NULL, Record, UNKNOWN_RANK,
+    FLAG_NONBLOCKING, FLAG_PACKED, FLAG_POLLED, NO_RANK, POLL_TIGHT_NS, PROC_NULL, Record,
+    UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -656,6 +657,9 @@ kinds! {
         r.tag = a.tag;
         if r.peer != PROC_NULL {
             r.bytes_send = handles::bytes(a.count, a.dtype);
+            if handles::packed(a.count, a.dtype, r.bytes_send) {
+                r.flags |= FLAG_PACKED;
+            }
         }
         record::push(r);
     }
@@ -707,6 +711,9 @@ fn p2p_op(
     let mut p = d.pending(&ci, is_recv, wp, tag);
     if wp != PROC_NULL {
         p.bytes = handles::bytes(count, dtype);
+        if !is_recv && handles::packed(count, dtype, p.bytes) {
+            p.flags |= FLAG_PACKED;
+        }
     }
     Some(p)
 }
@@ -738,6 +745,9 @@ kinds! {
         r.peer = ci.world_rank(a.peer, s);
         if r.peer != PROC_NULL {
             r.bytes_send = handles::bytes(a.scount, a.stype);
+            if handles::packed(a.scount, a.stype, r.bytes_send) {
+                r.flags |= FLAG_PACKED;
+            }
         }
         if a.source == s.proc_null {
             r.peer2 = PROC_NULL;

@@ -1,5 +1,6 @@
 /* Derived datatypes (a strided vector; a contiguous type of a struct type) and zero
- * counts. Run with 2 ranks; rank 0 prints. */
+ * counts; then 8 KiB sent as a strided block of a matrix (not contiguous: the layer flags
+ * it), as doubles, and as a contiguous type of doubles. Run with 2 ranks; rank 0 prints. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -66,6 +67,29 @@ int main(int argc, char **argv) {
                        (int)(p[3].x * 10), c0, c1};
         MPI_Send(back, 8, MPI_INT, 0, 5, MPI_COMM_WORLD);
     }
+    /* 8 KiB four ways: a 64 x 16 block of a 64 x 32 matrix (tags 6 and 9, blocking and
+     * not), 1024 doubles (7), one contiguous type of 1024 doubles (8). */
+    static double big[64 * 32];
+    MPI_Datatype blk, cont;
+    MPI_Type_vector(64, 16, 32, MPI_DOUBLE, &blk);
+    MPI_Type_commit(&blk);
+    MPI_Type_contiguous(1024, MPI_DOUBLE, &cont);
+    MPI_Type_commit(&cont);
+    if (rank == 0) {
+        MPI_Send(big, 1, blk, 1, 6, MPI_COMM_WORLD);
+        MPI_Send(big, 1024, MPI_DOUBLE, 1, 7, MPI_COMM_WORLD);
+        MPI_Send(big, 1, cont, 1, 8, MPI_COMM_WORLD);
+        MPI_Request r;
+        MPI_Isend(big, 1, blk, 1, 9, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(big, 1, blk, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(big, 1024, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(big, 1, cont, 0, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(big, 1, blk, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Type_free(&blk);
+    MPI_Type_free(&cont);
     /* Zero-count collectives. */
     int z = 0;
     MPI_Bcast(&z, 0, MPI_INT, 0, MPI_COMM_WORLD);

@@ -390,6 +390,11 @@ impl Mpi {
 
 impl Drop for Mpi {
     fn drop(&mut self) {
+        // Every rank enters MPI_Finalize together: MPICH 4.0 over UCX's TCP transport hung
+        // there whenever rank 0 came late (it fits and writes the profile while the others
+        // wait), one rank spinning in its endpoints' flush while the other sat in PMI's
+        // barrier.
+        self.barrier(self.world);
         // SAFETY: called once, after every request of this process has completed.
         unsafe { ffi::PMPI_Finalize() };
     }

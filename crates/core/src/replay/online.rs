@@ -75,6 +75,8 @@ pub struct Message {
     pub dst_node: u32,
     /// The transfer waits for the receive to be posted (see [`super::Msg`]).
     pub rendezvous: bool,
+    /// The library packs it into a buffer of its own (see [`super::Msg`]).
+    pub packed: bool,
 }
 
 /// What a record fixes alone, when read.

@@ -1597,6 +1597,7 @@ impl<'a> Window<'a> {
                         src_node: 0,
                         dst_node: 0,
                         rendezvous: false,
+                        packed: false,
                     },
                     NONE,
                     NONE,

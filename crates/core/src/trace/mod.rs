@@ -46,6 +46,15 @@ pub const FLAG_POLLED: u16 = 64;
 /// does not otherwise show it (HPL tests its broadcasts between chunks of the update).
 /// Written by layers whose metadata says so ([`RankMeta::gap_polls`]).
 pub const FLAG_GAP_POLLS: u16 = 128;
+/// Record flag: the send's datatype is not contiguous in memory (a vector, an indexed
+/// block: what ScaLAPACK's BLACS sends of a matrix), for messages from
+/// [`PACKED_MIN_BYTES`] on. MPICH over UCX packs such a message into a buffer of its own
+/// and the blocking send returns once the receiver has matched it, where a contiguous one
+/// waits for the whole transfer (docs/engine.md).
+pub const FLAG_PACKED: u16 = 256;
+/// The smallest send whose datatype the layer checks for [`FLAG_PACKED`]: below it every
+/// library sends eagerly, and the check would cost the small calls two queries.
+pub const PACKED_MIN_BYTES: u64 = 4096;
 /// A polling loop whose unsuccessful calls came at most this far apart on average (ns,
 /// outside the polls themselves) is a wait spent in MPI: nothing but the polls ran
 /// between them.
