@@ -94,14 +94,14 @@ pub fn type_size(dt: ffi::MPI_Datatype) -> u64 {
     if rc == 0 && s > 0 { s as u64 } else { 0 }
 }
 
-/// Whether a send of `bytes` (`count` elements of `dt`) leaves a buffer that is not one
-/// contiguous block ([`crate::trace::FLAG_PACKED`]): its elements' true extent larger
-/// than their size, or, for more than one, the type's extent (the stride between them).
-/// Sends below [`crate::trace::PACKED_MIN_BYTES`] are not asked about (false).
+/// [`crate::trace::FLAG_PACKED`] if a send of `bytes` (`count` elements of `dt`) leaves a
+/// buffer that is not one contiguous block: its elements' true extent larger than their
+/// size, or, for more than one, the type's extent (the stride between them); else 0.
+/// Sends below [`crate::trace::PACKED_MIN_BYTES`] are not asked about (0).
 #[inline]
-pub fn packed(count: c_int, dt: ffi::MPI_Datatype, bytes: u64) -> bool {
+pub fn packed_flag(count: c_int, dt: ffi::MPI_Datatype, bytes: u64) -> u16 {
     if bytes < crate::trace::PACKED_MIN_BYTES || count <= 0 {
-        return false;
+        return 0;
     }
     let size = bytes / count as u64;
     let (mut lb, mut extent, mut tlb, mut textent): (
@@ -116,7 +116,8 @@ pub fn packed(count: c_int, dt: ffi::MPI_Datatype, bytes: u64) -> bool {
         ffi::PMPI_Type_get_true_extent(dt, &mut tlb, &mut textent)
             | ffi::PMPI_Type_get_extent(dt, &mut lb, &mut extent)
     };
-    rc == 0 && (textent as u64 > size || (count > 1 && extent as u64 != size))
+    let packed = rc == 0 && (textent as u64 > size || (count > 1 && extent as u64 != size));
+    if packed { crate::trace::FLAG_PACKED } else { 0 }
 }
 
 /// `count` elements of `dt`, in bytes.

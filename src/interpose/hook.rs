@@ -14,8 +14,7 @@ use crate::topo::clock::now_ns;
 use crate::trace::arcs::{ARC_PAIRS, MAX_ARCS, continuation};
 use crate::trace::{
     FLAG_ARCS, FLAG_ARCS_CAPPED, FLAG_ERROR, FLAG_GAP_POLLS, FLAG_IN_PLACE, FLAG_INCOMPLETE,
-    FLAG_NONBLOCKING, FLAG_PACKED, FLAG_POLLED, NO_RANK, POLL_TIGHT_NS, PROC_NULL, Record,
-    UNKNOWN_RANK,
+    FLAG_NONBLOCKING, FLAG_POLLED, NO_RANK, POLL_TIGHT_NS, PROC_NULL, Record, UNKNOWN_RANK,
 };
 use mpi_sys as ffi;
 use std::cell::{Cell, UnsafeCell};
@@ -657,9 +656,7 @@ kinds! {
         r.tag = a.tag;
         if r.peer != PROC_NULL {
             r.bytes_send = handles::bytes(a.count, a.dtype);
-            if handles::packed(a.count, a.dtype, r.bytes_send) {
-                r.flags |= FLAG_PACKED;
-            }
+            r.flags |= handles::packed_flag(a.count, a.dtype, r.bytes_send);
         }
         record::push(r);
     }
@@ -711,8 +708,8 @@ fn p2p_op(
     let mut p = d.pending(&ci, is_recv, wp, tag);
     if wp != PROC_NULL {
         p.bytes = handles::bytes(count, dtype);
-        if !is_recv && handles::packed(count, dtype, p.bytes) {
-            p.flags |= FLAG_PACKED;
+        if !is_recv {
+            p.flags |= handles::packed_flag(count, dtype, p.bytes);
         }
     }
     Some(p)
@@ -745,9 +742,7 @@ kinds! {
         r.peer = ci.world_rank(a.peer, s);
         if r.peer != PROC_NULL {
             r.bytes_send = handles::bytes(a.scount, a.stype);
-            if handles::packed(a.scount, a.stype, r.bytes_send) {
-                r.flags |= FLAG_PACKED;
-            }
+            r.flags |= handles::packed_flag(a.scount, a.stype, r.bytes_send);
         }
         if a.source == s.proc_null {
             r.peer2 = PROC_NULL;

@@ -3029,9 +3029,9 @@ impl<'a, S: Store> Engine<'a, S> {
         if matched.is_nan() || (self.grant && self.held.iter().any(|&(_, h)| h == m)) {
             return Err(Block::Msg(m));
         }
+        let h = self.p2p.hockney(msg.src_node, msg.dst_node);
         // Open MPI's receiver matches a packed message once its head has arrived.
         if let Some(head) = self.packed_head(&msg) {
-            let h = self.p2p.hockney(msg.src_node, msg.dst_node);
             matched =
                 matched.max(self.s.msg_time(m, MsgTime::SendPost) + h.time_bytes(head as f64));
         }
@@ -3042,8 +3042,7 @@ impl<'a, S: Store> Engine<'a, S> {
             self.p2p.socket_buffer
         };
         let copy = self.p2p.intra.beta * msg.bytes.min(buffer) as f64;
-        let alpha = self.p2p.hockney(msg.src_node, msg.dst_node).alpha;
-        let handshake = floor.max(matched + alpha + copy);
+        let handshake = floor.max(matched + h.alpha + copy);
         if msg.bytes <= buffer {
             return Ok(handshake);
         }
