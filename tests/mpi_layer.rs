@@ -265,6 +265,10 @@ fn analyze_rebuilds_the_same_calls_csv() {
         assert_eq!(sharing.len(), 1, "{sharing:?}");
         assert_eq!(sharing[0]["ranks"], 4);
         assert_eq!(sharing[0]["cpus"], cpus as u64);
+        assert!(
+            sharing[0]["time_slice_s"].as_f64().unwrap() > 0.0,
+            "{sharing:?}"
+        );
         assert!(noted, "{}", String::from_utf8_lossy(&a.stderr));
     } else {
         assert!(sharing.is_empty() && !noted, "{sharing:?}");

@@ -94,6 +94,14 @@ pub(crate) fn random_case(
             rk.meta.mpi_library = OPEN_MPI.into();
         }
     }
+    // Every fourth case on one machine of 1 or 2 CPUs, fewer than its ranks at times: the
+    // replay's waits for a CPU (`replay::cpus`).
+    if case % 4 == 1 {
+        for rk in &mut run.ranks {
+            rk.meta.boot_id = "one-machine".into();
+            rk.meta.cpus = 1 + u32::from(case % 8 == 5);
+        }
+    }
     run
 }
 

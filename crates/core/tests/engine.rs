@@ -3052,3 +3052,76 @@ fn within_a_node_an_open_mpi_rendezvous_message_is_copied_in_the_wait() {
     let w = waitall("MPICH Version:\t4.0.2");
     assert!(w[0] < 1e-6 && w[1] < 1e-6, "MPICH {w:?}");
 }
+
+/// Four ranks on four nodes of one machine with 2 CPUs: rank 1 sends 8 bytes to rank 0,
+/// which waits in `MPI_Recv` from 0; ranks 2 and 3 compute until `t2` and `t3`, then
+/// exchange a message. With `shared`, the ranks' metadata say they share the machine.
+fn four_on_two_cpus(t2: u64, t3: u64, shared: bool) -> RunTrace {
+    let ms = S / 1000;
+    let us = S / 1_000_000;
+    let mut r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![recv_rec(call::MPI_Recv, 1, 8, 0, 5 * ms + 50 * us)],
+            4,
+        ),
+        rank(
+            1,
+            "b",
+            0,
+            vec![send(call::MPI_Send, 0, 8, 5 * ms, 5 * ms + us)],
+            4,
+        ),
+        rank(2, "c", 0, vec![send(call::MPI_Send, 3, 8, t2, t2 + us)], 4),
+        rank(
+            3,
+            "d",
+            0,
+            vec![recv_rec(call::MPI_Recv, 2, 8, t3, t3 + us)],
+            4,
+        ),
+    ]);
+    if shared {
+        for rk in &mut r.ranks {
+            rk.meta.boot_id = "one-machine".into();
+            rk.meta.cpus = 2;
+        }
+    }
+    r
+}
+
+/// A rank whose call could end while every CPU of its machine runs a rank that computes
+/// gets one when the first of them enters MPI, or after the kernel's time slice (1.5 ms on
+/// 2 CPUs); with a CPU free, or ranks that do not outnumber the CPUs, it does not wait.
+#[test]
+fn a_rank_that_shares_too_few_cpus_waits_for_one() {
+    let ms = S / 1000;
+    let prof = profile();
+    let end_of_recv = |r: &RunTrace| {
+        let p = predict_run(r, &prof, Some("gige")).unwrap();
+        let c = p.calls[0][0];
+        assert_eq!(c.reason, Reason::None, "{c:?}");
+        c.predicted.unwrap()
+    };
+    // Unshared: the receive ends when the message has come, shortly after 5 ms.
+    let free = end_of_recv(&four_on_two_cpus(5 * ms + 300_000, 6 * ms, false));
+    assert!(free > 5e-3 && free < 5.1e-3, "{free}");
+    // Ranks 2 and 3 compute on both CPUs until 5.3 and 6 ms: rank 0 runs at 5.3 ms.
+    let got = end_of_recv(&four_on_two_cpus(5 * ms + 300_000, 6 * ms, true));
+    assert!(close(got, 5.3e-3), "{got}");
+    // They compute until 9 ms: rank 0 waits a time slice.
+    let got = end_of_recv(&four_on_two_cpus(9 * ms, 9 * ms, true));
+    assert!(close(got, free + 1.5e-3), "{got} vs {free}");
+    // Rank 2 entered MPI at 1 ms (its send), so one CPU is free at 5 ms: no wait.
+    let got = end_of_recv(&four_on_two_cpus(ms, 9 * ms, true));
+    assert!(close(got, free), "{got} vs {free}");
+    // The same ranks on a machine of 4 CPUs share nothing.
+    let mut r = four_on_two_cpus(9 * ms, 9 * ms, true);
+    for rk in &mut r.ranks {
+        rk.meta.cpus = 4;
+    }
+    let got = end_of_recv(&r);
+    assert!(close(got, free), "{got} vs {free}");
+}

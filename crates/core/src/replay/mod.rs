@@ -13,6 +13,7 @@
 //! measured or replayed, into per-call waits by kind.
 #![forbid(unsafe_code)]
 
+pub mod cpus;
 pub mod matching;
 pub mod net;
 pub mod online;
@@ -300,6 +301,9 @@ pub struct Plan {
     /// By WORLD rank: how it runs the progress engine where its records do not show it
     /// ([`unseen_progress`]).
     pub unseen: Vec<UnseenProgress>,
+    /// By WORLD rank: the machine whose CPUs it shared with more ranks
+    /// ([`cpus::shared_cpus`]).
+    pub cpus: Vec<Option<cpus::SharedCpus>>,
 }
 
 impl Plan {
@@ -554,6 +558,7 @@ impl Plan {
             connections,
             rma_bytes,
             unseen: unseen_progress(run.ranks.iter().map(|r| &r.meta)),
+            cpus: cpus::shared_cpus(run.ranks.iter().map(|r| &r.meta)),
         }
     }
 }
@@ -1280,6 +1285,11 @@ struct Cursor {
     hot: Option<(u32, Hot)>,
     /// When the current call started in the recorded run.
     rec: f64,
+    /// When its last call ended in the replay (it computes from there to `t_op`).
+    last_end: f64,
+    /// The current call has waited for another rank (or a message) at least once: it ends
+    /// when the rank gets a CPU to see that ([`Engine::cpu_wait`]).
+    blocked: bool,
 }
 
 /// What the replay reads of a record at each step, in one place (one cache line holds
@@ -1518,6 +1528,8 @@ trait Store {
     fn stream_len(&self, s: u32) -> usize;
     /// Measured start of stream `s`'s first record.
     fn stream_start(&self, s: u32) -> f64;
+    /// The WORLD rank of stream `s`.
+    fn stream_rank(&self, s: u32) -> i32;
     /// The record at position `pos` of stream `s` (the windowed store reads until it is
     /// read and what it depends on is known); None: the stream ended before (a run that
     /// could not be read to its end).
@@ -1603,6 +1615,9 @@ impl Store for Batch<'_> {
     }
     fn stream_start(&self, s: u32) -> f64 {
         self.plan.m_start[self.plan.streams[s as usize][0] as usize]
+    }
+    fn stream_rank(&self, s: u32) -> i32 {
+        self.plan.rank_of(self.plan.streams[s as usize][0])
     }
     #[inline]
     fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {
@@ -1791,6 +1806,12 @@ struct Engine<'a, S: Store> {
     /// by (source rank, destination rank), while it has not arrived
     /// ([`Engine::exchange`]).
     small_flight: FxMap<(i32, i32), SmallFlight>,
+    /// By WORLD rank: the machine it shares with more ranks than CPUs (empty: none does).
+    cpus: Vec<Option<cpus::SharedCpus>>,
+    /// By stream, once it has started a call: its machine among those (`NONE`: not shared).
+    stream_cpu: Vec<u32>,
+    /// Scratch space of [`Engine::cpu_wait`].
+    computing: Vec<f64>,
 }
 
 /// A message that crosses in the latency, on the network ([`Engine::exchange`]).
@@ -1960,7 +1981,7 @@ pub fn replay_reusing(
         &plan.placement,
         plan.protocol,
         contention,
-        &plan.unseen,
+        (&plan.unseen, &plan.cpus),
     );
     e.conns = vec![VecDeque::new(); plan.connections];
     e.run_all();
@@ -1977,6 +1998,10 @@ pub fn replay_reusing(
     e.s.t
 }
 
+/// By WORLD rank, what the replay knows of each from its metadata: how it progresses
+/// unseen, and the machine whose CPUs it shares.
+type RankTraits<'b> = (&'b [UnseenProgress], &'b [Option<cpus::SharedCpus>]);
+
 impl<'a, S: Store> Engine<'a, S> {
     fn new(
         s: S,
@@ -1985,8 +2010,9 @@ impl<'a, S: Store> Engine<'a, S> {
         placement: &'a Placement,
         protocol: Protocol,
         contention: bool,
-        unseen: &[UnseenProgress],
+        ranks: RankTraits,
     ) -> Engine<'a, S> {
+        let (unseen, shared) = ranks;
         let streams = s.streams();
         let progress = unseen
             .iter()
@@ -2024,7 +2050,21 @@ impl<'a, S: Store> Engine<'a, S> {
             progress,
             rdv_matched: FxMap::default(),
             small_flight: FxMap::default(),
+            cpus: if shared.iter().any(Option::is_some) {
+                shared.to_vec()
+            } else {
+                Vec::new()
+            },
+            stream_cpu: Vec::new(),
+            computing: Vec::new(),
         };
+        e.stream_cpu = (0..streams as u32)
+            .map(|s| {
+                let r = usize::try_from(e.s.stream_rank(s)).ok();
+                r.and_then(|r| e.cpus.get(r).copied().flatten())
+                    .map_or(NONE, |c| c.machine)
+            })
+            .collect();
         for s in 0..streams as u32 {
             if e.s.stream_len(s) == 0 {
                 e.cur[s as usize].done = true;
@@ -2556,6 +2596,7 @@ impl<'a, S: Store> Engine<'a, S> {
             match self.finish_time(s, g, h, c.t_op) {
                 Ok(e) => Some(e),
                 Err(Block::Msg(m)) => {
+                    self.cur[s as usize].blocked = true;
                     let w = self.s.msg_waiters(m);
                     if !w.contains(&s) {
                         // The sender's and the receiver's streams; any other (threads
@@ -2568,13 +2609,17 @@ impl<'a, S: Store> Engine<'a, S> {
                     None
                 }
                 Err(Block::Inst(i)) => {
+                    self.cur[s as usize].blocked = true;
                     self.inst_waiters.entry(i).or_default().push(s);
                     None
                 }
             }
         };
         let end = end?;
-        let end = end.max(c.t_op);
+        let mut end = end.max(c.t_op);
+        if self.cur[s as usize].blocked && !c.forced && self.stream_cpu[s as usize] != NONE {
+            end += self.cpu_wait(s, end);
+        }
         self.s.set_end(g, end);
         match h.op {
             Op::Rma => {
@@ -2605,6 +2650,8 @@ impl<'a, S: Store> Engine<'a, S> {
         cur.pos += 1;
         cur.started = false;
         cur.forced = false;
+        cur.blocked = false;
+        cur.last_end = end;
         if cur.pos >= len {
             cur.done = true;
             self.stream_ended(g);
@@ -2633,6 +2680,29 @@ impl<'a, S: Store> Engine<'a, S> {
             }
         }
         Some(t_op.max(now))
+    }
+
+    /// How long stream `s`, whose call waited for another rank and could end at `t`, then
+    /// waits for a CPU of its machine: the other streams there that compute at `t` keep
+    /// theirs until they enter MPI, or a time slice ([`cpus::cpu_wait`]).
+    fn cpu_wait(&mut self, s: u32, t: f64) -> f64 {
+        let m = self.stream_cpu[s as usize];
+        self.computing.clear();
+        for (k, c) in self.cur.iter().enumerate() {
+            if k != s as usize
+                && self.stream_cpu[k] == m
+                && !c.done
+                && !c.started
+                && c.last_end <= t
+                && c.t_op > t
+            {
+                self.computing.push(c.t_op - t);
+            }
+        }
+        let Some(me) = self.cpus.iter().flatten().find(|c| c.machine == m) else {
+            return 0.0;
+        };
+        cpus::cpu_wait(&mut self.computing, me.cpus, me.slice)
     }
 
     /// When rank `r` had last run the progress engine, in the recorded run, by its call

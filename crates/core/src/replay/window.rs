@@ -181,6 +181,7 @@ pub fn replay_windows(
     )));
     // (Read before the engines: `take` reads the reader's metadata too.)
     let unseen = super::unseen_progress(reader.borrow().order.metas.iter());
+    let shared = super::cpus::shared_cpus(reader.borrow().order.metas.iter());
     let mut engines: Vec<_> = sides
         .into_iter()
         .enumerate()
@@ -218,7 +219,7 @@ pub fn replay_windows(
                 placement,
                 protocol,
                 side.contention,
-                &unseen,
+                (&unseen, &shared),
             )
         })
         .collect();
@@ -386,6 +387,8 @@ struct Reader {
     rank_streams: Vec<Vec<(u16, u32)>>,
     lens: Vec<usize>,
     starts: Vec<f64>,
+    /// Per stream: its WORLD rank.
+    stream_ranks: Vec<i32>,
     /// Connections (messages from one rank to another) numbered as first seen.
     conns: Conns,
     /// Calls read that some replay has not taken, the first numbered `base`.
@@ -496,12 +499,14 @@ impl Reader {
             .min()
             .unwrap_or(0);
         let (mut rank_streams, mut lens, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        let mut stream_ranks = Vec::new();
         // Streams as the batch plan numbers them: by rank, then thread.
         for (ri, threads) in order.threads().into_iter().enumerate() {
             let mut mine = Vec::new();
             for t in threads {
                 mine.push((t.thread, lens.len() as u32));
                 lens.push(t.calls as usize);
+                stream_ranks.push(metas[ri].rank);
                 starts.push(RunTrace::seconds_since(&metas[ri], t.first_start, origin));
             }
             rank_streams.push(mine);
@@ -513,6 +518,7 @@ impl Reader {
             rank_streams,
             lens,
             starts,
+            stream_ranks,
             conns: Conns::default(),
             held: Held::default(),
             base: 0,
@@ -1928,6 +1934,9 @@ impl Store for Window<'_> {
     }
     fn stream_start(&self, s: u32) -> f64 {
         self.starts[s as usize]
+    }
+    fn stream_rank(&self, s: u32) -> i32 {
+        self.reader.borrow().stream_ranks[s as usize]
     }
     #[inline]
     fn stream_record(&mut self, s: u32, pos: usize) -> Option<u32> {

@@ -99,8 +99,10 @@
     ];
     (R.cpu_sharing || []).forEach(function (c) {
       rows.push(['CPUs', '<span class="tag warnbg" id="cpu-sharing">' + esc(c.ranks) + ' ranks on ' + esc(c.cpus) +
-        ' CPUs of one machine</span> (' + esc((c.nodes || []).join(', ')) + '): measured waits include waiting to be ' +
-        'scheduled, which the network models do not predict']);
+        ' CPUs of one machine</span> (' + esc((c.nodes || []).join(', ')) + '): measured waits include waiting for a ' +
+        'CPU, which the replay predicts: a rank whose call could end while every CPU ran a rank that computes waits ' +
+        'until one of them enters MPI, at most a time slice' +
+        (c.time_slice_s ? ' (' + esc((c.time_slice_s * 1e3).toFixed(2)) + ' ms)' : '')]);
     });
     var np = R.not_predicted || {};
     var npk = Object.keys(np);

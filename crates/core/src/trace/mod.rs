@@ -463,7 +463,8 @@ fn is_zero(x: &u32) -> bool {
 }
 
 /// Ranks that outnumbered the CPUs of the one machine they ran on: their waits include
-/// waiting to be scheduled, which no network model predicts.
+/// waiting to be scheduled, which the replay predicts from the ranks it finds computing
+/// (`replay::cpus`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CpuSharing {
     /// Ranks on that machine, and the CPUs they could run on (the most any of them saw).
@@ -471,6 +472,9 @@ pub struct CpuSharing {
     pub cpus: u32,
     /// The node names of those ranks (several: an emulated cluster on one machine).
     pub nodes: Vec<String>,
+    /// The longest the replay lets a rank that computes keep a CPU from one whose call
+    /// could end ([`crate::replay::cpus::time_slice`]).
+    pub time_slice_s: f64,
 }
 
 impl CpuSharing {
@@ -478,12 +482,15 @@ impl CpuSharing {
     pub fn text(&self) -> String {
         format!(
             "{} ranks shared {} CPU{} of one machine (node{} {}): their measured waits include \
-             waiting to be scheduled, which the network models do not predict",
+             waiting for a CPU, which the replay predicts: a rank whose call could end while \
+             every CPU ran a rank that computes waits until one of them enters MPI, at most \
+             a time slice ({:.2} ms)",
             self.ranks,
             self.cpus,
             if self.cpus == 1 { "" } else { "s" },
             if self.nodes.len() == 1 { "" } else { "s" },
-            self.nodes.join(", ")
+            self.nodes.join(", "),
+            self.time_slice_s * 1e3
         )
     }
 }
@@ -509,7 +516,12 @@ pub fn cpu_sharing(metas: &[&RankMeta]) -> Vec<CpuSharing> {
         .filter(|(ranks, cpus, _)| *ranks > *cpus as usize)
         .map(|(ranks, cpus, mut nodes)| {
             nodes.sort();
-            CpuSharing { ranks, cpus, nodes }
+            CpuSharing {
+                ranks,
+                cpus,
+                nodes,
+                time_slice_s: crate::replay::cpus::time_slice(cpus),
+            }
         })
         .collect();
     v.sort_by(|a, b| b.ranks.cmp(&a.ranks).then(a.nodes.cmp(&b.nodes)));
@@ -735,6 +747,7 @@ mod tests {
                 ranks: 4,
                 cpus: 2,
                 nodes: vec!["h0".into(), "h1".into(), "h2".into(), "h3".into()],
+                time_slice_s: 1.5e-3,
             }]
         );
         assert!(
