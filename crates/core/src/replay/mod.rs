@@ -1808,7 +1808,7 @@ struct Engine<'a, S: Store> {
     small_flight: FxMap<(i32, i32), SmallFlight>,
     /// By WORLD rank: the machine it shares with more ranks than CPUs (empty: none does).
     cpus: Vec<Option<cpus::SharedCpus>>,
-    /// By stream, once it has started a call: its machine among those (`NONE`: not shared).
+    /// By stream: its machine among those (`NONE`: not shared).
     stream_cpu: Vec<u32>,
     /// Scratch space of [`Engine::cpu_wait`].
     computing: Vec<f64>,
