@@ -325,6 +325,8 @@ fn bad_input_is_exit_status_2() {
     bad(&dir, &["--placement", "random:x"], "seed");
     bad(&dir, &["--alltoall", "ring"], "ring");
     bad(&dir, &["--nodes", "0"], "at least 1");
+    bad(&dir, &["--cpus-per-node", "0"], "--cpus-per-node");
+    bad(&dir, &["--cpus-per-node", "two"], "--cpus-per-node");
     let map = dir.join("short.txt");
     std::fs::write(&map, "0 a\n1 a\n2 b\n").unwrap();
     bad(
@@ -718,6 +720,7 @@ fn a_progress_thread_moves_rendezvous_messages_during_the_computation() {
     let lib = ok(&dir, &dir.join("lib"), &[]);
     let thr = ok(&dir, &dir.join("thr"), &["--progress", "async"]);
     assert_eq!(lib["conditions"]["progress"], "library");
+    assert!(lib["conditions"]["cpus_per_node"].is_null());
     assert_eq!(thr["conditions"]["progress"], "async");
     let (a, b) = (
         num(&lib["makespan"]["predicted_s"]),
@@ -729,4 +732,18 @@ fn a_progress_thread_moves_rendezvous_messages_during_the_computation() {
     assert!((b - 0.201).abs() < 1e-3, "async {b} s");
     assert!(a > b + 1e-3, "library {a} s, async {b} s");
     bad(&dir, &["--progress", "thread"], "thread");
+}
+
+/// `--cpus-per-node` is recorded in replay.json's conditions, and the replay runs with
+/// every rank's row predicted (the waits it moves: the engine test
+/// `a_what_if_on_nodes_of_given_cpus_moves_the_waits_for_a_cpu`).
+#[test]
+fn cpus_per_node_is_a_condition_of_the_replay() {
+    let dir = make_run("replay-cpus");
+    let out = tmp("replay-cpus-out");
+    let v = ok(&dir, &out, &["--nodes", "1", "--cpus-per-node", "1"]);
+    assert_eq!(v["conditions"]["cpus_per_node"], 1);
+    assert_eq!(nodes(&v).len(), 4);
+    let m = &v["makespan"];
+    assert!(m["predicted_s"].as_f64().unwrap() > 0.0, "{m}");
 }

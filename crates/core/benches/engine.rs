@@ -666,5 +666,6 @@ fn whatif_arg(dir: &std::path::Path) -> Option<pmpi_core::predict::Conditions> {
         alltoall: Default::default(),
         compute_scale: 1.0,
         progress: Default::default(),
+        cpus_per_node: None,
     })
 }

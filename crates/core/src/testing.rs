@@ -440,11 +440,15 @@ pub(crate) fn random_conditions(
     } else {
         crate::predict::ProgressMode::Library
     };
+    // With several ranks a node and an even world, each node a machine of 1 CPU (the
+    // replay's waits for a CPU on the new placement; likewise no draw).
+    let cpus_per_node = (cores >= 2 && world.is_multiple_of(2)).then_some(1);
     crate::predict::Conditions {
         placement,
         clusters,
         alltoall,
         compute_scale,
         progress,
+        cpus_per_node,
     }
 }

@@ -1412,6 +1412,7 @@ fn conditions(names: &[&str]) -> Conditions {
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
         progress: Default::default(),
+        cpus_per_node: None,
     }
 }
 
@@ -3124,4 +3125,43 @@ fn a_rank_that_shares_too_few_cpus_waits_for_one() {
     }
     let got = end_of_recv(&r);
     assert!(close(got, free), "{got} vs {free}");
+}
+
+/// The what-if replay's `--cpus-per-node`: the run recorded with four ranks on one machine
+/// of 2 CPUs, replayed on its four nodes of 2 CPUs each, waits for no CPU; unshared when
+/// recorded, replayed with its four ranks on one node of 2 CPUs, it waits as if recorded
+/// so (rank 0 runs when rank 2 enters MPI at 5.3 ms).
+#[test]
+fn a_what_if_on_nodes_of_given_cpus_moves_the_waits_for_a_cpu() {
+    let ms = S / 1000;
+    let prof = profile();
+    let a = Assumptions::default();
+    let end_of_recv = |r: &RunTrace, cond: &Conditions| {
+        let p = predict_run_under(r, &prof, Some("gige"), &a, cond).unwrap();
+        p.calls[0][0].predicted.unwrap()
+    };
+    let four = conditions(&["a", "b", "c", "d"]);
+    let shared = four_on_two_cpus(5 * ms + 300_000, 6 * ms, true);
+    let unshared = four_on_two_cpus(5 * ms + 300_000, 6 * ms, false);
+    let free = end_of_recv(&unshared, &four);
+    assert!(free < 5.1e-3, "{free}");
+    // As recorded: the machine's 2 CPUs are shared by the four ranks.
+    assert!(close(end_of_recv(&shared, &four), 5.3e-3));
+    // Each node a machine of 2 CPUs: nothing shared.
+    let spread = Conditions {
+        cpus_per_node: Some(2),
+        ..four.clone()
+    };
+    let got = end_of_recv(&shared, &spread);
+    assert!(close(got, free), "{got} vs {free}");
+    // All four on one node of 2 CPUs (the message now within the node).
+    let one = conditions(&["a", "a", "a", "a"]);
+    let alone = end_of_recv(&unshared, &one);
+    assert!(alone < 5.3e-3, "{alone}");
+    let packed = Conditions {
+        cpus_per_node: Some(2),
+        ..one
+    };
+    let got = end_of_recv(&unshared, &packed);
+    assert!(close(got, 5.3e-3), "{got}");
 }

@@ -27,6 +27,11 @@ pub struct ReplayArgs {
     /// Slots per node (default: ranks / nodes, rounded up).
     #[arg(long)]
     pub cores_per_node: Option<usize>,
+    /// CPUs of each node: where a node's ranks outnumber them, a rank whose call could end
+    /// waits for one (docs/engine.md, "Ranks that share CPUs"). Default: the machines the
+    /// run was recorded on (an emulated cluster's hosts share one machine's CPUs).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub cpus_per_node: Option<u32>,
     /// Two clusters joined by a wide-area link: JSON
     /// `{"clusters": {"A": ["node0", ...], "B": [...]}, "wan": {"alpha": S, "beta": S_PER_BYTE}}`.
     #[arg(long)]
@@ -245,6 +250,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         alltoall: a.alltoall,
         compute_scale: 1.0,
         progress: a.progress,
+        cpus_per_node: a.cpus_per_node,
     };
     let inputs = Inputs {
         dir: &a.dir,
@@ -318,6 +324,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         })),
         "alltoall": a.alltoall.to_string(),
         "progress": a.progress.to_string(),
+        "cpus_per_node": a.cpus_per_node,
         "compute": {
             "scale": cond.compute_scale,
             "recorded_irq_share": share.map(|h| h.recorded),

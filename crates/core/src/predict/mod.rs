@@ -790,6 +790,7 @@ pub fn predict_run_with(
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
         progress: ProgressMode::Library,
+        cpus_per_node: None,
     };
     predict_run_under(run, profile, model_override, assume, &cond)
 }
@@ -804,7 +805,12 @@ pub fn predict_run_under(
     cond: &Conditions,
 ) -> Result<RunPrediction, String> {
     let model = penalty_model(profile, model_override)?;
-    let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
+    let mut plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
+    if let Some(c) = cond.cpus_per_node {
+        let mut metas: Vec<_> = run.ranks.iter().map(|r| r.meta.clone()).collect();
+        crate::replay::cpus::place_on_nodes(&mut metas, &cond.placement, c);
+        plan.cpus = crate::replay::cpus::shared_cpus(metas.iter());
+    }
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();
     let traffic = coll_traffic(run, &plan);
     Ok(predict_plan(
@@ -829,6 +835,7 @@ pub fn predict_run_releasing(
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
         progress: ProgressMode::Library,
+        cpus_per_node: None,
     };
     let plan = Plan::for_run(run, cond.placement.clone(), Some(profile));
     let lens: Vec<usize> = run.ranks.iter().map(|r| r.records.len()).collect();

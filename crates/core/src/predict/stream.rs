@@ -176,6 +176,7 @@ pub fn predict_stream_with(
         alltoall: AlltoallAlgo::Direct,
         compute_scale: 1.0,
         progress: Default::default(),
+        cpus_per_node: None,
     };
     stream_under(order, profile, model, assume, &cond, out, net)
 }
@@ -203,7 +204,7 @@ pub fn predict_stream_under(
 /// Both replays of the run `order` reads under `cond` ([`predict_stream_under`]).
 #[allow(clippy::too_many_arguments)]
 fn stream_under(
-    order: RunOrder,
+    mut order: RunOrder,
     profile: &Profile,
     model: Option<Box<dyn PenaltyModel>>,
     assume: &Assumptions,
@@ -211,6 +212,9 @@ fn stream_under(
     out: &mut dyn FnMut(u32, u32, i64, CallPrediction),
     net: Option<&mut dyn StreamNet>,
 ) -> Result<StreamStats, Error> {
+    if let Some(c) = cond.cpus_per_node {
+        crate::replay::cpus::place_on_nodes(&mut order.metas, &cond.placement, c);
+    }
     // The protocol of the recorded library, from the metadata alone; the nodes, the
     // paths' parameters and the collectives' costs of the conditions, as `predict_plan`.
     let library = order.metas.first().map_or("", |m| m.mpi_library.as_str());

@@ -11,6 +11,7 @@
 //! 13 µs (median, waits for the partner taken out) while no other rank computed, 92 µs
 //! with two and 302 µs with three, where the replay predicted 9-21 µs for each.
 
+use crate::topo::placement::Placement;
 use crate::trace::RankMeta;
 
 /// Where a rank runs, for the replay: the machine it shares with more ranks than it has
@@ -68,6 +69,17 @@ pub fn shared_cpus<'a>(metas: impl Iterator<Item = &'a RankMeta>) -> Vec<Option<
         });
     }
     by_rank
+}
+
+/// The ranks' metadata as if each node of `placement` were a machine of `cpus` CPUs (a
+/// what-if replay's `--cpus-per-node`): [`shared_cpus`] then finds the nodes whose ranks
+/// outnumber them, in place of the machines the run was recorded on.
+pub fn place_on_nodes(metas: &mut [RankMeta], placement: &Placement, cpus: u32) {
+    for m in metas {
+        let node = placement.node(m.rank);
+        m.boot_id = node.map_or_else(String::new, |n| format!("replayed node {n}"));
+        m.cpus = if node.is_some() { cpus } else { 0 };
+    }
 }
 
 /// How long a rank whose call could end at some instant waits for a CPU: `computing` holds

@@ -408,6 +408,9 @@ pub struct Conditions {
     pub compute_scale: f64,
     /// Who runs the progress engine ([`ProgressMode`]; `Library`: as recorded).
     pub progress: ProgressMode,
+    /// Each node a machine of this many CPUs, whose ranks wait for one where they
+    /// outnumber them ([`crate::replay::cpus`]); None: the machines as recorded.
+    pub cpus_per_node: Option<u32>,
 }
 
 /// The share of the hosts' CPU time their interrupts took in the recorded run and would
