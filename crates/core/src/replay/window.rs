@@ -866,6 +866,9 @@ struct InstSlot {
     ranks: Vec<i32>,
     entries: Option<(usize, usize)>,
     m_entries: (usize, usize),
+    /// Members' records that ended before every member entered (a scan's chain), whose
+    /// figures wait for the last entry (the batch path reads it).
+    fig_waiters: Vec<u32>,
     /// Its contention (`Store::set_coll_contention`).
     contention: f64,
     /// Its members' times in a tree broadcast (`Store::tree_times`).
@@ -1398,6 +1401,7 @@ impl<'a> Window<'a> {
                             ranks: Vec::new(),
                             entries: None,
                             m_entries: (usize::MAX, usize::MAX),
+                            fig_waiters: Vec::new(),
                             contention: 0.0,
                             tree: TreeTimes::default(),
                             call: "?",
@@ -1451,6 +1455,7 @@ impl<'a> Window<'a> {
                 let m_starts = &slot.m_starts;
                 slot.m_entries = entry_order(count, root, |k| m_starts[k]);
                 slot.entries = None;
+                slot.fig_waiters.clear();
                 slot.contention = 0.0;
                 slot.tree.by_member.clear();
                 slot.info = InstInfo {
@@ -1702,6 +1707,13 @@ impl<'a> Window<'a> {
                     pending += 1;
                 }
             }
+        }
+        // A member that ended before the last one entered (a scan's chain): its wait
+        // reads the last entry.
+        let i = h.inst_of;
+        if self.figures && i != NONE && self.insts[i as usize].entries.is_none() {
+            self.insts[i as usize].fig_waiters.push(g);
+            pending += 1;
         }
         if pending == 0 {
             self.emit(g);
@@ -2084,6 +2096,13 @@ impl Store for Window<'_> {
         if slot.state.entered as usize == slot.members.len() {
             let starts = &slot.starts;
             slot.entries = Some(entry_order(starts.len(), slot.info.root, |k| starts[k]));
+            for w in std::mem::take(&mut slot.fig_waiters) {
+                let r = &mut self.recs[w as usize];
+                r.fig_pending -= 1;
+                if r.fig_pending == 0 {
+                    self.fig_ready.push(w);
+                }
+            }
             // Its nonblocking members' requests are final now.
             let recs = &self.recs;
             self.checks.extend(
