@@ -35,37 +35,27 @@ pub fn time_slice(cpus: u32) -> f64 {
 }
 
 /// By WORLD rank: the machine it shared with more ranks than that machine's CPUs (None:
-/// it did not, or its metadata does not say: older spools, no boot id).
+/// it did not, or its metadata does not say: older spools, no boot id), as
+/// [`crate::trace::oversubscribed`] finds them.
 pub fn shared_cpus<'a>(metas: impl Iterator<Item = &'a RankMeta>) -> Vec<Option<SharedCpus>> {
     let metas: Vec<&RankMeta> = metas.collect();
-    let mut machines: Vec<(&str, usize, u32)> = Vec::new();
-    for m in &metas {
-        if m.boot_id.is_empty() || m.cpus == 0 || m.rank < 0 {
-            continue;
-        }
-        match machines.iter_mut().find(|x| x.0 == m.boot_id) {
-            Some(x) => {
-                x.1 += 1;
-                x.2 = x.2.max(m.cpus);
-            }
-            None => machines.push((m.boot_id.as_str(), 1, m.cpus)),
-        }
-    }
-    machines.retain(|&(_, ranks, cpus)| ranks > cpus as usize);
+    let machines = crate::trace::oversubscribed(metas.iter().copied());
     let mut by_rank = Vec::new();
     for m in &metas {
+        let Ok(r) = usize::try_from(m.rank) else {
+            continue;
+        };
         let Some(k) = machines.iter().position(|x| x.0 == m.boot_id) else {
             continue;
         };
-        let r = m.rank as usize;
         if by_rank.len() <= r {
             by_rank.resize(r + 1, None);
         }
-        let cpus = machines[k].2;
+        let c = &machines[k].1;
         by_rank[r] = Some(SharedCpus {
             machine: k as u32,
-            cpus,
-            slice: time_slice(cpus),
+            cpus: c.cpus,
+            slice: c.time_slice_s,
         });
     }
     by_rank

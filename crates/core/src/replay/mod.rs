@@ -1806,8 +1806,9 @@ struct Engine<'a, S: Store> {
     /// by (source rank, destination rank), while it has not arrived
     /// ([`Engine::exchange`]).
     small_flight: FxMap<(i32, i32), SmallFlight>,
-    /// By WORLD rank: the machine it shares with more ranks than CPUs (empty: none does).
-    cpus: Vec<Option<cpus::SharedCpus>>,
+    /// By machine shared by more ranks than its CPUs ([`cpus::SharedCpus::machine`]): its
+    /// CPUs and time slice.
+    machines: Vec<(u32, f64)>,
     /// By stream: its machine among those (`NONE`: not shared).
     stream_cpu: Vec<u32>,
     /// Scratch space of [`Engine::cpu_wait`].
@@ -2050,18 +2051,21 @@ impl<'a, S: Store> Engine<'a, S> {
             progress,
             rdv_matched: FxMap::default(),
             small_flight: FxMap::default(),
-            cpus: if shared.iter().any(Option::is_some) {
-                shared.to_vec()
-            } else {
-                Vec::new()
-            },
+            machines: Vec::new(),
             stream_cpu: Vec::new(),
             computing: Vec::new(),
         };
+        for c in shared.iter().flatten() {
+            let k = c.machine as usize;
+            if e.machines.len() <= k {
+                e.machines.resize(k + 1, (0, 0.0));
+            }
+            e.machines[k] = (c.cpus, c.slice);
+        }
         e.stream_cpu = (0..streams as u32)
             .map(|s| {
                 let r = usize::try_from(e.s.stream_rank(s)).ok();
-                r.and_then(|r| e.cpus.get(r).copied().flatten())
+                r.and_then(|r| shared.get(r).copied().flatten())
                     .map_or(NONE, |c| c.machine)
             })
             .collect();
@@ -2699,10 +2703,8 @@ impl<'a, S: Store> Engine<'a, S> {
                 self.computing.push(c.t_op - t);
             }
         }
-        let Some(me) = self.cpus.iter().flatten().find(|c| c.machine == m) else {
-            return 0.0;
-        };
-        cpus::cpu_wait(&mut self.computing, me.cpus, me.slice)
+        let (c, slice) = self.machines[m as usize];
+        cpus::cpu_wait(&mut self.computing, c, slice)
     }
 
     /// When rank `r` had last run the progress engine, in the recorded run, by its call

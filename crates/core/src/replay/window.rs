@@ -2096,7 +2096,7 @@ impl Store for Window<'_> {
         if slot.state.entered as usize == slot.members.len() {
             let starts = &slot.starts;
             slot.entries = Some(entry_order(starts.len(), slot.info.root, |k| starts[k]));
-            for w in std::mem::take(&mut slot.fig_waiters) {
+            for w in slot.fig_waiters.drain(..) {
                 let r = &mut self.recs[w as usize];
                 r.fig_pending -= 1;
                 if r.fig_pending == 0 {

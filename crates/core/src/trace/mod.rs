@@ -498,6 +498,20 @@ impl CpuSharing {
 /// The machines (by boot id) whose ranks outnumbered their CPUs, most ranks first; none
 /// for ranks that did not record both (older spools).
 pub fn cpu_sharing(metas: &[&RankMeta]) -> Vec<CpuSharing> {
+    let mut v: Vec<CpuSharing> = oversubscribed(metas.iter().copied())
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect();
+    v.sort_by(|a, b| b.ranks.cmp(&a.ranks).then(a.nodes.cmp(&b.nodes)));
+    v
+}
+
+/// The machines whose ranks outnumbered their CPUs, each with its boot id, in boot id
+/// order: what [`cpu_sharing`] reports and the replay's waits for a CPU
+/// (`replay::cpus::shared_cpus`) place ranks on.
+pub fn oversubscribed<'a>(
+    metas: impl IntoIterator<Item = &'a RankMeta>,
+) -> Vec<(&'a str, CpuSharing)> {
     let mut by_boot: std::collections::BTreeMap<&str, (usize, u32, Vec<String>)> =
         Default::default();
     for m in metas {
@@ -511,21 +525,20 @@ pub fn cpu_sharing(metas: &[&RankMeta]) -> Vec<CpuSharing> {
             e.2.push(m.node.clone());
         }
     }
-    let mut v: Vec<CpuSharing> = by_boot
-        .into_values()
-        .filter(|(ranks, cpus, _)| *ranks > *cpus as usize)
-        .map(|(ranks, cpus, mut nodes)| {
+    by_boot
+        .into_iter()
+        .filter(|(_, (ranks, cpus, _))| *ranks > *cpus as usize)
+        .map(|(boot, (ranks, cpus, mut nodes))| {
             nodes.sort();
-            CpuSharing {
+            let c = CpuSharing {
                 ranks,
                 cpus,
                 nodes,
                 time_slice_s: crate::replay::cpus::time_slice(cpus),
-            }
+            };
+            (boot, c)
         })
-        .collect();
-    v.sort_by(|a, b| b.ranks.cmp(&a.ranks).then(a.nodes.cmp(&b.nodes)));
-    v
+        .collect()
 }
 
 /// A communicator's id on this rank and its members' WORLD ranks, by local rank; for an
