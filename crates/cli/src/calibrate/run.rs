@@ -959,14 +959,15 @@ pub fn run(opts: &Options) -> i32 {
         } else {
             sizes(&[1024, 4096, 16384, 65536, 262144, 524288, 1048576])
         };
-        // γ per size rests on the mean of its repetitions: 21 below 1 MiB, 11 at 1 MiB
+        // γ per size rests on the median of its repetitions: 21 below 1 MiB, 11 at 1 MiB
         // (quick: 5), the sizes taking turns. Over TCP the repetitions of one size fall in
-        // two modes (at 256 KiB: 82-85 and 110-125 ms on 4 x 100 Mbit/s) and one in ten to
-        // twenty stalls on a retransmission timeout (300-330 ms); the mean is what a run of
-        // many such exchanges pays on average. A trimmed mean, which dropped the stalls,
-        // left cp2k's all-to-alls of 330 KB blocks 8 % short at 4 ranks (per-rank E_abs
-        // 7.5 / 5.7 / 6.6 % under three calibrations; with the mean 1.8 / 5.5 / 2.4 %) and
-        // the demo's 256 KiB all-to-all, where one rank of four stalled in two runs of three.
+        // two modes (at 256 KiB: 82-85 and 110-125 ms on 4 x 100 Mbit/s) and about one in
+        // 40 stalls on a retransmission timeout (300-340 ms). The mean (2026-11-26 to 27)
+        // let one stall decide a calibration (the demo's quick γ at 256 KiB 3.00 with two
+        // of five runs stalled, 1.74-1.85 in the two before; four cp2k runs at 4 ranks,
+        // each under four calibrations, 0.7-15.7 % per-rank error, 0.3-8.1 % with the
+        // median, now that ranks wait for a CPU in the replay: docs/accuracy.md,
+        // twenty-second session). With several ranks a node the mean (below).
         let mut reps: Vec<u32> = grid
             .iter()
             .map(|&m| match (q, m < 1 << 20) {
@@ -995,7 +996,7 @@ pub fn run(opts: &Options) -> i32 {
         let t: Vec<f64> = grid
             .iter()
             .zip(&runs)
-            .map(|(&m, r)| bench::alltoall_time(m, eager_now, r))
+            .map(|(&m, r)| bench::alltoall_time(m, eager_now, r, bench::Typical::Median))
             .collect();
         let samples: Vec<(u64, f64)> = grid.iter().map(|&s| s as u64).zip(t.clone()).collect();
         raw.insert(
@@ -1078,7 +1079,7 @@ pub fn run(opts: &Options) -> i32 {
                     .iter()
                     .zip(&t)
                     .map(|(&m, v)| {
-                        let mean = bench::alltoall_time(m, eager_now, v);
+                        let mean = bench::alltoall_time(m, eager_now, v, bench::Typical::Mean);
                         ((m as u64, mean), (m as u64, bench::median(&mut v.clone())))
                     })
                     .unzip();
