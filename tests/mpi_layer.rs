@@ -249,6 +249,9 @@ fn analyze_rebuilds_the_same_calls_csv() {
     let cpus = std::thread::available_parallelism().unwrap().get();
     assert!(!meta.boot_id.is_empty());
     assert_eq!(meta.cpus as usize, cpus);
+    // Unbound (`--bind-to none`), a rank may run on every CPU it was given.
+    let list = pmpi_core::trace::parse_cpu_list(&meta.cpu_list).unwrap();
+    assert!(list.len() >= cpus, "{list:?}");
     // And the machine's CPU time at init and at the end: it only grows, on every CPU of
     // the machine (/proc/stat's cpuN lines; at least the ones the rank could use).
     let (a0, a1) = (meta.host_cpu_init.unwrap(), meta.host_cpu_end.unwrap());
@@ -466,6 +469,58 @@ fn banner_at_init_and_finalize_unless_quiet() {
 /// Open MPI's progress thread, asked for in the ranks' environment
 /// (`OMPI_MCA_btl_tcp_progress_thread`, as `mpirun --mca` sets it), is recorded in every
 /// rank's metadata; without it, not.
+#[test]
+fn ranks_bound_to_their_own_cores_share_no_cpu() {
+    // Open MPI binds each rank to a core of its own (`--bind-to core`, its default at 2
+    // ranks; Slurm does as much): each may use one CPU, yet none waits for another's.
+    let (l, mut prefix, ompi) = common::launch_prefix(2);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if !ompi || cores < 2 {
+        eprintln!("skipped: needs Open MPI's mpirun and 2 cores (have {cores})");
+        return;
+    }
+    let dir = scratch("bound");
+    let exe = build_program("steady", &dir);
+    let out = dir.join("out");
+    let k = prefix.iter().position(|a| a == "--bind-to").unwrap();
+    prefix[k + 1] = "core".into();
+    let o = std::process::Command::new(&l)
+        .args(&prefix)
+        .args(["--map-by", "core"])
+        .arg("-x")
+        .arg(format!("LD_PRELOAD={}", common::layer().display()))
+        .arg("-x")
+        .arg(format!("PMPI_PREDICT_OUT={}", out.display()))
+        .arg(&exe)
+        .args(["20", "1024", "1"])
+        .current_dir(&dir)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    common::remove_session_base(&prefix);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lists: Vec<Vec<u32>> = (0..2)
+        .map(|rank| {
+            let meta =
+                pmpi_core::trace::read_meta(&pmpi_core::trace::meta_path(&out, rank)).unwrap();
+            assert_eq!(meta.cpus, 1, "rank {rank}: {meta:?}");
+            pmpi_core::trace::parse_cpu_list(&meta.cpu_list).unwrap()
+        })
+        .collect();
+    assert_eq!(lists[0].len(), 1, "{lists:?}");
+    assert_eq!(lists[1].len(), 1, "{lists:?}");
+    assert_ne!(lists[0], lists[1]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["cpu_sharing"].as_array().map_or(0, Vec::len),
+        0,
+        "{summary}"
+    );
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("ranks shared"));
+}
+
 #[test]
 fn open_mpi_s_progress_thread_is_recorded() {
     let dir = scratch("progress-thread");

@@ -222,6 +222,8 @@ fn start_inner() -> Result<(), String> {
         // when ranks outnumber them.
         boot_id: trace::read_boot_id(),
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+        // And which: ranks bound to distinct cores share none of them.
+        cpu_list: trace::read_cpu_list(),
         host_cpu_init: trace::read_host_cpu(),
         gap_polls: true,
         progress_thread: cfg.progress_thread,

@@ -69,6 +69,8 @@ pub fn place_on_nodes(metas: &mut [RankMeta], placement: &Placement, cpus: u32) 
         let node = placement.node(m.rank);
         m.boot_id = node.map_or_else(String::new, |n| format!("replayed node {n}"));
         m.cpus = if node.is_some() { cpus } else { 0 };
+        // The recorded affinity was the recorded machine's.
+        m.cpu_list.clear();
     }
 }
 
@@ -142,6 +144,65 @@ mod tests {
                 .iter()
                 .all(Option::is_none)
         );
+    }
+
+    #[test]
+    fn ranks_bound_to_distinct_cores_do_not_share_them() {
+        let bound = |rank: i32, list: &str, cpus: u32| RankMeta {
+            cpu_list: list.into(),
+            ..meta(rank, "x", cpus)
+        };
+        let shared = |m: &[RankMeta]| -> Vec<(usize, u32)> {
+            crate::trace::oversubscribed(m.iter())
+                .into_iter()
+                .map(|(_, c)| (c.ranks, c.cpus))
+                .collect()
+        };
+        // Four ranks each bound to its own core (`--bind-to core`, Slurm): each may use one
+        // CPU, none shares it.
+        let own: Vec<RankMeta> = (0..4).map(|r| bound(r, &r.to_string(), 1)).collect();
+        assert_eq!(shared(&own), []);
+        assert!(shared_cpus(own.iter()).iter().all(Option::is_none));
+        // Two ranks bound to one core share it.
+        assert_eq!(shared(&[bound(0, "0", 1), bound(1, "0", 1)]), [(2, 1)]);
+        // Four ranks free on two CPUs (the emulated cluster) share them.
+        let free: Vec<RankMeta> = (0..4).map(|r| bound(r, "0-1", 2)).collect();
+        assert_eq!(shared(&free), [(4, 2)]);
+        // A cgroup's quota of 2 CPUs over an affinity of 8: the quota counts.
+        let quota: Vec<RankMeta> = (0..4).map(|r| bound(r, "0-7", 2)).collect();
+        assert_eq!(shared(&quota), [(4, 2)]);
+        // Bound by pairs to cores 0 and 1: four ranks on two CPUs.
+        let pairs: Vec<RankMeta> = (0..4).map(|r| bound(r, &(r % 2).to_string(), 1)).collect();
+        assert_eq!(shared(&pairs), [(4, 2)]);
+        // A rank without a list (an older recording): the most any rank saw, as before.
+        let mut old = own.clone();
+        old[3].cpu_list.clear();
+        assert_eq!(shared(&old), [(4, 1)]);
+        // A what-if machine of 2 CPUs per node forgets the recorded affinities.
+        let mut placed = own.clone();
+        let p = Placement::from_names(&vec!["n".to_string(); 4]);
+        place_on_nodes(&mut placed, &p, 2);
+        assert!(placed.iter().all(|m| m.cpu_list.is_empty() && m.cpus == 2));
+        assert_eq!(shared(&placed), [(4, 2)]);
+    }
+
+    #[test]
+    fn cpu_lists_read_as_the_kernel_writes_them() {
+        use crate::trace::{format_cpu_list, parse_cpu_list};
+        let l = parse_cpu_list("0-3,8,10-11").unwrap();
+        assert_eq!(l, [0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(format_cpu_list(&l), "0-3,8,10-11");
+        assert_eq!(parse_cpu_list(" 5 ").unwrap(), [5]);
+        assert_eq!(format_cpu_list(&parse_cpu_list("1,1,0").unwrap()), "0-1");
+        for bad in ["", "a", "3-1", "1-", "65536", "0-70000", "1,,2"] {
+            assert_eq!(parse_cpu_list(bad), None, "{bad:?}");
+        }
+        assert_eq!(format_cpu_list(&[]), "");
+        // This thread's own list (Linux): at least one CPU.
+        let mine = crate::trace::read_cpu_list();
+        if std::path::Path::new("/proc/thread-self/status").exists() {
+            assert!(!parse_cpu_list(&mine).unwrap().is_empty(), "{mine:?}");
+        }
     }
 
     #[test]

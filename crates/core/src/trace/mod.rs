@@ -354,6 +354,11 @@ pub struct RankMeta {
     /// CPUs the rank could run on (its affinity, a cgroup's quota), 0 if unknown.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cpus: u32,
+    /// Which CPUs its affinity holds, in the kernel's list format (`0-3,8`; empty if
+    /// unknown, and in recordings before 2026-11-27): ranks bound to distinct cores of one
+    /// machine do not share them, however few each may use ([`oversubscribed`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpu_list: String,
     /// The machine's CPU time at init and at the end (`/proc/stat`): the share its
     /// interrupts took (the network's packets, a shaper's timers) came out of the ranks'
     /// compute, which a what-if replay on another network corrects ([`irq_share`]).
@@ -419,6 +424,64 @@ pub fn read_boot_id() -> String {
         .unwrap_or_default()
 }
 
+/// The CPUs the calling thread may run on (`Cpus_allowed_list` of
+/// `/proc/thread-self/status`), as [`format_cpu_list`] writes them; empty where unknown.
+pub fn read_cpu_list() -> String {
+    let Ok(text) = std::fs::read_to_string("/proc/thread-self/status") else {
+        return String::new();
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .and_then(|v| parse_cpu_list(v.trim()))
+        .map(|c| format_cpu_list(&c))
+        .unwrap_or_default()
+}
+
+/// Most CPUs a list may name: more is not a machine's list but a mistake.
+const MAX_CPUS: u32 = 1 << 16;
+
+/// The CPUs of a list in the kernel's format (`0-3,8,10-11`), sorted and without repeats;
+/// None if it is empty, malformed, or names a CPU at or above 65,536.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let (a, b) = match part.trim().split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
+            None => {
+                let a = part.trim().parse::<u32>().ok()?;
+                (a, a)
+            }
+        };
+        if a > b || b >= MAX_CPUS {
+            return None;
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    (!out.is_empty()).then_some(out)
+}
+
+/// `cpus` (sorted, no repeats) in the kernel's list format: runs of consecutive CPUs as
+/// `a-b`, joined by commas.
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < cpus.len() {
+        let start = cpus[k];
+        while k + 1 < cpus.len() && cpus[k + 1] == cpus[k] + 1 {
+            k += 1;
+        }
+        parts.push(if cpus[k] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", cpus[k])
+        });
+        k += 1;
+    }
+    parts.join(",")
+}
+
 /// Each machine's CPU time between two readings, from the first of its readings given as
 /// (machine, before, after): its ticks, interrupts and CPUs (at the end). Ranks of one
 /// machine read the same counters, so a machine counts once.
@@ -467,7 +530,8 @@ fn is_zero(x: &u32) -> bool {
 /// (`replay::cpus`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CpuSharing {
-    /// Ranks on that machine, and the CPUs they could run on (the most any of them saw).
+    /// Ranks on that machine, and the CPUs they could run on (the union of their
+    /// affinities; in older recordings the most any of them saw).
     pub ranks: usize,
     pub cpus: u32,
     /// The node names of those ranks (several: an emulated cluster on one machine).
@@ -506,27 +570,69 @@ pub fn cpu_sharing(metas: &[&RankMeta]) -> Vec<CpuSharing> {
     v
 }
 
+/// What the ranks of one machine could run on, as [`oversubscribed`] gathers it.
+#[derive(Default)]
+struct MachineCpus {
+    ranks: usize,
+    /// The most CPUs any of its ranks could use.
+    most: u32,
+    /// The union of their affinities, while every rank gave one.
+    union: Option<std::collections::BTreeSet<u32>>,
+    /// The least a cgroup's quota left a rank (its CPUs fewer than its affinity's).
+    quota: Option<u32>,
+    nodes: Vec<String>,
+}
+
+impl MachineCpus {
+    /// The CPUs its ranks share: the union of their affinities (ranks bound to one core
+    /// each, as Open MPI and Slurm bind them, use as many cores as they are), within a
+    /// quota; without every rank's affinity (older recordings), the most any rank saw.
+    fn cpus(&self) -> u32 {
+        match &self.union {
+            Some(u) => {
+                let n = u32::try_from(u.len()).unwrap_or(u32::MAX);
+                self.quota.map_or(n, |q| n.min(q))
+            }
+            None => self.most,
+        }
+    }
+}
+
 /// The machines whose ranks outnumbered their CPUs, each with its boot id, in boot id
 /// order: what [`cpu_sharing`] reports and the replay's waits for a CPU
 /// (`replay::cpus::shared_cpus`) place ranks on.
 pub fn oversubscribed<'a>(
     metas: impl IntoIterator<Item = &'a RankMeta>,
 ) -> Vec<(&'a str, CpuSharing)> {
-    let mut by_boot: std::collections::BTreeMap<&str, (usize, u32, Vec<String>)> =
-        Default::default();
+    let mut by_boot: std::collections::BTreeMap<&str, MachineCpus> = Default::default();
     for m in metas {
         if m.boot_id.is_empty() || m.cpus == 0 {
             continue;
         }
         let e = by_boot.entry(m.boot_id.as_str()).or_default();
-        e.0 += 1;
-        e.1 = e.1.max(m.cpus);
-        if !e.2.contains(&m.node) {
-            e.2.push(m.node.clone());
+        let list = parse_cpu_list(&m.cpu_list);
+        e.union = match (e.ranks, e.union.take(), &list) {
+            (0, _, Some(l)) => Some(l.iter().copied().collect()),
+            (_, Some(mut u), Some(l)) => {
+                u.extend(l.iter().copied());
+                Some(u)
+            }
+            _ => None,
+        };
+        if let Some(l) = &list
+            && (m.cpus as usize) < l.len()
+        {
+            e.quota = Some(e.quota.map_or(m.cpus, |q| q.min(m.cpus)));
+        }
+        e.ranks += 1;
+        e.most = e.most.max(m.cpus);
+        if !e.nodes.contains(&m.node) {
+            e.nodes.push(m.node.clone());
         }
     }
     by_boot
         .into_iter()
+        .map(|(boot, e)| (boot, (e.ranks, e.cpus(), e.nodes)))
         .filter(|(_, (ranks, cpus, _))| *ranks > *cpus as usize)
         .map(|(boot, (ranks, cpus, mut nodes))| {
             nodes.sort();
