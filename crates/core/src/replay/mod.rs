@@ -2400,7 +2400,11 @@ impl<'a, S: Store> Engine<'a, S> {
             } else {
                 head
             };
-            msg.bytes = (msg.bytes - sent).max(1);
+            let full = msg.bytes;
+            msg.bytes = (full - sent).max(1);
+            // Its bytes crossed too: the traffic reported counts the whole message.
+            self.net
+                .carried(msg.src_node, msg.dst_node, full.saturating_sub(msg.bytes));
         }
         let mut tref = self.lone_time(&msg);
         if !msg.rendezvous {

@@ -27,6 +27,13 @@ pub struct Sim {
     /// (position of the flow among the inter-node flows, penalty) of every interval, back
     /// to back.
     pub arcs: Vec<(u32, f64)>,
+    /// The bytes of each inter-node flow as the network carried them (by position): a
+    /// packed message's head goes with its request, the rest as the flow.
+    pub bytes: Vec<u64>,
+    /// (position, when, lone time before) of every flow whose lone time grew in flight
+    /// ([`Net::extend`]), in time order: the intervals before that instant moved its
+    /// bytes at the lone time it had then, as a streamed report saw them.
+    pub tref_changes: Vec<(u32, f64, f64)>,
 }
 
 impl Sim {
@@ -34,6 +41,26 @@ impl Sim {
     pub fn arcs_of(&self, i: &Interval) -> &[(u32, f64)] {
         &self.arcs[i.first as usize..(i.first + i.len) as usize]
     }
+
+    /// [`Sim::tref_changes`] by flow, then time: what [`tref_at`] looks up.
+    pub fn tref_index(&self) -> Vec<(u32, f64, f64)> {
+        let mut v = self.tref_changes.clone();
+        // Stable: a flow's changes stay in time order.
+        v.sort_by_key(|c| c.0);
+        v
+    }
+}
+
+/// The lone time of the flow at `pos` during an interval that starts at `start`, from
+/// [`Sim::tref_index`]: the lone time it had before its first change after `start`, else
+/// `last` (its final one).
+pub fn tref_at(index: &[(u32, f64, f64)], pos: u32, start: f64, last: f64) -> f64 {
+    let from = index.partition_point(|c| c.0 < pos);
+    index[from..]
+        .iter()
+        .take_while(|c| c.0 == pos)
+        .find(|c| c.1 > start)
+        .map_or(last, |c| c.2)
 }
 
 /// An inter-node flow in flight during an interval, as a [`NetSink`] sees it.
@@ -394,6 +421,16 @@ impl<'m> Net<'m> {
         self.now
     }
 
+    /// Tells the sink that `bytes` crossed from `src` to `dst` outside any flow (a packed
+    /// message's head, sent with its request), as if a flow had been added.
+    pub fn carried(&mut self, src: u32, dst: u32, bytes: u64) {
+        if bytes > 0
+            && let Some(s) = &mut self.sink
+        {
+            s.added(src, dst, bytes);
+        }
+    }
+
     /// Adds a flow at the current time; returns its id (ids count up from 0).
     pub fn add(&mut self, src: u32, dst: u32, bytes: u64, tref: f64) -> u32 {
         self.add_owned(src, dst, bytes, tref, u64::MAX)
@@ -429,6 +466,7 @@ impl<'m> Net<'m> {
             u32::MAX
         } else {
             self.inter.push(id);
+            self.log.bytes.push(bytes);
             (self.inter.len() - 1) as u32
         };
         let flow = NetFlow {
@@ -677,6 +715,9 @@ impl<'m> Net<'m> {
             return;
         };
         let f = &mut self.flows[i as usize];
+        if self.logging && !f.intra {
+            self.log.tref_changes.push((f.inter_pos, self.now, f.tref));
+        }
         let tref = f.tref + dt;
         f.remaining = (f.remaining * f.tref + dt) / tref;
         f.tref = tref;

@@ -59,16 +59,18 @@ pub fn feed(pred: &RunPrediction, sink: &mut dyn NetEvents) {
         sink.flow(f.src_node, f.dst_node, f.bytes);
     }
     let mut arcs = Vec::new();
+    let changes = pred.sim.tref_index();
     for iv in &pred.sim.intervals {
         arcs.clear();
         arcs.extend(pred.sim.arcs_of(iv).iter().filter_map(|&(k, p)| {
             let fi = *pred.inter.get(k as usize)?;
             let f = pred.flows.flows.get(fi)?;
+            let last = pred.tref.get(fi).copied().unwrap_or(0.0);
             Some(NetArc {
                 src: f.src_node,
                 dst: f.dst_node,
-                bytes: f.bytes,
-                tref: pred.tref.get(fi).copied().unwrap_or(0.0),
+                bytes: pred.sim.bytes.get(k as usize).copied().unwrap_or(f.bytes),
+                tref: crate::replay::net::tref_at(&changes, k, iv.start, last),
                 penalty: p,
                 owner: (f.owner.rank, f.owner.rec),
             })

@@ -976,12 +976,32 @@ mod tests {
             .0
             .trace_max_mb
             .saturating_mul(1_000_000);
+        // Every fifth case (all on Open MPI): its sends packed, so that a rendezvous one's
+        // head crosses with its request, and small messages that cross pay the exchange's
+        // latency, which lengthens their flows in flight: what the network carried and at
+        // which lone time, as the two paths see it.
+        let mut exchanging = Profile::builtin_default();
+        exchanging.exchange = Some(3e-6);
+        let exchanging_file = dir.with_extension("profile.json");
+        std::fs::write(&exchanging_file, exchanging.to_json()).unwrap();
+        let (mut heads, mut extended) = (0usize, 0usize);
         for case in 0..60 {
-            crate::testing::write_random_case(&mut rnd, &dir, case, 50, 20);
+            let mut run = crate::testing::random_case(&mut rnd, case, 50, 20);
+            let odd = case % 5 == 2;
+            if odd {
+                for r in run.ranks.iter_mut().flat_map(|rk| rk.records.iter_mut()) {
+                    if r.bytes_send > 0 {
+                        r.flags |= crate::trace::FLAG_PACKED;
+                    }
+                }
+            }
+            crate::testing::write_case(&dir, case, &run);
+            let profile = if odd { &exchanging } else { &profile };
             for model in ["gige", "none"] {
                 let opts = ReportOptions {
                     model: Some(model.into()),
                     strict: true,
+                    profile: odd.then(|| exchanging_file.clone()),
                     ..Default::default()
                 };
                 write_report_with(&dir, &opts).unwrap();
@@ -1000,11 +1020,27 @@ mod tests {
                     run_len: [1, 7, 3000][case % 3],
                     e_rel_held: [3, 50, callagg::IN_MEMORY][case / 3 % 3],
                 };
+                if odd {
+                    let loaded = crate::trace::load_run(&dir).unwrap();
+                    let pred = crate::predict::predict_run(&loaded, profile, Some(model)).unwrap();
+                    heads += pred
+                        .inter
+                        .iter()
+                        .zip(&pred.sim.bytes)
+                        .filter(|&(&fi, &b)| b < pred.flows.flows[fi].bytes)
+                        .count();
+                    extended += pred.sim.tref_changes.len();
+                }
+                let name = if odd {
+                    exchanging_file.display().to_string()
+                } else {
+                    "builtin-default".into()
+                };
                 let s = write_with(
                     &dir,
-                    &profile,
+                    profile,
                     Some(model),
-                    "builtin-default",
+                    &name,
                     &assume,
                     sizes,
                     trace_max_bytes,
@@ -1045,6 +1081,11 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).ok();
+        std::fs::remove_file(&exchanging_file).ok();
+        assert!(
+            heads > 0 && extended > 0,
+            "{heads} heads, {extended} flows lengthened"
+        );
         assert!(
             rows > 5_000 && spilled > 1_000 && lost > 20 && waited > 100 && e_rel_spilled > 200,
             "{rows} rows, {spilled} runs, {lost} ranks losing, {waited} waited for, {e_rel_spilled} groups spilled"
