@@ -466,9 +466,6 @@ fn banner_at_init_and_finalize_unless_quiet() {
     assert!(!qerr.contains("pmpi-predict"), "{qerr}");
 }
 
-/// Open MPI's progress thread, asked for in the ranks' environment
-/// (`OMPI_MCA_btl_tcp_progress_thread`, as `mpirun --mca` sets it), is recorded in every
-/// rank's metadata; without it, not.
 #[test]
 fn ranks_bound_to_their_own_cores_share_no_cpu() {
     // Open MPI binds each rank to a core of its own (`--bind-to core`, its default at 2
@@ -484,21 +481,15 @@ fn ranks_bound_to_their_own_cores_share_no_cpu() {
     let out = dir.join("out");
     let k = prefix.iter().position(|a| a == "--bind-to").unwrap();
     prefix[k + 1] = "core".into();
-    let o = std::process::Command::new(&l)
-        .args(&prefix)
-        .args(["--map-by", "core"])
-        .arg("-x")
-        .arg(format!("LD_PRELOAD={}", common::layer().display()))
-        .arg("-x")
-        .arg(format!("PMPI_PREDICT_OUT={}", out.display()))
-        .arg(&exe)
-        .args(["20", "1024", "1"])
-        .current_dir(&dir)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .unwrap();
-    common::remove_session_base(&prefix);
+    prefix.splice(k..k, ["--map-by".to_string(), "core".to_string()]);
+    let out_s = out.display().to_string();
+    let o = common::mpirun_as(
+        (l, prefix, ompi),
+        &exe,
+        &["20", "1024", "1"],
+        Some(&[("PMPI_PREDICT_OUT", &out_s)]),
+        &dir,
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lists: Vec<Vec<u32>> = (0..2)
         .map(|rank| {
@@ -521,6 +512,9 @@ fn ranks_bound_to_their_own_cores_share_no_cpu() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains("ranks shared"));
 }
 
+/// Open MPI's progress thread, asked for in the ranks' environment
+/// (`OMPI_MCA_btl_tcp_progress_thread`, as `mpirun --mca` sets it), is recorded in every
+/// rank's metadata; without it, not.
 #[test]
 fn open_mpi_s_progress_thread_is_recorded() {
     let dir = scratch("progress-thread");

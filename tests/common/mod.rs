@@ -198,7 +198,19 @@ pub fn mpirun(
     env: Option<&[(&str, &str)]>,
     cwd: &Path,
 ) -> Output {
-    let (l, prefix, ompi) = launch_prefix(np);
+    mpirun_as(launch_prefix(np), exe, args, env, cwd)
+}
+
+/// [`mpirun`] with the launcher and options of `launch` ([`launch_prefix`]'s, changed:
+/// another binding, say).
+pub fn mpirun_as(
+    launch: (String, Vec<String>, bool),
+    exe: &Path,
+    args: &[&str],
+    env: Option<&[(&str, &str)]>,
+    cwd: &Path,
+) -> Output {
+    let (l, prefix, ompi) = launch;
     let mut c = Command::new(&l);
     c.args(&prefix);
     let mut vars: Vec<(String, String)> = Vec::new();
