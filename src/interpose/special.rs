@@ -9,6 +9,7 @@
 use super::hook::{OFF, ON, PASS, POLL_COUNT, POLL_NS, STATE};
 use super::{handles, real};
 use crate::config::Config;
+use crate::record::netsample::NetSampler;
 use crate::record::{
     self,
     spool::{PENDING_SIGNAL, Spooler},
@@ -32,6 +33,8 @@ struct Run {
     dir: Option<PathBuf>,
     meta: RankMeta,
     spooler: Option<Spooler>,
+    /// The node's counters sampled (its lowest rank).
+    net: Option<NetSampler>,
 }
 
 // SAFETY: the communicator handle is only used by the thread that calls MPI_Init or
@@ -199,6 +202,7 @@ fn start_inner() -> Result<(), String> {
     handles::init_sentinels(size);
     handles::init_comms(4096, size, rank);
     handles::init_requests(1 << 15);
+    let net_leader = lowest_on_node(comm, rank, size, &node);
     let clock = sync_clock(comm, rank, size, cfg.clock_rounds);
 
     let mut meta = RankMeta {
@@ -225,6 +229,9 @@ fn start_inner() -> Result<(), String> {
         // And which: ranks bound to distinct cores share none of them.
         cpu_list: trace::read_cpu_list(),
         host_cpu_init: trace::read_host_cpu(),
+        net_init: (cfg.net_ms > 0)
+            .then(|| trace::netstat::read_counters(now_ns()))
+            .flatten(),
         gap_polls: true,
         progress_thread: cfg.progress_thread,
         ..Default::default()
@@ -237,6 +244,7 @@ fn start_inner() -> Result<(), String> {
         dir: None,
         meta: meta.clone(),
         spooler: None,
+        net: None,
     };
     if disabled {
         STATE.store(PASS, Ordering::Relaxed);
@@ -267,6 +275,20 @@ fn start_inner() -> Result<(), String> {
                 pmpi_core::say_line!("{}", crate::report::banner_init(&opts, size, &dir));
             }
             run.spooler = Some(sp);
+            if let (true, Some(first)) = (net_leader && run.cfg.net_ms > 0, run.meta.net_init) {
+                match NetSampler::start(
+                    &trace::netstat::samples_path(&dir, rank),
+                    Duration::from_millis(run.cfg.net_ms),
+                    first,
+                    now_ns,
+                ) {
+                    Ok(s) => {
+                        run.net = Some(s);
+                        run.meta.net_samples = true;
+                    }
+                    Err(e) => super::say(&format!("{e}; the node's TCP counters are not sampled")),
+                }
+            }
             run.dir = Some(dir);
             let catch = run.cfg.catch_signals;
             // SAFETY: registers plain extern "C" functions as the fork child handler and
@@ -320,6 +342,31 @@ fn library_version() -> String {
 
 /// Min-RTT ping-pongs between rank 0 and every other rank, over the private
 /// communicator; returns this rank's offset to rank 0's clock.
+/// True on the lowest rank of its node (by node name): the one that samples the node's
+/// network counters. Collective on the layer's communicator.
+fn lowest_on_node(comm: ffi::MPI_Comm, rank: c_int, size: c_int, node: &str) -> bool {
+    use std::hash::{Hash, Hasher};
+    // The same fixed keys in every process of the job: equal names, equal hashes.
+    let mut h = std::hash::DefaultHasher::new();
+    node.hash(&mut h);
+    let mine: u64 = h.finish();
+    let mut all = vec![0u64; size.max(1) as usize];
+    // SAFETY: an allgather of one u64 per rank into a buffer of `size` u64, on the
+    // layer's private communicator, called by every rank at init.
+    let rc = unsafe {
+        real::PMPI_Allgather(
+            &mine as *const u64 as *const c_void,
+            1,
+            ffi::RSMPI_UINT64_T,
+            all.as_mut_ptr() as *mut c_void,
+            1,
+            ffi::RSMPI_UINT64_T,
+            comm,
+        )
+    };
+    rc == 0 && all.iter().position(|&x| x == mine) == Some(rank as usize)
+}
+
 fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Option<ClockSample> {
     let rounds = rounds.max(1) as usize;
     // SAFETY: matched PMPI point-to-point calls on the private communicator with local
@@ -440,6 +487,13 @@ fn close_spool(run: &mut Run, ended_by: Option<String>) -> Option<PathBuf> {
     run.meta.finalized = ended_by.is_none();
     run.meta.ended_by = ended_by;
     run.meta.host_cpu_end = trace::read_host_cpu();
+    match run.net.take() {
+        Some(s) => (run.meta.net_end, run.meta.net_timeouts) = s.finish(),
+        None if run.meta.net_init.is_some() => {
+            run.meta.net_end = trace::netstat::read_counters(now_ns())
+        }
+        None => {}
+    }
     let dir = run.dir.clone()?;
     if let Err(e) = trace::write_meta(&dir, &run.meta) {
         super::say(&e.to_string());
@@ -625,6 +679,12 @@ fn on_signal_drained(sig: i32) {
             meta.polls = polls();
             meta.finalized = false;
             meta.ended_by = Some(format!("signal {sig}"));
+            if meta.net_init.is_some() {
+                meta.net_end = trace::netstat::read_counters(now_ns());
+            }
+            if let Some(s) = &run.net {
+                meta.net_timeouts = s.episodes();
+            }
             if let Some(dir) = &run.dir {
                 let _ = trace::write_meta(dir, &meta);
             }

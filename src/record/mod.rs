@@ -1,6 +1,7 @@
 //! Recording: per-thread preallocated buffers and the spool writer that drains them.
 //! The hot-path entry is [`push`]: one append to the calling thread's ring.
 
+pub mod netsample;
 pub mod ring;
 pub mod spool;
 

@@ -45,10 +45,17 @@ impl Drop for Cluster {
 
 /// Brings up 4 hosts at 100 Mbit/s, waiting while someone else's cluster is up.
 pub fn up() -> Cluster {
+    up_with(&[])
+}
+
+/// [`up`] with more options of `emucluster up` (`--queue`, `--slots`...).
+pub fn up_with(extra: &[&str]) -> Cluster {
     let start = Instant::now();
+    let mut args = vec!["up", "4", "--rate", "100mbit"];
+    args.extend_from_slice(extra);
     loop {
         if !emu(&["status"]).status.success() {
-            let o = emu(&["up", "4", "--rate", "100mbit"]);
+            let o = emu(&args);
             if o.status.success() {
                 return Cluster;
             }

@@ -58,6 +58,10 @@ pub struct Config {
     /// non-zero number: Open MPI's TCP transport progresses on a thread of its own, so
     /// the replay does not wait for a rank's calls to move a rendezvous message.
     pub progress_thread: bool,
+    /// `PMPI_PREDICT_NET_MS`: the lowest rank of each node reads the node's TCP and
+    /// interface counters this often (ms, at least 10) into `net-RANK.csv`; every rank
+    /// reads them at init and at the end. 0: never.
+    pub net_ms: u64,
 }
 
 impl Default for Config {
@@ -82,6 +86,7 @@ impl Default for Config {
             scatter: None,
             trace_max_mb: crate::report::chrome_trace::DEFAULT_MAX_MB,
             progress_thread: false,
+            net_ms: 200,
         }
     }
 }
@@ -116,6 +121,7 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_BCAST",
     "PMPI_PREDICT_SCATTER",
     "PMPI_PREDICT_TRACE_MAX_MB",
+    "PMPI_PREDICT_NET_MS",
 ];
 
 fn int_var(
@@ -236,6 +242,11 @@ impl Config {
             progress_thread: get("OMPI_MCA_btl_tcp_progress_thread")
                 .and_then(|v| v.trim().parse::<i64>().ok())
                 .is_some_and(|v| v != 0),
+            // 1-9 ms would read /proc more often than it is worth: at least 10.
+            net_ms: match int_var(get, "PMPI_PREDICT_NET_MS", 0, 3_600_000, d.net_ms, &mut w) {
+                0 => 0,
+                n => n.max(10),
+            },
         };
         (c, w)
     }
@@ -288,6 +299,19 @@ mod tests {
             assert!(w.is_empty());
         }
         assert!(!cfg(&[]).0.progress_thread);
+    }
+
+    #[test]
+    fn the_network_counters_period_is_read_with_a_floor_and_an_off() {
+        assert_eq!(cfg(&[]).0.net_ms, 200);
+        for (v, ms) in [("0", 0), ("3", 10), ("1000", 1000)] {
+            let (c, w) = cfg(&[("PMPI_PREDICT_NET_MS", v)]);
+            assert_eq!(c.net_ms, ms, "{v}");
+            assert!(w.is_empty());
+        }
+        let (c, w) = cfg(&[("PMPI_PREDICT_NET_MS", "often")]);
+        assert_eq!(c.net_ms, 200);
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 
     #[test]

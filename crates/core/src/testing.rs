@@ -102,7 +102,50 @@ pub(crate) fn random_case(
             rk.meta.cpus = 1 + u32::from(case % 8 == 5);
         }
     }
+    // Every fifth case, the nodes' TCP counters, rank 0's with two windows of timeouts:
+    // the reports' network section, the page's row and trace.json's track.
+    if case % 5 == 3 {
+        add_net_counters(&mut run);
+    }
     run
+}
+
+/// Gives every rank TCP counters at both ends (1 s apart from its init) and rank 0 the
+/// samples' windows of 3 timeouts.
+pub(crate) fn add_net_counters(run: &mut RunTrace) {
+    use crate::trace::netstat::{Episode, NetCounters};
+    for rk in &mut run.ranks {
+        let m = &mut rk.meta;
+        let t0 = m.clock_init.map_or(m.init_ns, |c| c.at_ns);
+        let at = |dt: u64, out_segs, retrans_segs, timeouts| NetCounters {
+            at_ns: t0 + dt,
+            out_segs,
+            retrans_segs,
+            timeouts,
+            rx_bytes: 10 * out_segs,
+            tx_bytes: 20 * out_segs,
+            ..Default::default()
+        };
+        m.net_init = Some(at(0, 100, 1, 0));
+        m.net_end = Some(at(1_000_000_000, 900, 7, if m.rank == 0 { 3 } else { 0 }));
+        if m.rank == 0 {
+            m.net_samples = true;
+            m.net_timeouts = vec![
+                Episode {
+                    from_ns: t0 + 100_000,
+                    to_ns: t0 + 300_000,
+                    timeouts: 1,
+                    retrans_segs: 2,
+                },
+                Episode {
+                    from_ns: t0 + 500_000,
+                    to_ns: t0 + 700_000,
+                    timeouts: 2,
+                    retrans_segs: 4,
+                },
+            ];
+        }
+    }
 }
 
 /// An Open MPI library string as `MPI_Get_library_version` gives it.

@@ -53,7 +53,8 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
     let whole = accuracy::run_accuracy(&run, &pred);
     if a.json {
         let v = serde_json::json!({"model": pred.model, "groups": groups, "family": fam, "run": whole,
-                "cpu_sharing": crate::report::cpu_sharing(&run)});
+                "cpu_sharing": crate::report::cpu_sharing(&run),
+                "network": crate::report::network(&run)});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| CliError::internal(e.to_string()))?
@@ -63,6 +64,9 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         print!("{}", accuracy::run_text(&whole));
         for c in crate::report::cpu_sharing(&run) {
             println!("note: {}", c.text());
+        }
+        if let Some(t) = crate::trace::netstat::timeouts_note(&crate::report::network(&run)) {
+            println!("note: {t}");
         }
     }
     Ok(())

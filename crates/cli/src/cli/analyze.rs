@@ -63,8 +63,8 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
             incomplete(s.complete),
             a.dir.display()
         );
-        for c in &s.stats.cpu_sharing {
-            eprintln!("pmpi-predict: note: {}", c.text());
+        for n in s.stats.notes() {
+            eprintln!("pmpi-predict: note: {n}");
         }
         return Ok(());
     }
@@ -76,8 +76,8 @@ fn analyze(a: &AnalyzeArgs) -> Result<(), CliError> {
         incomplete(s.complete),
         a.dir.display()
     );
-    for c in &s.cpu_sharing {
-        eprintln!("pmpi-predict: note: {}", c.text());
+    for n in s.notes() {
+        eprintln!("pmpi-predict: note: {n}");
     }
     Ok(())
 }

@@ -406,6 +406,40 @@ impl Counters {
     }
 }
 
+/// The track, in each node's process, of the windows in which TCP's retransmission
+/// timeouts fired there (`summary.json`'s `network`).
+const TIMEOUT_TID: u64 = 999_999;
+
+/// A slice per window in which a node's retransmission timeouts fired, on a track of the
+/// node's own: a call much longer than predicted beside one was held by TCP.
+fn timeout_events(run: &RunTrace, placement: &Placement, out: &mut String) {
+    for n in super::network(run) {
+        let Some(pid) = placement.names.iter().position(|x| *x == n.node) else {
+            continue;
+        };
+        if n.timeouts_at.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{TIMEOUT_TID},\"args\":{{\"name\":\"TCP retransmission timeouts\"}}}},"
+        );
+        for t in &n.timeouts_at {
+            let from = (t.from_s * 1e9).round() as i64;
+            let to = (t.to_s * 1e9).round() as i64;
+            let _ = writeln!(
+                out,
+                "{{\"ph\":\"X\",\"name\":\"TCP retransmission timeout x{}\",\"pid\":{pid},\"tid\":{TIMEOUT_TID},\"ts\":{},\"dur\":{},\"args\":{{\"timeouts\":{},\"segments_retransmitted\":{}}}}},",
+                t.timeouts,
+                us(from),
+                us(to - from),
+                t.timeouts,
+                t.segments_retransmitted
+            );
+        }
+    }
+}
+
 /// What both writers gather from the slices as they come in [`super::Timeline`] order:
 /// the tracks, the counters, the windows' sizes. Bounded by ranks × threads, nodes ×
 /// bins and the windows.
@@ -490,6 +524,7 @@ impl Tally {
             }
         }
         self.counters.events(&mut out);
+        timeout_events(run, placement, &mut out);
         out
     }
 
@@ -1377,6 +1412,55 @@ mod tests {
     /// same stats; its extent, read from the spools, is the loaded run's; the flows
     /// matched again over the rows are the engine's (`RunPrediction::arrows`); every
     /// flow kept has both ends; no temporary file stays.
+    /// A node's windows of TCP retransmission timeouts are slices on a track of its own,
+    /// where summary.json's network section puts them on the run's clock.
+    #[test]
+    fn timeouts_are_slices_on_their_node_s_own_track() {
+        use crate::predict::{Assumptions, predict_run_with};
+        use crate::profile::Profile;
+        let mut rnd = crate::testing::xorshift(0x7ace_5eed_0000_0003);
+        let mut run = crate::testing::random_case(&mut rnd, 1, 20, 1);
+        crate::testing::add_net_counters(&mut run);
+        let pred = predict_run_with(
+            &run,
+            &Profile::builtin_default(),
+            Some("gige"),
+            &Assumptions::default(),
+        )
+        .unwrap();
+        let path = std::env::temp_dir().join(format!("pmpi-tracetcp-{}.json", std::process::id()));
+        write_trace(&path, &run, &pred, 1 << 30).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let events = v["traceEvents"].as_array().unwrap();
+        let on_track: Vec<&serde_json::Value> =
+            events.iter().filter(|e| e["tid"] == TIMEOUT_TID).collect();
+        let placement = Placement::from_run(&run);
+        let node0 = placement
+            .names
+            .iter()
+            .position(|n| *n == run.ranks[0].meta.node)
+            .unwrap();
+        // The track's name, then one slice per window, in rank 0's node's process.
+        assert_eq!(on_track.len(), 3, "{on_track:?}");
+        assert!(on_track.iter().all(|e| e["pid"] == node0));
+        assert_eq!(on_track[0]["ph"], "M");
+        let net = crate::report::network(&run);
+        let told = net.iter().find(|n| n.rank == 0).unwrap();
+        assert_eq!(told.retransmission_timeouts, 3);
+        for (e, t) in on_track[1..].iter().zip(&told.timeouts_at) {
+            assert_eq!(e["ph"], "X");
+            assert_eq!(e["args"]["timeouts"], t.timeouts);
+            let ts = e["ts"].as_f64().unwrap();
+            let dur = e["dur"].as_f64().unwrap();
+            assert!((ts - t.from_s * 1e6).abs() < 1e-3, "{e} {t:?}");
+            assert!((dur - 200.0).abs() < 1e-3, "{e}");
+        }
+        // The other ranks' nodes saw none: no track.
+        assert_eq!(net.iter().filter(|n| !n.timeouts_at.is_empty()).count(), 1);
+    }
+
     #[test]
     fn the_streamed_trace_is_the_batch_one() {
         use crate::predict::{Assumptions, predict_run_with};
@@ -1445,7 +1529,13 @@ mod tests {
                         // kept has both its ends.
                         let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
                         let events = v["traceEvents"].as_array().unwrap();
-                        let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
+                        // Calls' slices; TCP's timeouts have a track of their own.
+                        let count = |ph: &str| {
+                            events
+                                .iter()
+                                .filter(|e| e["ph"] == ph && e["tid"] != TIMEOUT_TID)
+                                .count()
+                        };
                         assert_eq!(count("X"), stats.kept_calls, "case {case}");
                         assert_eq!((count("s"), count("f")), (stats.flows, stats.flows));
                         assert_eq!(stats.bytes, text.len() as u64);

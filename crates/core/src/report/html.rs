@@ -305,6 +305,7 @@ pub fn report_data(
             },
             "not_predicted": p["not_predicted"],
             "cpu_sharing": summary["cpu_sharing"],
+            "network": summary["network"],
         },
         "ranks": ranks,
         "matrix": {

@@ -159,10 +159,20 @@ pub fn banner_finalize(s: &ReportStats, seconds: f64, dir: &Path) -> String {
         s.dropped,
         report.display()
     );
-    for c in &s.cpu_sharing {
-        text += &format!("\npmpi-predict: note: {}", c.text());
+    for n in s.notes() {
+        text += &format!("\npmpi-predict: note: {n}");
     }
     text
+}
+
+impl ReportStats {
+    /// What a reader of the predictions should know about the run: ranks that shared
+    /// CPUs, TCP's retransmission timeouts.
+    pub fn notes(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.cpu_sharing.iter().map(|c| c.text()).collect();
+        v.extend(trace::netstat::timeouts_note(&self.network));
+        v
+    }
 }
 
 /// The files of a report, as `analyze` and rank 0 at MPI_Finalize write them.
@@ -219,6 +229,8 @@ pub struct ReportStats {
     pub model: String,
     /// Machines whose ranks outnumbered their CPUs.
     pub cpu_sharing: Vec<trace::CpuSharing>,
+    /// What each node's transport did (retransmissions, timeouts).
+    pub network: Vec<trace::netstat::NodeNet>,
 }
 
 /// Above this many bytes of spooled records, the report is written as the run is read
@@ -320,6 +332,7 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         ),
         model: pred.model.clone(),
         cpu_sharing: cpu_sharing(&run),
+        network: network(&run),
     })
 }
 
@@ -793,8 +806,14 @@ pub fn summary(run: &RunTrace, figs: &callagg::CallFigures) -> Value {
         "unsuccessful_polls": polls,
         "timestamps": timestamps(run),
         "cpu_sharing": cpu_sharing(run),
+        "network": network(run),
         "ranks": ranks,
     })
+}
+
+/// What each node's transport did during the run ([`trace::netstat::nodes`]).
+pub fn network(run: &RunTrace) -> Vec<trace::netstat::NodeNet> {
+    trace::netstat::nodes(run.ranks.iter().map(|r| &r.meta), run.origin_ns())
 }
 
 /// The machines whose ranks outnumbered their CPUs ([`trace::cpu_sharing`]).

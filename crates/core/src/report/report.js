@@ -104,6 +104,24 @@
         'until one of them enters MPI, at most a time slice' +
         (c.time_slice_s ? ' (' + esc((c.time_slice_s * 1e3).toFixed(2)) + ' ms)' : '')]);
     });
+    var net = R.network || [];
+    if (net.length) {
+      var rto = net.reduce(function (a, n) { return a + num(n.retransmission_timeouts); }, 0);
+      var sent = net.reduce(function (a, n) { return a + num(n.segments_sent); }, 0);
+      var re = net.reduce(function (a, n) { return a + num(n.segments_retransmitted); }, 0);
+      var hit = net.filter(function (n) { return num(n.retransmission_timeouts) > 0; });
+      rows.push(['TCP', '<span id="tcp-timeouts" class="tag ' + (rto ? 'warnbg' : 'ok') + '">' + esc(rto) +
+        ' retransmission timeout' + (rto === 1 ? '' : 's') + '</span> · ' + esc(re.toLocaleString('en-US')) + ' of ' +
+        esc(sent.toLocaleString('en-US')) + ' segments retransmitted' +
+        (hit.length ? ': ' + esc(hit.map(function (n) {
+          var at = n.timeouts_at || [];
+          return n.node + ' ' + n.retransmission_timeouts + (at.length ? ' at ' +
+            at.slice(0, 3).map(function (t) {
+              return t.from_s.toFixed(2) + '–' + t.to_s.toFixed(2) + ' s';
+            }).join(', ') + (at.length > 3 ? ' and ' + (at.length - 3) + ' more' : '') : '');
+        }).join('; ')) + '. Each held a connection for at least the timeout (200 ms on Linux), which no ' +
+        'model predicts: calls whose messages it held took longer than predicted' : '')]);
+    }
     var np = R.not_predicted || {};
     var npk = Object.keys(np);
     if (npk.length) {

@@ -240,6 +240,7 @@ fn write_with(
         accuracy: super::accuracy::of_figures(&figures, makespans(&prediction)),
         model: model_name,
         cpu_sharing: super::cpu_sharing(&shell),
+        network: super::network(&shell),
     };
     Ok(StreamedReport {
         records,

@@ -2,6 +2,7 @@
 //! record, the per-rank spool file and its JSON metadata.
 
 pub mod arcs;
+pub mod netstat;
 pub mod order;
 
 pub use arcs::{ARC_CALL, CallArcs};
@@ -374,6 +375,18 @@ pub struct RankMeta {
     /// `btl_tcp_progress_thread`, [`crate::config::Config::progress_thread`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub progress_thread: bool,
+    /// The node's TCP and interface counters at init and at the end ([`netstat`]): what
+    /// the transport did during the run (retransmissions, timeouts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_init: Option<netstat::NetCounters>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_end: Option<netstat::NetCounters>,
+    /// This rank sampled its node's counters into `net-RANK.csv` ([`netstat`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub net_samples: bool,
+    /// Where the node's retransmission timeouts fired during the run, from those samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net_timeouts: Vec<netstat::Episode>,
 }
 
 /// A machine's CPU time since boot over all its CPUs, in clock ticks (`/proc/stat`'s
