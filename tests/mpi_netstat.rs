@@ -165,4 +165,17 @@ fn an_incast_into_a_small_queue_is_repaired_by_retransmissions_the_report_counts
         .map(|n| u(n, "segments_retransmitted"))
         .sum();
     assert!(retrans > 0, "no retransmission at all: {net}");
+    // A window with timeouts lasts a sample (200 ms) and some call of the job is always
+    // in progress (rank 0 waits, then all reduce): calls.csv marks those it overlaps.
+    let windows: usize = nodes
+        .iter()
+        .map(|n| n["timeouts_at"].as_array().unwrap().len())
+        .sum();
+    let rows = common::read_calls(&out);
+    let held = rows.iter().filter(|r| r["tcp_timeout"] == "1").count();
+    assert!(
+        rows.iter()
+            .all(|r| r["tcp_timeout"].is_empty() || r["tcp_timeout"] == "1")
+    );
+    assert_eq!(windows > 0, held > 0, "{windows} windows, {held} rows held");
 }

@@ -96,6 +96,8 @@ fn fork_and_system_children_write_nothing() {
         [
             "calls.csv",
             "hotspots.json",
+            // The node's TCP counters, sampled by its lowest rank (the parent).
+            "net-00000.csv",
             "rank-00000.json",
             "rank-00000.spool",
             "rank-00001.json",

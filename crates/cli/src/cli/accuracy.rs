@@ -51,10 +51,12 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         .map_err(CliError::input)?;
     let (groups, fam) = accuracy::groups(&run, &pred, &a.calls, a.size_classes);
     let whole = accuracy::run_accuracy(&run, &pred);
+    let held = held_by_tcp(&run, &pred);
     if a.json {
         let v = serde_json::json!({"model": pred.model, "groups": groups, "family": fam, "run": whole,
                 "cpu_sharing": crate::report::cpu_sharing(&run),
-                "network": crate::report::network(&run)});
+                "network": crate::report::network(&run),
+                "tcp_timeout_calls": held});
         println!(
             "{}",
             serde_json::to_string_pretty(&v).map_err(|e| CliError::internal(e.to_string()))?
@@ -67,7 +69,41 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         }
         if let Some(t) = crate::trace::netstat::timeouts_note(&crate::report::network(&run)) {
             println!("note: {t}");
+            println!(
+                "note: blocking calls a timeout may have held (calls.csv's tcp_timeout): {}, measured {:.3} s, predicted {:.3} s",
+                held.calls, held.measured_s, held.predicted_s
+            );
         }
     }
     Ok(())
+}
+
+/// The blocking calls a TCP retransmission timeout may have held (calls.csv's
+/// `tcp_timeout`), and their measured and predicted time.
+#[derive(serde::Serialize, Default, Debug)]
+struct Held {
+    calls: u64,
+    measured_s: f64,
+    predicted_s: f64,
+}
+
+fn held_by_tcp(run: &crate::trace::RunTrace, pred: &crate::predict::RunPrediction) -> Held {
+    let tcp = crate::report::TcpWindows::of_run(run);
+    let origin = run.origin_ns();
+    let mut h = Held::default();
+    for (rk, calls) in run.ranks.iter().zip(&pred.calls) {
+        let clock = rk.meta.clock();
+        for (r, p) in rk.records.iter().zip(calls) {
+            if r.flags & crate::trace::FLAG_NONBLOCKING != 0 {
+                continue;
+            }
+            let t0 = clock.seconds_since(r.t_start, origin);
+            if tcp.held(&rk.meta.node, r.peer, t0, t0 + r.duration_s()) {
+                h.calls += 1;
+                h.measured_s += r.duration_s();
+                h.predicted_s += p.predicted.unwrap_or(r.duration_s());
+            }
+        }
+    }
+    h
 }

@@ -213,6 +213,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "pred_transfer_s",
     "contention_s",
     "reason",
+    "tcp_timeout",
 ];
 
 /// What writing a report produced.
@@ -612,7 +613,7 @@ fn write_calls_csv(
     preds: &[Vec<CallPrediction>],
     path: &Path,
 ) -> Result<(), Error> {
-    let mut w = CallsCsv::create(path, run.origin_ns())?;
+    let mut w = CallsCsv::create(path, run)?;
     for (start, ri, i) in Timeline::new(run) {
         let rk = &run.ranks[ri];
         w.row(&rk.meta, &rk.records[i], start, &preds[ri][i])?;
@@ -629,11 +630,79 @@ pub struct CallsCsv {
     origin: i64,
     /// Each row is formatted into one reused buffer: no allocation per row.
     row: Vec<u8>,
+    /// Where TCP's retransmission timeouts fired: the `tcp_timeout` column.
+    tcp: TcpWindows,
+}
+
+/// Where the nodes' TCP retransmission timeouts fired during a run (summary.json's
+/// `network`), on the run's clock: calls.csv's `tcp_timeout` column says which calls one
+/// may have held.
+#[derive(Debug, Default)]
+pub struct TcpWindows {
+    /// Per node: its windows, sorted and apart.
+    by_node: BTreeMap<String, Vec<(f64, f64)>>,
+    /// Every node's windows, overlapping ones merged: for calls with no single peer.
+    any: Vec<(f64, f64)>,
+    /// Node of each world rank.
+    node_of: BTreeMap<i32, String>,
+}
+
+impl TcpWindows {
+    pub fn of_run(run: &RunTrace) -> TcpWindows {
+        let mut t = TcpWindows::default();
+        for n in network(run) {
+            let mut w: Vec<(f64, f64)> = n.timeouts_at.iter().map(|x| (x.from_s, x.to_s)).collect();
+            if w.is_empty() {
+                continue;
+            }
+            w.sort_by(|a, b| a.0.total_cmp(&b.0));
+            t.any.extend_from_slice(&w);
+            t.by_node.insert(n.node, w);
+        }
+        t.any.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut merged: Vec<(f64, f64)> = Vec::with_capacity(t.any.len());
+        for &(a, b) in &t.any {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        t.any = merged;
+        if !t.any.is_empty() {
+            t.node_of = run
+                .ranks
+                .iter()
+                .map(|r| (r.meta.rank, r.meta.node.clone()))
+                .collect();
+        }
+        t
+    }
+
+    /// True where a timeout fired during `[t0, t1]` (seconds on the run's clock) on
+    /// `node`, on the node of rank `peer`, or, for a call with no single peer (a
+    /// collective, a completion of several requests: `peer` < 0), on any node.
+    pub fn held(&self, node: &str, peer: i32, t0: f64, t1: f64) -> bool {
+        if self.any.is_empty() {
+            return false;
+        }
+        let hit = |w: &[(f64, f64)]| {
+            // The first window that ends at t0 or later; sorted and apart, so by ends too.
+            let i = w.partition_point(|x| x.1 < t0);
+            w.get(i).is_some_and(|x| x.0 <= t1)
+        };
+        if peer < 0 {
+            return hit(&self.any);
+        }
+        let on = |n: &str| self.by_node.get(n).is_some_and(|w| hit(w));
+        on(node) || self.node_of.get(&peer).is_some_and(|n| n != node && on(n))
+    }
 }
 
 impl CallsCsv {
-    /// Creates the file at `path` and writes the header.
-    pub fn create(path: &Path, origin: i64) -> Result<CallsCsv, Error> {
+    /// Creates the file at `path` for the rows of `run` (its shell will do) and writes
+    /// the header.
+    pub fn create(path: &Path, run: &RunTrace) -> Result<CallsCsv, Error> {
+        let origin = run.origin_ns();
         use std::io::Write as _;
         let io = |e: std::io::Error| Error::write(path, e);
         let mut w =
@@ -645,6 +714,7 @@ impl CallsCsv {
             path: path.to_path_buf(),
             origin,
             row: Vec::with_capacity(512),
+            tcp: TcpWindows::of_run(run),
         })
     }
 
@@ -738,6 +808,11 @@ impl CallsCsv {
         secs(b, p.contention);
         b.push(b',');
         csv_text(b, p.reason.name());
+        b.push(b',');
+        let t0 = start.saturating_sub(self.origin) as f64 * 1e-9;
+        if self.tcp.held(&meta.node, r.peer, t0, t0 + r.duration_s()) {
+            b.push(b'1');
+        }
         b.push(b'\n');
         self.w.write_all(b).map_err(|e| Error::write(&self.path, e))
     }
@@ -889,5 +964,38 @@ mod tests {
             ours.extend_from_slice(b",x\n");
             assert_eq!(ours, theirs, "{s:?}");
         }
+    }
+
+    /// calls.csv's `tcp_timeout`: a call overlapping a window in which a retransmission
+    /// timeout fired on its node or its peer's, or on any node for a call with no single
+    /// peer; not one that ended before the window or began after it.
+    #[test]
+    fn a_call_is_held_where_a_timeout_fired_on_its_node_its_peer_s_or_any_without_one() {
+        let mut rnd = crate::testing::xorshift(0x7c9_0001);
+        let mut run = crate::testing::random_case(&mut rnd, 0, 20, 1);
+        crate::testing::add_net_counters(&mut run);
+        run.ranks[1].meta.node = "zz-elsewhere".into();
+        let node0 = run.ranks[0].meta.node.clone();
+        let r1 = run.ranks[1].meta.rank;
+        let t = TcpWindows::of_run(&run);
+        let w = network(&run)
+            .into_iter()
+            .find(|n| n.rank == 0)
+            .unwrap()
+            .timeouts_at;
+        assert_eq!(w.len(), 2);
+        let (a, b, c) = (w[0].from_s, w[0].to_s, w[1].from_s);
+        assert!(t.held(&node0, NO_RANK, a - 1e-3, a + 1e-6));
+        assert!(t.held(&node0, r1, a + 1e-6, b - 1e-6));
+        assert!(!t.held(&node0, NO_RANK, a - 1e-3, a - 1e-6));
+        assert!(!t.held(&node0, NO_RANK, b + 1e-6, c - 1e-6));
+        // Elsewhere: held through its peer, rank 0, or with no single peer; not alone.
+        assert!(t.held("zz-elsewhere", 0, a, b));
+        assert!(t.held("zz-elsewhere", NO_RANK, c, c));
+        assert!(!t.held("zz-elsewhere", r1, a, b));
+        assert!(!t.held("zz-elsewhere", PROC_NULL, b + 1e-6, c - 1e-6));
+        // Without counters nothing is held.
+        let plain = crate::testing::random_case(&mut rnd, 0, 20, 1);
+        assert!(!TcpWindows::of_run(&plain).held(&node0, NO_RANK, f64::MIN, f64::MAX));
     }
 }
