@@ -122,6 +122,16 @@
         }).join('; ')) + '. Each held a connection for at least the timeout (200 ms on Linux), which no ' +
         'model predicts: calls whose messages it held took longer than predicted' : '')]);
     }
+    var ib = net.filter(function (n) { return n.infiniband; });
+    if (ib.length) {
+      rows.push(['InfiniBand', esc(ib.map(function (n) {
+        var i = n.infiniband;
+        return n.node + ': ' + i.ports + ' port' + (i.ports === 1 ? '' : 's') + ', sent ' + fmtB(i.xmit_bytes) +
+          ', received ' + fmtB(i.rcv_bytes) + ', ' + num(i.xmit_wait).toLocaleString('en-US') +
+          ' ticks waiting to send' + (i.xmit_discards ? ', ' + i.xmit_discards + ' discarded' : '');
+      }).join('; ')) + ' (the ports\' port_xmit_wait counts the ticks they had data to send and could not: ' +
+        'the fabric\'s congestion)']);
+    }
     var np = R.not_predicted || {};
     var npk = Object.keys(np);
     if (npk.length) {

@@ -33,7 +33,28 @@ pub struct NetCounters {
     pub tx_bytes: u64,
     pub rx_dropped: u64,
     pub tx_dropped: u64,
+    /// InfiniBand ports of the node (`/sys/class/infiniband/*/ports/*`), 0 where none:
+    /// their counters summed. MPI over InfiniBand does not use TCP; there the ports say
+    /// what the fabric did.
+    #[serde(default)]
+    pub ib_ports: u64,
+    /// Bytes the ports sent and received (`port_xmit_data`, `port_rcv_data`: in 4-byte
+    /// words, here times 4).
+    #[serde(default)]
+    pub ib_xmit_bytes: u64,
+    #[serde(default)]
+    pub ib_rcv_bytes: u64,
+    /// Ticks in which a port had data to send and could not (`port_xmit_wait`): the
+    /// fabric's congestion, as the ports count it.
+    #[serde(default)]
+    pub ib_xmit_wait: u64,
+    /// Packets a port discarded (`port_xmit_discards`).
+    #[serde(default)]
+    pub ib_xmit_discards: u64,
 }
+
+/// Values a sample has ([`SAMPLE_HEADER`]).
+const FIELDS: usize = 15;
 
 impl NetCounters {
     /// What happened from `earlier` to this reading; `at_ns` is the time between them.
@@ -50,11 +71,18 @@ impl NetCounters {
             tx_bytes: self.tx_bytes.saturating_sub(earlier.tx_bytes),
             rx_dropped: self.rx_dropped.saturating_sub(earlier.rx_dropped),
             tx_dropped: self.tx_dropped.saturating_sub(earlier.tx_dropped),
+            ib_ports: self.ib_ports,
+            ib_xmit_bytes: self.ib_xmit_bytes.saturating_sub(earlier.ib_xmit_bytes),
+            ib_rcv_bytes: self.ib_rcv_bytes.saturating_sub(earlier.ib_rcv_bytes),
+            ib_xmit_wait: self.ib_xmit_wait.saturating_sub(earlier.ib_xmit_wait),
+            ib_xmit_discards: self
+                .ib_xmit_discards
+                .saturating_sub(earlier.ib_xmit_discards),
         }
     }
 
     /// The counters as `net-RANK.csv` lists them, [`SAMPLE_HEADER`]'s order.
-    fn fields(&self) -> [u64; 10] {
+    fn fields(&self) -> [u64; FIELDS] {
         [
             self.at_ns,
             self.out_segs,
@@ -66,10 +94,15 @@ impl NetCounters {
             self.tx_bytes,
             self.rx_dropped,
             self.tx_dropped,
+            self.ib_ports,
+            self.ib_xmit_bytes,
+            self.ib_rcv_bytes,
+            self.ib_xmit_wait,
+            self.ib_xmit_discards,
         ]
     }
 
-    fn from_fields(v: &[u64; 10]) -> NetCounters {
+    fn from_fields(v: &[u64; FIELDS]) -> NetCounters {
         NetCounters {
             at_ns: v[0],
             out_segs: v[1],
@@ -81,12 +114,17 @@ impl NetCounters {
             tx_bytes: v[7],
             rx_dropped: v[8],
             tx_dropped: v[9],
+            ib_ports: v[10],
+            ib_xmit_bytes: v[11],
+            ib_rcv_bytes: v[12],
+            ib_xmit_wait: v[13],
+            ib_xmit_discards: v[14],
         }
     }
 }
 
 /// The first line of `net-RANK.csv`.
-pub const SAMPLE_HEADER: &str = "t_ns,out_segs,retrans_segs,timeouts,fast_retrans,loss_probes,rx_bytes,tx_bytes,rx_dropped,tx_dropped";
+pub const SAMPLE_HEADER: &str = "t_ns,out_segs,retrans_segs,timeouts,fast_retrans,loss_probes,rx_bytes,tx_bytes,rx_dropped,tx_dropped,ib_ports,ib_xmit_bytes,ib_rcv_bytes,ib_xmit_wait,ib_xmit_discards";
 
 /// The samples file of `rank` in `dir`.
 pub fn samples_path(dir: &Path, rank: i32) -> PathBuf {
@@ -107,21 +145,22 @@ pub fn sample_line(c: &NetCounters) -> String {
     s
 }
 
-/// The samples of a `net-RANK.csv` text, in file order; a line that does not hold ten
-/// numbers (the header, a last line cut short by a killed job) is skipped.
+/// The samples of a `net-RANK.csv` text, in file order; a line that does not hold
+/// [`SAMPLE_HEADER`]'s numbers (the header, a last line cut short by a killed job) is
+/// skipped.
 pub fn parse_samples(text: &str) -> Vec<NetCounters> {
     text.lines()
         .filter_map(|l| {
-            let mut v = [0u64; 10];
+            let mut v = [0u64; FIELDS];
             let mut n = 0;
             for x in l.split(',') {
-                if n == 10 {
+                if n == FIELDS {
                     return None;
                 }
                 v[n] = x.trim().parse().ok()?;
                 n += 1;
             }
-            (n == 10).then(|| NetCounters::from_fields(&v))
+            (n == FIELDS).then(|| NetCounters::from_fields(&v))
         })
         .collect()
 }
@@ -181,6 +220,39 @@ fn interfaces(text: &str) -> (u64, u64, u64, u64) {
     t
 }
 
+/// The InfiniBand ports under `root` (`/sys/class/infiniband`: `DEV/ports/N/counters/`),
+/// their counters summed: (ports, xmit bytes, rcv bytes, xmit wait, xmit discards). A
+/// counter that cannot be read counts 0.
+pub fn read_infiniband(root: &Path) -> (u64, u64, u64, u64, u64) {
+    let mut t = (0, 0, 0, 0, 0);
+    let Ok(devs) = std::fs::read_dir(root) else {
+        return t;
+    };
+    for dev in devs.flatten() {
+        let Ok(ports) = std::fs::read_dir(dev.path().join("ports")) else {
+            continue;
+        };
+        for port in ports.flatten() {
+            let c = port.path().join("counters");
+            if !c.is_dir() {
+                continue;
+            }
+            let get = |name: &str| -> u64 {
+                std::fs::read_to_string(c.join(name))
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0)
+            };
+            t.0 += 1;
+            t.1 += get("port_xmit_data").saturating_mul(4);
+            t.2 += get("port_rcv_data").saturating_mul(4);
+            t.3 += get("port_xmit_wait");
+            t.4 += get("port_xmit_discards");
+        }
+    }
+    t
+}
+
 /// Counters from the texts of `/proc/net/snmp`, `/proc/net/netstat` and `/proc/net/dev`;
 /// None where the first holds no TCP section (no TCP/IP stack to read).
 pub fn parse_counters(snmp: &str, netstat: &str, dev: &str, at_ns: u64) -> Option<NetCounters> {
@@ -200,16 +272,26 @@ pub fn parse_counters(snmp: &str, netstat: &str, dev: &str, at_ns: u64) -> Optio
         tx_bytes,
         rx_dropped,
         tx_dropped,
+        ..Default::default()
     })
 }
 
-/// This process's network namespace's counters now, stamped `at_ns`; None where
-/// `/proc/net` cannot be read.
+/// This process's network namespace's counters now, and the machine's InfiniBand ports',
+/// stamped `at_ns`; None where `/proc/net` cannot be read.
 pub fn read_counters(at_ns: u64) -> Option<NetCounters> {
     let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
     let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
     let dev = std::fs::read_to_string("/proc/net/dev").unwrap_or_default();
-    parse_counters(&snmp, &netstat, &dev, at_ns)
+    let mut c = parse_counters(&snmp, &netstat, &dev, at_ns)?;
+    let ib = read_infiniband(Path::new("/sys/class/infiniband"));
+    (
+        c.ib_ports,
+        c.ib_xmit_bytes,
+        c.ib_rcv_bytes,
+        c.ib_xmit_wait,
+        c.ib_xmit_discards,
+    ) = ib;
+    Some(c)
 }
 
 /// Where a node's retransmission timeouts fired: between two samples (local times of the
@@ -277,9 +359,23 @@ pub struct NodeNet {
     pub tx_bytes: u64,
     pub rx_dropped: u64,
     pub tx_dropped: u64,
+    /// The node's InfiniBand ports over the run, where it has some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub infiniband: Option<Infiniband>,
     /// Where the timeouts fired, on the run's clock (seconds from its origin), where the
     /// node's counters were sampled during the run.
     pub timeouts_at: Vec<TimeoutsAt>,
+}
+
+/// What a node's InfiniBand ports counted during the run ([`NetCounters`]'s `ib_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Infiniband {
+    pub ports: u64,
+    pub xmit_bytes: u64,
+    pub rcv_bytes: u64,
+    /// Ticks in which a port had data to send and could not: congestion.
+    pub xmit_wait: u64,
+    pub xmit_discards: u64,
 }
 
 /// A window in which a node's retransmission timeouts fired ([`Episode`]) on the run's
@@ -331,6 +427,13 @@ pub fn nodes<'a>(
                 tx_bytes: d.tx_bytes,
                 rx_dropped: d.rx_dropped,
                 tx_dropped: d.tx_dropped,
+                infiniband: (d.ib_ports > 0).then_some(Infiniband {
+                    ports: d.ib_ports,
+                    xmit_bytes: d.ib_xmit_bytes,
+                    rcv_bytes: d.ib_rcv_bytes,
+                    xmit_wait: d.ib_xmit_wait,
+                    xmit_discards: d.ib_xmit_discards,
+                }),
                 timeouts_at: m
                     .net_timeouts
                     .iter()
@@ -456,8 +559,13 @@ mod tests {
         text += &sample_line(&b);
         text += "30,1,2";
         assert_eq!(parse_samples(&text), vec![a, b]);
-        assert_eq!(SAMPLE_HEADER.split(',').count(), 10);
-        assert!(parse_samples("1,2,3,4,5,6,7,8,9,10,11\n").is_empty());
+        assert_eq!(SAMPLE_HEADER.split(',').count(), FIELDS);
+        assert!(parse_samples("1,2,3,4,5,6,7,8,9,10\n").is_empty());
+        assert!(parse_samples(&format!("{}\n", ["1"; FIELDS + 1].join(","))).is_empty());
+        assert_eq!(
+            parse_samples(&format!("{}\n", ["7"; FIELDS].join(","))).len(),
+            1
+        );
     }
 
     #[test]
@@ -577,5 +685,60 @@ mod tests {
         let note = timeouts_note(&n).unwrap();
         assert!(note.contains(": 3 (b 3 at 0.75-0.95 s)"), "{note}");
         assert_eq!(timeouts_note(&n[..1]), None);
+    }
+
+    #[test]
+    fn infiniband_ports_are_summed_in_bytes_and_a_node_without_them_has_none() {
+        let root = std::env::temp_dir().join(format!("pmpi-ib-{}", std::process::id()));
+        let port = |dev: &str, p: u32, vals: &[(&str, &str)]| {
+            let c = root
+                .join(dev)
+                .join("ports")
+                .join(p.to_string())
+                .join("counters");
+            std::fs::create_dir_all(&c).unwrap();
+            for (k, v) in vals {
+                std::fs::write(c.join(k), format!("{v}\n")).unwrap();
+            }
+        };
+        port(
+            "mlx5_0",
+            1,
+            &[
+                ("port_xmit_data", "100"),
+                ("port_rcv_data", "50"),
+                ("port_xmit_wait", "7"),
+                ("port_xmit_discards", "1"),
+            ],
+        );
+        // A second device, its wait counter unreadable: counts 0.
+        port(
+            "mlx5_1",
+            1,
+            &[("port_xmit_data", "10"), ("port_xmit_wait", "many")],
+        );
+        // A port directory without counters is no port.
+        std::fs::create_dir_all(root.join("mlx5_1/ports/2")).unwrap();
+        assert_eq!(read_infiniband(&root), (2, 440, 200, 7, 1));
+        assert_eq!(read_infiniband(&root.join("none")), (0, 0, 0, 0, 0));
+        std::fs::remove_dir_all(&root).unwrap();
+
+        let at = |ib_xmit_wait, ib_ports| NetCounters {
+            ib_ports,
+            ib_xmit_wait,
+            ..Default::default()
+        };
+        let m = |init, end| crate::trace::RankMeta {
+            node: "n".into(),
+            net_init: Some(init),
+            net_end: Some(end),
+            ..Default::default()
+        };
+        let n = nodes(&[m(at(5, 2), at(12, 2))], 0);
+        assert_eq!(
+            n[0].infiniband.map(|i| (i.ports, i.xmit_wait)),
+            Some((2, 7))
+        );
+        assert_eq!(nodes(&[m(at(0, 0), at(0, 0))], 0)[0].infiniband, None);
     }
 }
