@@ -474,6 +474,25 @@ fn four_ranks_posing_as_four_nodes() {
         (4, 1)
     );
     let raw = prof.raw.as_ref().unwrap();
+    // TCP's counters over the calibration, one entry per node (its leader's reading),
+    // and a line on stderr saying whether timeouts fired.
+    if std::path::Path::new("/proc/net/snmp").exists() {
+        let tcp = raw["tcp"].as_object().expect("raw.tcp");
+        let nodes: Vec<&str> = tcp.keys().map(String::as_str).collect();
+        assert_eq!(nodes, ["node0", "node1", "node2", "node3"]);
+        assert!(tcp.values().all(|v| v["timeouts"].is_u64()));
+        let any = tcp.values().any(|v| v["timeouts"].as_u64() > Some(0));
+        assert_eq!(
+            e.contains("calibrate: TCP retransmission timeouts during the calibration"),
+            any,
+            "{e}"
+        );
+        assert_eq!(
+            e.contains("calibrate: no TCP retransmission timeout"),
+            !any,
+            "{e}"
+        );
+    }
     let schemes = raw["penalty"]["schemes"].as_array().unwrap();
     assert_eq!(schemes.len(), 10);
     assert_eq!(raw["penalty"]["bytes"], 1048576);

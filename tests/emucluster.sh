@@ -180,7 +180,9 @@ for (( k=0; k<4; k++ )); do
         || fail "rank $k's files not gathered into h0's directory: $(ls "$TMP/nl/h0")"
 done
 for (( k=1; k<4; k++ )); do
-    [[ $(ls "$TMP/nl/h$k") == "rank-0000$k.json"$'\n'"rank-0000$k.spool" ]] \
+    # Rank k, alone on its host, also sampled the host's TCP counters (net-0000k.csv,
+    # which stays there: its metadata carries what the report needs).
+    [[ $(ls "$TMP/nl/h$k") == "net-0000$k.csv"$'\n'"rank-0000$k.json"$'\n'"rank-0000$k.spool" ]] \
         || fail "h$k's directory holds $(ls "$TMP/nl/h$k" | tr '\n' ' '), expected only rank $k's files"
     cmp -s "$TMP/nl/h$k/rank-0000$k.spool" "$TMP/nl/h0/rank-0000$k.spool" \
         || fail "rank $k's gathered spool differs from its own"

@@ -22,24 +22,31 @@ fn summary(out: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
-#[test]
-fn the_lowest_rank_of_a_node_samples_its_counters_and_every_rank_reads_them() {
-    let dir = scratch("netstat_one_node");
-    let exe = common::build_program("basic", &dir);
-    let out = dir.join("out");
+/// `exe` on 4 ranks of this host under the layer, recording into `dir/name` with
+/// `PMPI_PREDICT_NET_MS=net_ms`.
+fn record(dir: &Path, exe: &Path, name: &str, net_ms: &str) -> PathBuf {
+    let out = dir.join(name);
     let out_s = out.display().to_string();
     let o = common::mpirun(
         4,
-        &exe,
+        exe,
         &[],
         Some(&[
             ("PMPI_PREDICT_OUT", &out_s),
             ("PMPI_PREDICT_QUIET", "1"),
-            ("PMPI_PREDICT_NET_MS", "10"),
+            ("PMPI_PREDICT_NET_MS", net_ms),
         ]),
-        &dir,
+        dir,
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn the_lowest_rank_of_a_node_samples_its_counters_and_every_rank_reads_them() {
+    let dir = scratch("netstat_one_node");
+    let exe = common::build_program("basic", &dir);
+    let out = record(&dir, &exe, "out", "10");
     let m0 = trace::read_meta(&trace::meta_path(&out, 0)).unwrap();
     if m0.net_init.is_none() {
         eprintln!("skipped: /proc/net/snmp cannot be read here");
@@ -72,20 +79,7 @@ fn the_lowest_rank_of_a_node_samples_its_counters_and_every_rank_reads_them() {
     );
 
     // Off: nothing read, nothing sampled, no network section entries.
-    let out2 = dir.join("off");
-    let out2_s = out2.display().to_string();
-    let o = common::mpirun(
-        4,
-        &exe,
-        &[],
-        Some(&[
-            ("PMPI_PREDICT_OUT", &out2_s),
-            ("PMPI_PREDICT_QUIET", "1"),
-            ("PMPI_PREDICT_NET_MS", "0"),
-        ]),
-        &dir,
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out2 = record(&dir, &exe, "off", "0");
     let m0 = trace::read_meta(&trace::meta_path(&out2, 0)).unwrap();
     assert!(m0.net_init.is_none() && m0.net_end.is_none() && !m0.net_samples);
     assert!(!out2.join("net-00000.csv").exists());

@@ -10,5 +10,6 @@ pub mod fit;
 pub mod hostcpu;
 pub mod mpi;
 pub mod run;
+pub mod tcp;
 
 pub use run::{Options, run};

@@ -386,6 +386,8 @@ pub fn run(opts: &Options) -> i32 {
     if let Some(path) = &opts.clusters {
         return super::backbone::run(opts, &mpi, &ctx, path, library);
     }
+    // TCP's counters at the start, on every rank (the node leaders' are kept).
+    let tcp_before = super::tcp::start();
     let nnodes = ctx.nodes.len();
     let intra = ctx.intra_pair();
     let inter = nnodes >= 2;
@@ -1245,8 +1247,13 @@ pub fn run(opts: &Options) -> i32 {
     }
 
     let wall = pg.elapsed();
+    let tcp = super::tcp::finish(&ctx, tcp_before);
     if mpi.rank != 0 {
         return 0;
+    }
+    if let Some((v, line)) = tcp {
+        eprintln!("calibrate: {line}");
+        raw.insert("tcp".into(), v);
     }
     for n in &notes {
         eprintln!("calibrate: note: {n}");
