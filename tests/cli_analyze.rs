@@ -437,6 +437,55 @@ fn watch_on_a_spool_with_a_bad_header_exits_2() {
     );
 }
 
+/// `watch` shows where a node's TCP retransmission timeouts fired, from the node's
+/// samples (`net-RANK.csv`, here rank 1's, with a line still being written at its end),
+/// once, in the interval where their window ends.
+#[test]
+fn watch_shows_tcp_timeouts_in_the_interval_where_they_fired() {
+    use pmpi_core::trace::netstat::{self, NetCounters};
+    let dir = make_run("cli-watch-tcp", true);
+    let s = |ms: u64, timeouts| NetCounters {
+        at_ns: ms * 1_000_000,
+        out_segs: 10 * ms,
+        timeouts,
+        ..Default::default()
+    };
+    let mut text = format!("{}\n", netstat::SAMPLE_HEADER);
+    for c in [s(0, 0), s(20, 0), s(40, 2), s(60, 2), s(80, 3)] {
+        text += &netstat::sample_line(&c);
+    }
+    text += "100,5";
+    std::fs::write(netstat::samples_path(&dir, 1), text).unwrap();
+    let out = bin()
+        .args(["watch", "--json", "--wait", "5", "--interval", "0.05"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snaps: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(snaps.len(), 2, "{snaps:?}");
+    let t = |k: usize| snaps[k]["tcp_timeouts"].as_array().unwrap().clone();
+    let (a, b) = (t(0), t(1));
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert_eq!(
+        (a[0]["node"].as_str(), a[0]["timeouts"].as_u64()),
+        (Some("n1"), Some(2))
+    );
+    assert!((a[0]["from_s"].as_f64().unwrap() - 0.02).abs() < 1e-9);
+    assert!((a[0]["to_s"].as_f64().unwrap() - 0.04).abs() < 1e-9);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0]["timeouts"].as_u64(), Some(1));
+    assert!((b[0]["to_s"].as_f64().unwrap() - 0.08).abs() < 1e-9);
+}
+
 /// `analyze --stream`, and `analyze` above `PMPI_PREDICT_BATCH_MAX_MB` of spools, write
 /// the batch report's five files, byte for byte; an incomplete run is marked as the batch
 /// path marks it; no temporary file stays.

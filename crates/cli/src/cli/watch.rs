@@ -1,7 +1,8 @@
 //! `pmpi-predict watch DIR`: follows the spools of a running job (the ranks flush them
 //! every PMPI_PREDICT_FLUSH_MS, 200 ms by default) and shows, each interval, the
-//! node-to-node graph, the most penalised links and the ranks blocked longest. It only
-//! reads the files: the job is never asked anything and never waits for it.
+//! node-to-node graph, the most penalised links and the ranks blocked longest, and where
+//! TCP's retransmission timeouts fired (the nodes' `net-RANK.csv`). It only reads the
+//! files: the job is never asked anything and never waits for it.
 
 use super::{CliError, exit_status};
 use crate::error::Error;
@@ -49,6 +50,54 @@ struct Follow {
     pending: Vec<(i64, Record)>,
     /// Latest end seen, on rank 0's clock (ns).
     latest_ns: i64,
+    /// Its node's TCP samples, where it takes them (`net-RANK.csv`).
+    net: NetFollow,
+}
+
+/// What is known of a rank's `net-RANK.csv`.
+#[derive(Default)]
+struct NetFollow {
+    offset: u64,
+    partial: Vec<u8>,
+    prev: Option<trace::netstat::NetCounters>,
+    /// Windows with timeouts not yet shown: (from, to) on rank 0's clock (ns), how many.
+    windows: Vec<(i64, i64, u64)>,
+}
+
+/// Reads what is new in `f`'s rank's node samples, keeping the windows in which timeouts
+/// fired. A file not there (not a node's lowest rank, or not yet) is nothing new.
+fn read_net_new(dir: &Path, f: &mut Follow) {
+    let Ok(mut file) = std::fs::File::open(trace::netstat::samples_path(dir, f.meta.rank)) else {
+        return;
+    };
+    let n = &mut f.net;
+    if file.seek(SeekFrom::Start(n.offset)).is_err() {
+        return;
+    }
+    let mut buf = Vec::new();
+    if file.read_to_end(&mut buf).is_err() {
+        return;
+    }
+    n.offset += buf.len() as u64;
+    n.partial.extend_from_slice(&buf);
+    // Whole lines only: the sampler may be writing the next one.
+    let Some(cut) = n.partial.iter().rposition(|&b| b == b'\n') else {
+        return;
+    };
+    let lines: Vec<u8> = n.partial.drain(..=cut).collect();
+    let clock = f.meta.clock();
+    for c in trace::netstat::parse_samples(&String::from_utf8_lossy(&lines)) {
+        if let Some(p) = n.prev
+            && c.timeouts > p.timeouts
+        {
+            n.windows.push((
+                clock.to_global_ns(p.at_ns),
+                clock.to_global_ns(c.at_ns),
+                c.timeouts - p.timeouts,
+            ));
+        }
+        n.prev = Some(c);
+    }
 }
 
 /// Reads what is new in `rank`'s spool.
@@ -145,6 +194,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
                             partial: Vec::new(),
                             pending: Vec::new(),
                             latest_ns: i64::MIN,
+                            net: NetFollow::default(),
                         },
                     );
                 }
@@ -167,6 +217,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
         }
         for f in ranks.values_mut() {
             read_new(&a.dir, f)?;
+            read_net_new(&a.dir, f);
         }
         let o = *origin.get_or_insert_with(|| {
             ranks
@@ -191,6 +242,7 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
             // Written after the last flush: read what is left.
             for f in ranks.values_mut() {
                 read_new(&a.dir, f)?;
+                read_net_new(&a.dir, f);
             }
         }
         let latest = ranks
@@ -232,13 +284,30 @@ fn watch(a: &WatchArgs) -> Result<(), CliError> {
                     ..Default::default()
                 });
             }
-            let s = live::snapshot(
+            let mut s = live::snapshot(
                 &run,
                 (start - o) as f64 * 1e-9,
                 (end - o) as f64 * 1e-9,
                 model.as_deref(),
                 Some(&profile),
             );
+            // The windows that end in this interval (all that are left at the last).
+            let last = ended && next_k >= last_k;
+            for f in ranks.values_mut() {
+                let (now, later): (Vec<_>, Vec<_>) = f
+                    .net
+                    .windows
+                    .drain(..)
+                    .partition(|&(_, to, _)| to < end || last);
+                f.net.windows = later;
+                s.tcp_timeouts
+                    .extend(now.into_iter().map(|(from, to, n)| live::LiveTimeouts {
+                        node: f.meta.node.clone(),
+                        timeouts: n,
+                        from_s: (from - o) as f64 * 1e-9,
+                        to_s: (to - o) as f64 * 1e-9,
+                    }));
+            }
             let res = if a.json {
                 serde_json::to_string(&s)
                     .map_err(|e| e.to_string())

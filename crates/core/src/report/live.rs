@@ -55,6 +55,18 @@ pub struct Snapshot {
     pub penalised: Vec<Link>,
     /// Ranks by time waiting on others, longest first.
     pub waiting: Vec<Waiting>,
+    /// Windows of the nodes' samples (`net-RANK.csv`) in which TCP retransmission
+    /// timeouts fired, each in the interval where it ends (the CLI reads them).
+    pub tcp_timeouts: Vec<LiveTimeouts>,
+}
+
+/// A window in which a node's retransmission timeouts fired, on the run's clock.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LiveTimeouts {
+    pub node: String,
+    pub timeouts: u64,
+    pub from_s: f64,
+    pub to_s: f64,
 }
 
 /// The snapshot of `[start_s, end_s)`: `run` holds every rank's records that start in
@@ -139,6 +151,7 @@ pub fn snapshot(
         graph,
         penalised,
         waiting,
+        tcp_timeouts: Vec::new(),
     }
 }
 
@@ -225,6 +238,22 @@ pub fn text(s: &Snapshot, top: usize) -> String {
             l.dst,
             l.penalty,
             l.cause.text()
+        );
+    }
+    if !s.tcp_timeouts.is_empty() {
+        let w: Vec<String> = s
+            .tcp_timeouts
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {} ({:.2}-{:.2} s)",
+                    t.node, t.timeouts, t.from_s, t.to_s
+                )
+            })
+            .collect();
+        o += &format!(
+            "  TCP retransmission timeouts (each holds a connection 200 ms or more): {}\n",
+            w.join(", ")
         );
     }
     o += "  ranks waiting longest on others:\n";
