@@ -28,6 +28,9 @@ pub struct Group {
     pub e_rel: f64,
     /// Median E_rel (%) of the contention-free baseline.
     pub e_rel_free: f64,
+    /// Samples a TCP retransmission timeout may have held (calls.csv's `tcp_timeout`; an
+    /// operation's if any member's was): longer than predicted for a cause no model has.
+    pub tcp_held: usize,
 }
 
 /// Summary of a set of groups: median |E_rel| of the model and of the baseline over all
@@ -51,6 +54,7 @@ struct Samples {
     measured: Vec<f64>,
     predicted: Vec<f64>,
     free: Vec<f64>,
+    held: usize,
 }
 
 /// Measured/predicted samples of the calls named in `calls` (all predicted calls if empty).
@@ -64,8 +68,12 @@ fn samples(
 ) -> BTreeMap<(String, u32, u64, i32), Samples> {
     let mut out: BTreeMap<(String, u32, u64, i32), Samples> = BTreeMap::new();
     // Collective operations on WORLD: k-th collective of each rank, longest call wins.
-    let mut ops: BTreeMap<usize, (String, u32, u64, f64, f64, f64)> = BTreeMap::new();
+    type Op = (String, u32, u64, f64, f64, f64, bool);
+    let mut ops: BTreeMap<usize, Op> = BTreeMap::new();
+    let tcp = super::TcpWindows::of_run(run);
+    let origin = run.origin_ns();
     for (ri, rk) in run.ranks.iter().enumerate() {
+        let clock = rk.meta.clock();
         let kinds = graph::kind_table(&rk.meta.calls);
         let mut k = 0usize;
         for (i, r) in rk.records.iter().enumerate() {
@@ -90,6 +98,8 @@ fn samples(
                 continue;
             };
             let m = r.duration_s();
+            let t0 = clock.seconds_since(r.t_start, origin);
+            let held = tcp.held(&rk.meta.node, r.peer, t0, t0 + m);
             if is_op {
                 let n = r.comm_size.max(1) as u64;
                 let bytes = match kind {
@@ -99,12 +109,13 @@ fn samples(
                 };
                 // The operation takes as long as its slowest member, measured and
                 // predicted alike (a rooted one's root returns first).
-                let e = ops
-                    .entry(this_k)
-                    .or_insert((name, r.comm_size, bytes, 0.0, 0.0, 0.0));
+                let e =
+                    ops.entry(this_k)
+                        .or_insert((name, r.comm_size, bytes, 0.0, 0.0, 0.0, false));
                 e.3 = e.3.max(m);
                 e.4 = e.4.max(pr);
                 e.5 = e.5.max(fr);
+                e.6 |= held;
             } else {
                 let b = r.bytes_send.max(r.bytes_recv);
                 let key = if classes {
@@ -116,14 +127,16 @@ fn samples(
                 s.measured.push(m);
                 s.predicted.push(pr);
                 s.free.push(fr);
+                s.held += usize::from(held);
             }
         }
     }
-    for (_, (name, n, bytes, m, p, f)) in ops {
+    for (_, (name, n, bytes, m, p, f, held)) in ops {
         let s = out.entry((name, n, bytes, 0)).or_default();
         s.measured.push(m);
         s.predicted.push(p);
         s.free.push(f);
+        s.held += usize::from(held);
     }
     out
 }
@@ -169,6 +182,7 @@ pub fn groups(
             measured_s: median(&mut s.measured),
             predicted_s: median(&mut s.predicted),
             free_s: median(&mut s.free),
+            tcp_held: s.held,
             e_rel: median(&mut e),
             e_rel_free: median(&mut ef),
         });
@@ -181,10 +195,12 @@ pub fn groups(
     (groups, fam)
 }
 
-/// The table as text.
+/// The table as text; with a last column `tcp` (samples a TCP retransmission timeout may
+/// have held) where any group has one.
 pub fn table(groups: &[Group], fam: &Family) -> String {
+    let tcp = groups.iter().any(|g| g.tcp_held > 0);
     let mut s = format!(
-        "{:<14} {:>5} {:>10} {:>5} {:>5} {:>12} {:>12} {:>12} {:>9} {:>9}\n",
+        "{:<14} {:>5} {:>10} {:>5} {:>5} {:>12} {:>12} {:>12} {:>9} {:>9}{}\n",
         "call",
         "procs",
         "bytes",
@@ -194,11 +210,12 @@ pub fn table(groups: &[Group], fam: &Family) -> String {
         "predicted_s",
         "free_s",
         "E_rel%",
-        "E_free%"
+        "E_free%",
+        if tcp { "    tcp" } else { "" }
     );
     for g in groups {
         s += &format!(
-            "{:<14} {:>5} {:>10} {:>5} {:>5} {:>12.6} {:>12.6} {:>12.6} {:>9.1} {:>9.1}\n",
+            "{:<14} {:>5} {:>10} {:>5} {:>5} {:>12.6} {:>12.6} {:>12.6} {:>9.1} {:>9.1}{}\n",
             g.call,
             g.procs,
             g.bytes,
@@ -208,8 +225,16 @@ pub fn table(groups: &[Group], fam: &Family) -> String {
             g.predicted_s,
             g.free_s,
             g.e_rel,
-            g.e_rel_free
+            g.e_rel_free,
+            if tcp {
+                format!(" {:>6}", g.tcp_held)
+            } else {
+                String::new()
+            }
         );
+    }
+    if tcp {
+        s += "tcp: samples a TCP retransmission timeout may have held (calls.csv's tcp_timeout)\n";
     }
     s += &format!(
         "median |E_rel| over {} samples: model {:.1} %, contention-free baseline {:.1} %\n",
@@ -295,5 +320,61 @@ mod tests {
         assert_eq!(super::median(&mut [5.5]), 5.5);
         assert_eq!(super::median(&mut [-0.5, 12.0, -0.5, 3.0, 40.0]), 3.0);
         assert!(super::median(&mut []).is_nan());
+    }
+
+    /// The groups count the samples a TCP timeout may have held, and the table shows the
+    /// column only where some group has one: a run without counters prints as before.
+    #[test]
+    fn groups_count_the_samples_tcp_may_have_held() {
+        use crate::predict::{Assumptions, predict_run_with};
+        use crate::profile::Profile;
+        let mut rnd = crate::testing::xorshift(0xacc_7c9);
+        let (mut with, mut without, mut tried) = (0, 0, 0);
+        for case in 0..8 {
+            let mut run = crate::testing::random_case(&mut rnd, case, 20, 1);
+            let plain = run.clone();
+            crate::testing::add_net_counters(&mut run);
+            // One window over rank 0's first call.
+            let Some(first) = run.ranks[0].records.first().copied() else {
+                continue;
+            };
+            run.ranks[0].meta.net_timeouts[0].from_ns = first.t_start;
+            run.ranks[0].meta.net_timeouts[0].to_ns = first.t_end;
+            run.ranks[0].meta.net_timeouts.truncate(1);
+            tried += 1;
+            // Every call of rank 0 that overlaps a window, as calls.csv marks it.
+            let tcp = super::super::TcpWindows::of_run(&run);
+            let origin = run.origin_ns();
+            let rk = &run.ranks[0];
+            let marked = rk
+                .records
+                .iter()
+                .filter(|r| {
+                    let t0 = rk.meta.clock().seconds_since(r.t_start, origin);
+                    tcp.held(&rk.meta.node, r.peer, t0, t0 + r.duration_s())
+                })
+                .count();
+            for (r, counted) in [(&run, &mut with), (&plain, &mut without)] {
+                let p = predict_run_with(
+                    r,
+                    &Profile::builtin_default(),
+                    Some("gige"),
+                    &Assumptions::default(),
+                )
+                .unwrap();
+                let (g, fam) = super::groups(r, &p, &[], false);
+                let held: usize = g.iter().map(|g| g.tcp_held).sum();
+                *counted += held;
+                let t = super::table(&g, &fam);
+                assert_eq!(t.lines().next().unwrap().ends_with("tcp"), held > 0, "{t}");
+            }
+            // A marked call of rank 0 is counted (an operation once for all its members).
+            assert!(
+                marked > 0 && with > 0,
+                "case {case}: {marked} marked, {with} counted"
+            );
+        }
+        assert_eq!(without, 0);
+        assert!(tried >= 4, "{tried} cases with calls");
     }
 }
