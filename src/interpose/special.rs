@@ -340,8 +340,6 @@ fn library_version() -> String {
         .to_string()
 }
 
-/// Min-RTT ping-pongs between rank 0 and every other rank, over the private
-/// communicator; returns this rank's offset to rank 0's clock.
 /// True on the lowest rank of its node (by node name): the one that samples the node's
 /// network counters. Collective on the layer's communicator.
 fn lowest_on_node(comm: ffi::MPI_Comm, rank: c_int, size: c_int, node: &str) -> bool {
@@ -367,6 +365,8 @@ fn lowest_on_node(comm: ffi::MPI_Comm, rank: c_int, size: c_int, node: &str) -> 
     rc == 0 && all.iter().position(|&x| x == mine) == Some(rank as usize)
 }
 
+/// Min-RTT ping-pongs between rank 0 and every other rank, over the private
+/// communicator; returns this rank's offset to rank 0's clock.
 fn sync_clock(comm: ffi::MPI_Comm, rank: c_int, size: c_int, rounds: u32) -> Option<ClockSample> {
     let rounds = rounds.max(1) as usize;
     // SAFETY: matched PMPI point-to-point calls on the private communicator with local

@@ -648,6 +648,7 @@ pub struct TcpWindows {
 }
 
 impl TcpWindows {
+    /// The windows of `run`'s nodes, from its ranks' metadata (its shell will do).
     pub fn of_run(run: &RunTrace) -> TcpWindows {
         let mut t = TcpWindows::default();
         for n in network(run) {
