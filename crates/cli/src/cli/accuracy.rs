@@ -51,7 +51,7 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         .map_err(CliError::input)?;
     let (groups, fam) = accuracy::groups(&run, &pred, &a.calls, a.size_classes);
     let whole = accuracy::run_accuracy(&run, &pred);
-    let held = held_by_tcp(&run, &pred);
+    let held = accuracy::tcp_held_calls(&run, &pred);
     if a.json {
         let v = serde_json::json!({"model": pred.model, "groups": groups, "family": fam, "run": whole,
                 "cpu_sharing": crate::report::cpu_sharing(&run),
@@ -76,34 +76,4 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
-}
-
-/// The blocking calls a TCP retransmission timeout may have held (calls.csv's
-/// `tcp_timeout`), and their measured and predicted time.
-#[derive(serde::Serialize, Default, Debug)]
-struct Held {
-    calls: u64,
-    measured_s: f64,
-    predicted_s: f64,
-}
-
-fn held_by_tcp(run: &crate::trace::RunTrace, pred: &crate::predict::RunPrediction) -> Held {
-    let tcp = crate::report::TcpWindows::of_run(run);
-    let origin = run.origin_ns();
-    let mut h = Held::default();
-    for (rk, calls) in run.ranks.iter().zip(&pred.calls) {
-        let clock = rk.meta.clock();
-        for (r, p) in rk.records.iter().zip(calls) {
-            if r.flags & crate::trace::FLAG_NONBLOCKING != 0 {
-                continue;
-            }
-            let t0 = clock.seconds_since(r.t_start, origin);
-            if tcp.held(&rk.meta.node, r.peer, t0, t0 + r.duration_s()) {
-                h.calls += 1;
-                h.measured_s += r.duration_s();
-                h.predicted_s += p.predicted.unwrap_or(r.duration_s());
-            }
-        }
-    }
-    h
 }

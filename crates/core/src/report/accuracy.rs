@@ -8,7 +8,7 @@
 
 use crate::graph;
 use crate::predict::RunPrediction;
-use crate::trace::{CallKind, RunTrace};
+use crate::trace::{CallKind, FLAG_NONBLOCKING, RunTrace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -98,8 +98,7 @@ fn samples(
                 continue;
             };
             let m = r.duration_s();
-            let t0 = clock.seconds_since(r.t_start, origin);
-            let held = tcp.held(&rk.meta.node, r.peer, t0, t0 + m);
+            let held = tcp.held_call(&rk.meta, &clock, r, origin);
             if is_op {
                 let n = r.comm_size.max(1) as u64;
                 let bytes = match kind {
@@ -243,6 +242,34 @@ pub fn table(groups: &[Group], fam: &Family) -> String {
     s
 }
 
+/// The blocking calls a TCP retransmission timeout may have held (calls.csv's
+/// `tcp_timeout`), and their measured and predicted time.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct HeldCalls {
+    pub calls: u64,
+    pub measured_s: f64,
+    pub predicted_s: f64,
+}
+
+/// [`HeldCalls`] of `run` predicted as `pred` (a call without a prediction counts its
+/// measured time).
+pub fn tcp_held_calls(run: &RunTrace, pred: &RunPrediction) -> HeldCalls {
+    let tcp = super::TcpWindows::of_run(run);
+    let origin = run.origin_ns();
+    let mut h = HeldCalls::default();
+    for (rk, calls) in run.ranks.iter().zip(&pred.calls) {
+        let clock = rk.meta.clock();
+        for (r, p) in rk.records.iter().zip(calls) {
+            if r.flags & FLAG_NONBLOCKING == 0 && tcp.held_call(&rk.meta, &clock, r, origin) {
+                h.calls += 1;
+                h.measured_s += r.duration_s();
+                h.predicted_s += p.predicted.unwrap_or(r.duration_s());
+            }
+        }
+    }
+    h
+}
+
 /// Whole-run accuracy: the per-rank sums of blocking and completion calls and the makespan,
 /// model against contention-free baseline.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -346,13 +373,11 @@ mod tests {
             let tcp = super::super::TcpWindows::of_run(&run);
             let origin = run.origin_ns();
             let rk = &run.ranks[0];
+            let clock = rk.meta.clock();
             let marked = rk
                 .records
                 .iter()
-                .filter(|r| {
-                    let t0 = rk.meta.clock().seconds_since(r.t_start, origin);
-                    tcp.held(&rk.meta.node, r.peer, t0, t0 + r.duration_s())
-                })
+                .filter(|r| tcp.held_call(&rk.meta, &clock, r, origin))
                 .count();
             for (r, counted) in [(&run, &mut with), (&plain, &mut without)] {
                 let p = predict_run_with(

@@ -697,6 +697,22 @@ impl TcpWindows {
         let on = |n: &str| self.by_node.get(n).is_some_and(|w| hit(w));
         on(node) || self.node_of.get(&peer).is_some_and(|n| n != node && on(n))
     }
+
+    /// [`TcpWindows::held`] for record `r` of the rank `meta` describes over its measured
+    /// span (`clock`: the rank's [`trace::RankMeta::clock`], `origin`: the run's).
+    pub fn held_call(
+        &self,
+        meta: &trace::RankMeta,
+        clock: &trace::Clock,
+        r: &Record,
+        origin: i64,
+    ) -> bool {
+        if self.any.is_empty() {
+            return false;
+        }
+        let t0 = clock.seconds_since(r.t_start, origin);
+        self.held(&meta.node, r.peer, t0, t0 + r.duration_s())
+    }
 }
 
 impl CallsCsv {

@@ -395,23 +395,21 @@ pub fn nodes<'a>(
     metas: impl IntoIterator<Item = &'a crate::trace::RankMeta>,
     origin: i64,
 ) -> Vec<NodeNet> {
-    let mut by_node: std::collections::BTreeMap<&str, &crate::trace::RankMeta> = Default::default();
+    type Read<'m> = (&'m crate::trace::RankMeta, NetCounters, NetCounters);
+    let mut by_node: std::collections::BTreeMap<&str, Read> = Default::default();
     for m in metas {
-        if m.net_init.is_none() || m.net_end.is_none() {
+        let (Some(a), Some(b)) = (m.net_init, m.net_end) else {
             continue;
-        }
-        let e = by_node.entry(m.node.as_str()).or_insert(m);
+        };
+        let e = by_node.entry(m.node.as_str()).or_insert((m, a, b));
         // The sampling rank has the timeouts' times; else the lowest.
-        if (m.net_samples, -m.rank) > (e.net_samples, -e.rank) {
-            *e = m;
+        if (m.net_samples, -m.rank) > (e.0.net_samples, -e.0.rank) {
+            *e = (m, a, b);
         }
     }
     by_node
         .into_iter()
-        .map(|(node, m)| {
-            let (Some(a), Some(b)) = (m.net_init, m.net_end) else {
-                unreachable!("kept only with both readings")
-            };
+        .map(|(node, (m, a, b))| {
             let d = b.since(&a);
             let clock = m.clock();
             NodeNet {
