@@ -593,6 +593,8 @@ fn the_compute_is_scaled_by_a_factor_or_for_the_hosts_interrupts() {
                 out.to_str().unwrap(),
                 "--profile",
                 p.to_str().unwrap(),
+                "--compute",
+                "auto",
             ],
         )
     };
@@ -628,7 +630,13 @@ fn the_compute_is_scaled_by_a_factor_or_for_the_hosts_interrupts() {
     let streamed = ok(
         &dir,
         &dir.join("out-s"),
-        &["--profile", fast.to_str().unwrap(), "--stream"],
+        &[
+            "--profile",
+            fast.to_str().unwrap(),
+            "--stream",
+            "--compute",
+            "auto",
+        ],
     );
     assert_eq!(
         streamed["conditions"]["compute"],
@@ -641,7 +649,18 @@ fn the_compute_is_scaled_by_a_factor_or_for_the_hosts_interrupts() {
         &out,
         &["--profile", slow.to_str().unwrap(), "--compute", "1"],
     )["makespan"]["predicted_s"]);
-    let same = ok(&dir, &out, &["--profile", slow.to_str().unwrap()]);
+    let same = ok(
+        &dir,
+        &out,
+        &["--profile", slow.to_str().unwrap(), "--compute", "auto"],
+    );
+    // Without --compute: as recorded.
+    let default = ok(&dir, &out, &["--profile", fast.to_str().unwrap()]);
+    assert_eq!(num(&default["conditions"]["compute"]["scale"]), 1.0);
+    assert_eq!(
+        default["makespan"]["predicted_s"],
+        one["makespan"]["predicted_s"]
+    );
     let expect = 0.9 / (1.0 - 0.1 * t_rec / t_self);
     assert!(
         (num(&same["conditions"]["compute"]["scale"]) - expect).abs() < 1e-12,

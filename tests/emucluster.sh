@@ -222,4 +222,18 @@ ok "two clusters: the backbone delays each way by 2 ms (round trip $rtt s)"
 brought_up=0
 nothing_left "after two clusters"
 
+# ---- above 100mbit a port's bucket is 250 us of data (31,250 B at 1gbit): smaller than a
+# 64 KiB GSO packet, so the shaper paces every frame instead of passing a message that
+# fits at once (docs/emucluster.md, "A port's bucket")
+brought_up=1
+"$EMU" up 2 --rate 1gbit >/dev/null || fail "up 2 --rate 1gbit failed"
+st=$("$EMU" status)
+[[ $st == *"burst: 31250 B"* ]] || fail "a 1gbit port's bucket is not 31250 B: $st"
+ip netns exec emusw tc qdisc show dev p-h1 | grep -q 'tbf rate 1Gbit burst 31' \
+    || fail "the switch's port to h1 is not a 1gbit tbf with a 31 kB bucket: $(ip netns exec emusw tc qdisc show dev p-h1)"
+"$EMU" down >/dev/null || fail "down after up 2 --rate 1gbit failed"
+brought_up=0
+nothing_left "after up 2 --rate 1gbit"
+ok "a 1gbit port's bucket is 31250 B"
+
 echo "PASS tests/emucluster.sh: single ${mbps} Mbit/s, incoming ratio ${inc}, outgoing ratio ${out}, across clusters ${wan} Mbit/s, round trip ${rtt} s"

@@ -39,11 +39,14 @@ pub struct ReplayArgs {
     /// All-to-all across the clusters: direct (Eq. 6) or local-group (Eq. 7).
     #[arg(long, default_value = "direct")]
     pub alltoall: AlltoallAlgo,
-    /// The ranks' compute between MPI calls: `auto` (as recorded, less the CPU time the
-    /// hosts' interrupts took from it on the recorded network, plus what they would take
-    /// on the replayed one: needs both profiles' measured interrupt cost), or a factor on
-    /// every recorded compute gap (`0.5`: processors twice as fast; `1`: as recorded).
-    #[arg(long, default_value = "auto", value_parser = parse_compute)]
+    /// The ranks' compute between MPI calls: a factor on every recorded compute gap (`1`,
+    /// the default: as recorded; `0.5`: processors twice as fast), or `auto` (as recorded,
+    /// less the CPU time the hosts' interrupts took from it on the recorded network, plus
+    /// what they would take on the replayed one: needs both profiles' measured interrupt
+    /// cost). `auto` is no longer the default: on the emulated cluster it carried the
+    /// interrupts' share to 2-6 times what the runs on the new network measured
+    /// (docs/accuracy.md, twenty-fourth session).
+    #[arg(long, default_value = "1", value_parser = parse_compute)]
     pub compute: Compute,
     /// Who runs the MPI library's progress engine: `library` (as recorded: Open MPI over
     /// TCP moves an inter-node rendezvous message only while both ranks are in a blocking
