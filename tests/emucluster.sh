@@ -229,7 +229,7 @@ brought_up=1
 "$EMU" up 2 --rate 1gbit >/dev/null || fail "up 2 --rate 1gbit failed"
 st=$("$EMU" status)
 [[ $st == *"burst: 31250 B"* ]] || fail "a 1gbit port's bucket is not 31250 B: $st"
-ip netns exec emusw tc qdisc show dev p-h1 | grep -q 'tbf rate 1Gbit burst 31' \
+ip netns exec emusw tc qdisc show dev p-h1 | grep -qE 'tbf .*rate 1Gbit burst 31[0-9]{3}b' \
     || fail "the switch's port to h1 is not a 1gbit tbf with a 31 kB bucket: $(ip netns exec emusw tc qdisc show dev p-h1)"
 "$EMU" down >/dev/null || fail "down after up 2 --rate 1gbit failed"
 brought_up=0
