@@ -152,6 +152,72 @@ fn profile_show_calibrated_file() {
     }
 }
 
+#[test]
+fn profile_refit_fits_the_bucket_from_the_kept_ping_pong() {
+    // A 1 Gbit/s calibration of the emulated cluster (31,250-byte buckets) whose bucket
+    // was fitted by an older rule: refit writes this build's, keeps everything else.
+    let mut p = Profile::builtin_default();
+    p.hockney.inter = p.hockney.inter.with_burst(23995.0).unwrap();
+    p.hockney.inter.beta = 9.359e-9;
+    p.exchange = Some(3.4e-6);
+    p.raw = Some(serde_json::json!({
+        "pingpong_inter": {"ranks": [0, 1],
+            "bytes": [0, 1024, 4096, 16384, 65536, 262144, 1048576],
+            "one_way_s": [10.4e-6, 11.2e-6, 16.3e-6, 49.1e-6, 399.2e-6, 2129.8e-6, 9778.8e-6],
+            "attempts": 1},
+        "wall_s": 4.2
+    }));
+    let dir = common::scratch("calibrate_cli_refit");
+    let f = dir.join("p.json");
+    std::fs::write(&f, p.to_json()).unwrap();
+    let out = dir.join("q.json");
+    let o = run(&[
+        "profile",
+        "refit",
+        f.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let q = Profile::load(&out).unwrap();
+    let b = q.hockney.inter.burst;
+    assert!((28_125.0..=34_375.0).contains(&b), "{b}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("23995 -> {b:.0} B")),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let mut same = q.clone();
+    same.hockney.inter.burst = 23995.0;
+    assert_eq!(same, p);
+    // Bad input: no kept ping-pong, a missing file, a missing -o; nothing written.
+    let mut none = p.clone();
+    none.raw = None;
+    std::fs::write(&f, none.to_json()).unwrap();
+    let out2 = dir.join("r.json");
+    let o = run(&[
+        "profile",
+        "refit",
+        f.to_str().unwrap(),
+        "-o",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("raw.pingpong_inter"), "{}", stderr(&o));
+    assert!(!out2.exists());
+    let o = run(&[
+        "profile",
+        "refit",
+        "/nonexistent/p.json",
+        "-o",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["profile", "refit", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out2.exists());
+}
+
 /// Fails the test when no MPI launcher runs (scripts/setup installs them).
 fn require_mpirun() {
     let ok = Command::new(common::launcher())

@@ -120,8 +120,7 @@ const MIN_BURST: f64 = 512.0;
 
 /// A shaped link's token bucket in bytes (it lets a small message through at once: on
 /// the emulated cluster's 100 Mbit/s ports 1 KiB took 18 µs where `α + β·m` gives 100 µs,
-/// and 4 KiB 148 µs against 357): of 0 and each small message's own estimate
-/// `m − (t − α)/β` (the bytes the bucket let through at once, the rest at the rate), the
+/// and 4 KiB 148 µs against 357): of 0 and each small message's own estimate of it, the
 /// one with which [`Hockney::lone_bytes`] (`α` within the bucket, `α + β·m` beyond: what
 /// the replay charges) gives the small messages' times with the least squared relative
 /// error; of several that classify the samples alike, the largest, which the message
@@ -129,6 +128,14 @@ const MIN_BURST: f64 = 512.0;
 /// `α + β·(m − b)` instead, which the replay does not charge, chose 14.3 kB for a 1 Gbit/s
 /// port's 31.25 kB bucket (its 16 KiB message took 30 µs, not `α`), and GROMACS's 22-29
 /// KB messages, measured at 46-79 µs, were charged 238-308 µs.
+///
+/// A message `m` beyond the bucket `b` takes `α + γ·b + β·(m − b)`: the bucket's bytes
+/// at once, but at the machine's speed `γ` (s/byte), not for free; so its estimate is
+/// `(α + β·m − t)/(β − γ)`, with `γ` the slope of the messages within the bucket, found
+/// in turn from the bucket chosen. Taking `γ` as 0 put the 1 Gbit/s ports' 31,250 B
+/// buckets at 22.4-29.8 kB in three calibrations (the 64 KiB message had crossed its
+/// bucket's bytes at 1.4-2.3 ns/B), and Quantum ESPRESSO's 30,976-byte all-to-all blocks,
+/// 192 µs measured, were charged 329 µs; the 100 Mbit/s ports' 3,028 B at 2.2-2.5 kB.
 fn burst_allowance(samples: &[(f64, f64)], alpha: f64, beta: f64) -> f64 {
     let small: Vec<(f64, f64)> = samples
         .iter()
@@ -144,23 +151,45 @@ fn burst_allowance(samples: &[(f64, f64)], alpha: f64, beta: f64) -> f64 {
             })
             .sum()
     };
-    let candidates = small
-        .iter()
-        .filter(|&&(m, _)| m > 0.0)
-        .map(|&(m, t)| (m - (t - alpha) / beta).clamp(0.0, m));
-    let mut best = (cost(0.0), 0.0);
-    for b in candidates {
-        let c = cost(b);
-        if c < best.0 || (c == best.0 && b > best.1) {
-            best = (c, b);
+    let choose = |gamma: f64| -> f64 {
+        let candidates = small
+            .iter()
+            .filter(|&&(m, _)| m > 0.0)
+            .map(|&(m, t)| ((alpha + beta * m - t) / (beta - gamma)).clamp(0.0, m));
+        let mut best = (cost(0.0), 0.0);
+        for b in candidates {
+            let c = cost(b);
+            if c < best.0 || (c == best.0 && b > best.1) {
+                best = (c, b);
+            }
         }
+        best.1
+    };
+    let mut gamma = 0.0;
+    let mut b = choose(gamma);
+    // Two rounds settle it: the bucket's messages give γ, γ the estimate beyond.
+    for _ in 0..2 {
+        let g = within_slope(&small, alpha, b).clamp(0.0, beta / 2.0);
+        if g == gamma {
+            break;
+        }
+        gamma = g;
+        b = choose(gamma);
     }
     // A shaper's bucket holds at least a frame; less is the small messages' noise.
-    if best.1 < MIN_BURST {
-        0.0
-    } else {
-        best.1.round()
-    }
+    if b < MIN_BURST { 0.0 } else { b.round() }
+}
+
+/// Seconds per byte above `α` of the messages of `(0, b]` (least squares through the
+/// origin); 0 when there are none.
+fn within_slope(samples: &[(f64, f64)], alpha: f64, b: f64) -> f64 {
+    let (xy, xx) = samples
+        .iter()
+        .filter(|&&(m, _)| m > 0.0 && m <= b)
+        .fold((0.0, 0.0), |(xy, xx), &(m, t)| {
+            (xy + m * (t - alpha), xx + m * m)
+        });
+    if xx > 0.0 { xy / xx } else { 0.0 }
 }
 
 /// One size of Kielmann's pLogP measurement: `m` bytes; `os`, `or` the send and receive
@@ -1189,7 +1218,10 @@ mod tests {
         ];
         let f = fit_hockney(&s).unwrap();
         let b = f.hockney.burst;
-        assert!((2000.0..3028.0).contains(&b), "{f:?}");
+        // The ports' tbf holds 3,028 B (scripts/emucluster): 2,610 B here (this
+        // calibration's 1 KiB and 16 KiB messages say 2,609 and 2,435), 2,976-3,061 from
+        // three of 2026-11-28's.
+        assert!((2000.0..=3331.0).contains(&b), "{f:?}");
         // 1 KiB: within the bucket, the latency alone.
         assert_eq!(f.hockney.lone_bytes(1024.0), f.hockney.alpha);
         // The same link serializing every byte, with 3 % noise: no bucket.
@@ -1205,24 +1237,55 @@ mod tests {
 
     #[test]
     fn a_1gbit_port_s_bucket_is_found_by_the_message_beyond_it() {
-        // The emulated cluster's 1 Gbit/s ping-pong with a 31,250-byte bucket
-        // (2026-11-28): up to 16 KiB the messages pass at the machine's speed, 64 KiB
-        // has the bucket's bytes at once and the rest at the rate.
-        let s = [
-            (0.0, 8.6e-6),
-            (1024.0, 8.8e-6),
-            (4096.0, 15.6e-6),
-            (16384.0, 30.1e-6),
-            (65536.0, 376.6e-6),
-            (262144.0, 2063.6e-6),
-            (1048576.0, 10758.0e-6),
+        // The emulated cluster's 1 Gbit/s ping-pong with a 31,250-byte bucket, two
+        // calibrations of 2026-11-28: up to 16 KiB the messages pass at the machine's
+        // speed, 64 KiB has the bucket's bytes at that speed and the rest at the rate.
+        let runs = [
+            [
+                (0.0, 8.6e-6),
+                (1024.0, 8.8e-6),
+                (4096.0, 15.6e-6),
+                (16384.0, 30.1e-6),
+                (65536.0, 376.6e-6),
+                (262144.0, 2063.6e-6),
+                (1048576.0, 10758.0e-6),
+            ],
+            [
+                (0.0, 10.4e-6),
+                (1024.0, 11.2e-6),
+                (4096.0, 16.3e-6),
+                (16384.0, 49.1e-6),
+                (65536.0, 399.2e-6),
+                (262144.0, 2129.8e-6),
+                (1048576.0, 9778.8e-6),
+            ],
         ];
+        for s in runs {
+            let f = fit_hockney(&s).unwrap();
+            let b = f.hockney.burst;
+            // Within 10 % (the bucket's bytes taken as free gave 29,783 and 23,995 B).
+            assert!((28_125.0..=34_375.0).contains(&b), "{f:?}");
+            // QE's 30,976-byte all-to-all blocks cross in the latency, as they did (192
+            // µs measured, where α + β·m is 300-330).
+            assert_eq!(f.hockney.lone_bytes(30976.0), f.hockney.alpha);
+            assert!(f.hockney.lone_bytes(65536.0) > 10.0 * f.hockney.alpha);
+        }
+    }
+
+    #[test]
+    fn the_bucket_s_own_bytes_cost_the_machine_s_speed() {
+        // Synthetic: bucket 30,000 B crossed at 2 ns/B, the rest at 10 ns/B, α 10 µs.
+        let (alpha, beta, gamma, bucket) = (10e-6, 10e-9, 2e-9, 30_000.0);
+        let t = |m: f64| alpha + gamma * m.min(bucket) + beta * (m - bucket).max(0.0);
+        let s: Vec<(f64, f64)> = [0.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0]
+            .iter()
+            .map(|&m| (m, t(m)))
+            .collect();
         let f = fit_hockney(&s).unwrap();
-        let b = f.hockney.burst;
-        assert!((25_000.0..=31_250.0).contains(&b), "{f:?}");
-        // A 22 KB halo message crosses in the latency, as it did (46 µs measured).
-        assert_eq!(f.hockney.lone_bytes(22188.0), f.hockney.alpha);
-        assert!(f.hockney.lone_bytes(65536.0) > 10.0 * f.hockney.alpha);
+        // Within 5 % (the fitted β is 2 % low: the bucket's messages pull the slope);
+        // γ taken as 0 gives about 23.3 kB.
+        assert!((f.hockney.burst - bucket).abs() < 0.05 * bucket, "{f:?}");
+        assert!((within_slope(&s, alpha, bucket) - gamma).abs() < 1e-12);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! `pmpi-predict profile show PROFILE.json | --default`: a calibration profile as readable
-//! tables (parameters, fit quality, measured penalties). A missing or invalid file exits
-//! with status 2 and the loader's message (file, field, line).
+//! tables (parameters, fit quality, measured penalties). `profile refit IN -o OUT`: the
+//! inter-node token bucket fitted again from the ping-pong the profile keeps, by this
+//! build's rule, without measuring again. A missing or invalid file exits with status 2
+//! and the loader's message (file, field, line).
 #![forbid(unsafe_code)]
 
 use std::fmt::Write as _;
@@ -16,6 +18,19 @@ use crate::profile::Profile;
 pub enum ProfileCmd {
     /// Print a profile's parameters and fit quality as tables.
     Show(ShowArgs),
+    /// Fit the inter-node token bucket (`hockney.inter.burst`) again from the profile's
+    /// recorded ping-pong (`raw.pingpong_inter`), by this build's rule; write the profile
+    /// with it to OUT.
+    Refit(RefitArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RefitArgs {
+    /// The profile (JSON) written by `calibrate`.
+    file: PathBuf,
+    /// Where to write the re-fitted profile (may be FILE itself).
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -32,7 +47,54 @@ pub struct ShowArgs {
 pub fn run(c: ProfileCmd) -> i32 {
     match c {
         ProfileCmd::Show(a) => exit_status(show(&a)),
+        ProfileCmd::Refit(a) => exit_status(refit(&a)),
     }
+}
+
+fn refit(a: &RefitArgs) -> Result<(), CliError> {
+    let mut p = Profile::load(&a.file)?;
+    let name = a.file.display();
+    let pp = p
+        .raw
+        .as_ref()
+        .and_then(|r| r.get("pingpong_inter"))
+        .ok_or_else(|| {
+            CliError::input(format!(
+                "profile {name}: no raw.pingpong_inter (a profile that calibrate measured between two nodes keeps it)"
+            ))
+        })?;
+    let list = |k: &str| -> Option<Vec<f64>> {
+        pp.get(k)?.as_array()?.iter().map(|x| x.as_f64()).collect()
+    };
+    let (Some(bytes), Some(secs)) = (list("bytes"), list("one_way_s")) else {
+        return Err(CliError::input(format!(
+            "profile {name}: raw.pingpong_inter needs arrays \"bytes\" and \"one_way_s\" of numbers"
+        )));
+    };
+    if bytes.len() != secs.len() {
+        return Err(CliError::input(format!(
+            "profile {name}: raw.pingpong_inter has {} sizes and {} times",
+            bytes.len(),
+            secs.len()
+        )));
+    }
+    let samples: Vec<(f64, f64)> = bytes.into_iter().zip(secs).collect();
+    let f = crate::calibrate::fit::fit_hockney(&samples)
+        .map_err(|e| CliError::input(format!("profile {name}: ping-pong: {e}")))?;
+    let old = p.hockney.inter.burst;
+    p.hockney.inter = p
+        .hockney
+        .inter
+        .with_burst(f.hockney.burst)
+        .map_err(|e| CliError::internal(e.to_string()))?;
+    std::fs::write(&a.output, p.to_json() + "\n")
+        .map_err(|e| CliError::io(format!("write {}: {e}", a.output.display())))?;
+    println!(
+        "{}: hockney.inter.burst {old:.0} -> {:.0} B",
+        a.output.display(),
+        p.hockney.inter.burst
+    );
+    Ok(())
 }
 
 fn show(a: &ShowArgs) -> Result<(), CliError> {
