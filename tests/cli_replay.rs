@@ -313,6 +313,74 @@ fn profile_and_model_flags() {
 }
 
 #[test]
+fn a_placement_the_profile_was_not_calibrated_for_is_replayed_with_a_note() {
+    // Calibrated with 4 ranks two a node: the run, one a node, is replayed with that
+    // launch's latency and says so; replayed two a node, it says that the path within a
+    // node is the default's.
+    let dir = make_run("replay-launch-notes");
+    let out = dir.join("out");
+    let mut p = Profile::builtin_default();
+    p.latency_placed = vec![pmpi_core::profile::PlacedLatency {
+        procs: 4,
+        per_node: 2,
+        alpha: 2e-3,
+        step: None,
+    }];
+    p.raw = Some(serde_json::json!({"skipped": []}));
+    let prof = dir.join("profile.json");
+    std::fs::write(&prof, p.to_json()).unwrap();
+    p.latency_placed.clear();
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, p.to_json()).unwrap();
+    let run = |profile: &Path, more: &[&str]| {
+        let o = replay(
+            &dir,
+            &[
+                &[
+                    "-o",
+                    out.to_str().unwrap(),
+                    "--profile",
+                    profile.to_str().unwrap(),
+                ],
+                more,
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("replay.json")).unwrap())
+                .unwrap();
+        (
+            String::from_utf8_lossy(&o.stderr).to_string(),
+            num(&v["makespan"]["predicted_s"]),
+        )
+    };
+    let (err, with) = run(&prof, &[]);
+    assert!(
+        err.contains("no latency measured as launched with 4 ranks, 1 a node: the one with 4 ranks, 2 a node is taken"),
+        "{err}"
+    );
+    assert!(!err.contains("default path"), "{err}");
+    // Its 2 ms latency is in the replay's messages between nodes.
+    let (err, without) = run(&plain, &[]);
+    assert!(!err.contains("note:"), "{err}");
+    assert!(with > without + 1e-3, "{with} {without}");
+    let (err, _) = run(
+        &prof,
+        &[
+            "--placement",
+            "rrp",
+            "--nodes",
+            "4",
+            "--cores-per-node",
+            "2",
+        ],
+    );
+    assert!(!err.contains("as launched"), "{err}");
+    assert!(err.contains("built-in default path"), "{err}");
+}
+
+#[test]
 fn bad_input_is_exit_status_2() {
     let dir = make_run("replay-bad");
     bad(&dir.join("nope"), &[], "is not a directory");

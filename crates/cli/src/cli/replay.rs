@@ -243,6 +243,9 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         )));
     }
     let (pl, pl_text) = placement(a, &run)?;
+    for n in profile.launch_notes(pl.node_of_rank.len() as u64, pl.most_per_node() as u64) {
+        eprintln!("pmpi-predict: note: {n}");
+    }
     let clusters = match &a.clusters {
         Some(f) => Some(whatif::load_clusters(f, &pl)?),
         None => None,
