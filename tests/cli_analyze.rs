@@ -554,3 +554,100 @@ fn analyze_stream_writes_the_batch_report() {
         );
     }
 }
+
+#[test]
+fn a_profile_calibrated_for_another_launch_is_named_in_notes() {
+    // Four ranks two a node (0, 1 on n0; 2, 3 on n1), 0 → 2 and 1 → 3 sending 1 MB,
+    // analysed with a profile calibrated at 4 ranks one a node: the latency of that
+    // launch is taken and said, and the path within a node is the default's.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-analyze-launch-notes");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let send = Record {
+        t_start: 1_000_000,
+        t_end: 90_000_000,
+        t_posted: 90_000_000,
+        root: NO_RANK,
+        peer2: NO_RANK,
+        comm_size: 4,
+        tag: 5,
+        ..Default::default()
+    };
+    for rank in 0..4 {
+        let rec = if rank < 2 {
+            Record {
+                peer: rank + 2,
+                bytes_send: 1_000_000,
+                call: call::MPI_Send,
+                ..send
+            }
+        } else {
+            Record {
+                peer: rank - 2,
+                bytes_recv: 1_000_000,
+                call: call::MPI_Recv,
+                ..send
+            }
+        };
+        let meta = RankMeta {
+            rank,
+            world_size: 4,
+            node: format!("n{}", rank / 2),
+            calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
+            clock_init: Some(ClockSample::default()),
+            finalized: true,
+            ..Default::default()
+        };
+        trace::write_meta(&dir, &meta).unwrap();
+        trace::write_spool(&dir, rank, &[rec]).unwrap();
+    }
+    let mut p = pmpi_core::profile::Profile::builtin_default();
+    p.latency_placed = vec![pmpi_core::profile::PlacedLatency {
+        procs: 4,
+        per_node: 1,
+        alpha: 3e-5,
+        step: None,
+    }];
+    p.raw = Some(serde_json::json!({"skipped": []}));
+    let prof = dir.join("p.json");
+    std::fs::write(&prof, p.to_json()).unwrap();
+    let latency = "no latency measured as launched with 4 ranks, 2 a node: the one with 4 ranks, 1 a node is taken";
+    for stream in [false, true] {
+        let mut cmd = bin();
+        cmd.args(["analyze", "--quiet", "--profile"])
+            .arg(&prof)
+            .arg(&dir);
+        if stream {
+            cmd.arg("--stream");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(latency), "{err}");
+        assert!(err.contains("built-in default path"), "{err}");
+    }
+    let out = bin()
+        .args(["accuracy", "--profile"])
+        .arg(&prof)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("note: the profile has {latency}")),
+        "{text}"
+    );
+    // Calibrated so launched: no note.
+    p.latency_placed[0].per_node = 2;
+    p.hockney.intra = pmpi_core::model::hockney::Hockney::new(2e-5, 1e-9).unwrap();
+    std::fs::write(&prof, p.to_json()).unwrap();
+    let out = bin()
+        .args(["analyze", "--quiet", "--profile"])
+        .arg(&prof)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+}

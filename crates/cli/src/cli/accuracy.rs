@@ -67,6 +67,10 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         for c in crate::report::cpu_sharing(&run) {
             println!("note: {}", c.text());
         }
+        let placement = crate::topo::placement::Placement::from_run(&run);
+        for n in crate::report::launch_notes(&profile, &placement) {
+            println!("note: {n}");
+        }
         if let Some(t) = crate::trace::netstat::timeouts_note(&crate::report::network(&run)) {
             println!("note: {t}");
             println!(

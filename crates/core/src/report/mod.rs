@@ -167,10 +167,12 @@ pub fn banner_finalize(s: &ReportStats, seconds: f64, dir: &Path) -> String {
 
 impl ReportStats {
     /// What a reader of the predictions should know about the run: ranks that shared
-    /// CPUs, TCP's retransmission timeouts.
+    /// CPUs, TCP's retransmission timeouts, a profile not calibrated as the run was
+    /// launched.
     pub fn notes(&self) -> Vec<String> {
         let mut v: Vec<String> = self.cpu_sharing.iter().map(|c| c.text()).collect();
         v.extend(trace::netstat::timeouts_note(&self.network));
+        v.extend(self.launch.iter().cloned());
         v
     }
 }
@@ -232,6 +234,8 @@ pub struct ReportStats {
     pub cpu_sharing: Vec<trace::CpuSharing>,
     /// What each node's transport did (retransmissions, timeouts).
     pub network: Vec<trace::netstat::NodeNet>,
+    /// How the profile fits the run's launch ([`crate::profile::Profile::launch_notes`]).
+    pub launch: Vec<String>,
 }
 
 /// Above this many bytes of spooled records, the report is written as the run is read
@@ -334,7 +338,19 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         model: pred.model.clone(),
         cpu_sharing: cpu_sharing(&run),
         network: network(&run),
+        launch: launch_notes(&profile, &crate::topo::placement::Placement::from_run(&run)),
     })
+}
+
+/// [`crate::profile::Profile::launch_notes`] for a run placed as `placement`.
+pub fn launch_notes(
+    profile: &crate::profile::Profile,
+    placement: &crate::topo::placement::Placement,
+) -> Vec<String> {
+    profile.launch_notes(
+        placement.node_of_rank.len() as u64,
+        placement.most_per_node() as u64,
+    )
 }
 
 /// The summary document with its `prediction` section (`source`: where the profile came
