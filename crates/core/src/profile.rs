@@ -574,10 +574,10 @@ impl Profile {
     /// The latency as launched that a run of `procs` ranks with at most `per_node` on a
     /// node takes: the one measured so launched, else the one measured with as many ranks
     /// and the nearest count per node (the fewer of two as near), else none. As many
-    /// ranks active load the hosts alike: a replay of LAMMPS's, OpenFOAM's and
-    /// ScaLAPACK's 4-rank runs from 4 hosts onto 2, which took the two-rank ping-pong's α,
-    /// came out 6-28 % short of the real runs on 2 hosts; with the 4 ranks' latency as
-    /// launched on 4 hosts, +6 and −8 % (docs/accuracy.md, twenty-fifth session).
+    /// ranks active load the hosts alike: OpenFOAM's and ScaLAPACK's 4-rank runs replayed
+    /// from 4 hosts onto 2 with the two-rank ping-pong's α came out 27.5 and 13.1 % short
+    /// of the real runs on 2 hosts; with the 4 ranks' latency as launched on 4 hosts,
+    /// +6.1 and −7.8 % (docs/accuracy.md, twenty-fifth session).
     /// Two ranks one a node are the ping-pong's own launch: its α unless measured again.
     pub fn launch_latency(&self, procs: u64, per_node: u64) -> Option<&PlacedLatency> {
         let same = self.latency_placed.iter().filter(|p| p.procs == procs);
