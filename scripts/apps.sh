@@ -148,6 +148,16 @@ app_workdir() {
     return 0
 }
 
+# apps_calibrate_placed BIN INTO FROM LOG WHO: calibrates at 8 ranks two a host (the
+# emulated cluster is up) into FROM, its output in LOG, and merges what that launch
+# measures into the profile INTO (apps_placed_into). Fails with a message naming LOG.
+apps_calibrate_placed() {
+    local bin=$1 into=$2 from=$3 log=$4 who=$5
+    scripts/emucluster run -- -np 8 --map-by node "$bin" calibrate --budget 150 -o "$from" >"$log" 2>&1 \
+        || { echo "$who: calibrate at 8 ranks failed (see $log)" >&2; return 1; }
+    apps_placed_into "$into" "$from"
+}
+
 # apps_placed_into INTO FROM: profile INTO takes the all-to-all as launched of profile FROM,
 # and its path between two ranks of one host.
 apps_placed_into() {

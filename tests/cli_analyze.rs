@@ -14,38 +14,52 @@ fn bin() -> Command {
 
 /// Two ranks on two nodes; rank 0 sends 1 MB to rank 1. `finalized` for rank 1 as given.
 fn make_run(name: &str, finalized: bool) -> PathBuf {
+    make_pairs(name, &["n0", "n1"], finalized)
+}
+
+/// A rank on each of `nodes` (rank r on `nodes[r]`); each rank of the first half sends 1
+/// MB to its partner half the ranks on. `finalized` for the last rank as given.
+fn make_pairs(name: &str, nodes: &[&str], finalized: bool) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    let (n, half) = (nodes.len() as i32, nodes.len() as i32 / 2);
     let send = Record {
         t_start: 1_000_000,
         t_end: 90_000_000,
         t_posted: 90_000_000,
-        peer: 1,
         root: NO_RANK,
         peer2: NO_RANK,
         bytes_send: 1_000_000,
-        comm_size: 2,
+        comm_size: n as u32,
         call: call::MPI_Send,
         tag: 5,
         ..Default::default()
     };
-    let recv = Record {
-        peer: 0,
-        bytes_send: 0,
-        bytes_recv: 1_000_000,
-        call: call::MPI_Recv,
-        ..send
-    };
-    for (rank, node, rec) in [(0, "n0", send), (1, "n1", recv)] {
+    for (rank, node) in (0..n).zip(nodes) {
+        let rec = if rank < half {
+            Record {
+                peer: rank + half,
+                ..send
+            }
+        } else {
+            Record {
+                peer: rank - half,
+                bytes_send: 0,
+                bytes_recv: 1_000_000,
+                call: call::MPI_Recv,
+                ..send
+            }
+        };
+        let last = rank == n - 1;
         let meta = RankMeta {
             rank,
-            world_size: 2,
-            node: node.into(),
+            world_size: n,
+            node: node.to_string(),
             calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
             clock_init: Some(ClockSample::default()),
-            finalized: rank == 0 || finalized,
-            ended_by: (rank == 1 && !finalized).then(|| "signal 9".to_string()),
+            finalized: !last || finalized,
+            ended_by: (last && !finalized).then(|| "signal 9".to_string()),
             ..Default::default()
         };
         trace::write_meta(&dir, &meta).unwrap();
@@ -560,47 +574,7 @@ fn a_profile_calibrated_for_another_launch_is_named_in_notes() {
     // Four ranks two a node (0, 1 on n0; 2, 3 on n1), 0 → 2 and 1 → 3 sending 1 MB,
     // analysed with a profile calibrated at 4 ranks one a node: the latency of that
     // launch is taken and said, and the path within a node is the default's.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-analyze-launch-notes");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let send = Record {
-        t_start: 1_000_000,
-        t_end: 90_000_000,
-        t_posted: 90_000_000,
-        root: NO_RANK,
-        peer2: NO_RANK,
-        comm_size: 4,
-        tag: 5,
-        ..Default::default()
-    };
-    for rank in 0..4 {
-        let rec = if rank < 2 {
-            Record {
-                peer: rank + 2,
-                bytes_send: 1_000_000,
-                call: call::MPI_Send,
-                ..send
-            }
-        } else {
-            Record {
-                peer: rank - 2,
-                bytes_recv: 1_000_000,
-                call: call::MPI_Recv,
-                ..send
-            }
-        };
-        let meta = RankMeta {
-            rank,
-            world_size: 4,
-            node: format!("n{}", rank / 2),
-            calls: trace::CALL_NAMES.iter().map(|s| s.to_string()).collect(),
-            clock_init: Some(ClockSample::default()),
-            finalized: true,
-            ..Default::default()
-        };
-        trace::write_meta(&dir, &meta).unwrap();
-        trace::write_spool(&dir, rank, &[rec]).unwrap();
-    }
+    let dir = make_pairs("cli-analyze-launch-notes", &["n0", "n0", "n1", "n1"], true);
     let mut p = pmpi_core::profile::Profile::builtin_default();
     p.latency_placed = vec![pmpi_core::profile::PlacedLatency {
         procs: 4,

@@ -142,13 +142,16 @@ fn burst_allowance(samples: &[(f64, f64)], alpha: f64, beta: f64) -> f64 {
         .copied()
         .filter(|&(m, _)| m <= BURST_SIZES_UP_TO)
         .collect();
+    // The replay's own charge, for each candidate bucket.
     let cost = |b: f64| -> f64 {
+        let h = Hockney {
+            alpha,
+            beta,
+            burst: b,
+        };
         small
             .iter()
-            .map(|&(m, t)| {
-                let charged = if m <= b { alpha } else { alpha + beta * m };
-                ((charged - t) / t).powi(2)
-            })
+            .map(|&(m, t)| ((h.lone_bytes(m) - t) / t).powi(2))
             .sum()
     };
     let choose = |gamma: f64| -> f64 {

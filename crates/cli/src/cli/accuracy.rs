@@ -67,8 +67,7 @@ fn accuracy_cmd(a: &AccuracyArgs) -> Result<(), CliError> {
         for c in crate::report::cpu_sharing(&run) {
             println!("note: {}", c.text());
         }
-        let placement = crate::topo::placement::Placement::from_run(&run);
-        for n in crate::report::launch_notes(&profile, &placement) {
+        for n in crate::topo::placement::Placement::from_run(&run).launch_notes(&profile) {
             println!("note: {n}");
         }
         if let Some(t) = crate::trace::netstat::timeouts_note(&crate::report::network(&run)) {

@@ -243,7 +243,7 @@ fn replay(a: &ReplayArgs) -> Result<(), CliError> {
         )));
     }
     let (pl, pl_text) = placement(a, &run)?;
-    for n in profile.launch_notes(pl.node_of_rank.len() as u64, pl.most_per_node() as u64) {
+    for n in pl.launch_notes(&profile) {
         eprintln!("pmpi-predict: note: {n}");
     }
     let clusters = match &a.clusters {

@@ -338,19 +338,8 @@ pub fn write_report_with(dir: &Path, opts: &ReportOptions) -> Result<ReportStats
         model: pred.model.clone(),
         cpu_sharing: cpu_sharing(&run),
         network: network(&run),
-        launch: launch_notes(&profile, &crate::topo::placement::Placement::from_run(&run)),
+        launch: crate::topo::placement::Placement::from_run(&run).launch_notes(&profile),
     })
-}
-
-/// [`crate::profile::Profile::launch_notes`] for a run placed as `placement`.
-pub fn launch_notes(
-    profile: &crate::profile::Profile,
-    placement: &crate::topo::placement::Placement,
-) -> Vec<String> {
-    profile.launch_notes(
-        placement.node_of_rank.len() as u64,
-        placement.most_per_node() as u64,
-    )
 }
 
 /// The summary document with its `prediction` section (`source`: where the profile came

@@ -241,7 +241,7 @@ fn write_with(
         model: model_name,
         cpu_sharing: super::cpu_sharing(&shell),
         network: super::network(&shell),
-        launch: super::launch_notes(profile, &placement),
+        launch: placement.launch_notes(profile),
     };
     Ok(StreamedReport {
         records,

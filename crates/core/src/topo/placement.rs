@@ -73,12 +73,26 @@ impl Placement {
         per.into_iter().max().unwrap_or(0)
     }
 
+    /// The launch's shape a profile's latency as launched is found by: ranks, and the
+    /// most on one node.
+    fn launch(&self) -> (u64, u64) {
+        (self.node_of_rank.len() as u64, self.most_per_node() as u64)
+    }
+
     /// The profile a run so placed is predicted with ([`Profile::for_launch`]).
     pub fn profile<'p>(
         &self,
         profile: &'p crate::profile::Profile,
     ) -> std::borrow::Cow<'p, crate::profile::Profile> {
-        profile.for_launch(self.node_of_rank.len() as u64, self.most_per_node() as u64)
+        let (procs, per_node) = self.launch();
+        profile.for_launch(procs, per_node)
+    }
+
+    /// What a reader should know of how `profile` fits a run so placed
+    /// ([`Profile::launch_notes`]).
+    pub fn launch_notes(&self, profile: &crate::profile::Profile) -> Vec<String> {
+        let (procs, per_node) = self.launch();
+        profile.launch_notes(procs, per_node)
     }
 
     /// Number of distinct nodes.
