@@ -46,7 +46,7 @@ fn a_rank_without_mpi_init_says_so_once() {
     let want: Vec<String> = (0..3)
         .map(|r| {
             format!(
-                "pmpi-predict (rank {r}): {LINE}: the program never called MPI_Init, or reaches MPI by a path the layer does not wrap (a statically linked MPI, a layer built for another MPI library); see \"What is and is not recorded\" in LD_PRELOAD.md"
+                "pmpi-predict (rank {r}): {LINE}: the program never called MPI_Init, or reaches MPI by a path the layer does not wrap (a layer built for another MPI library, calls straight to PMPI_Init); see \"What is and is not recorded\" in LD_PRELOAD.md"
             )
         })
         .collect();
@@ -57,8 +57,11 @@ fn a_rank_without_mpi_init_says_so_once() {
     assert!(unseen_lines(&plain.stderr).is_empty());
 }
 
-/// Ranks that are not MPI programs (a shell without MPI) carry the launcher's rank
-/// variables but are not linked with MPI: silent.
+/// Ranks that are not MPI programs (a shell, `env`, `time`, coreutils: what job scripts
+/// and `system()` run) carry the launcher's rank variables, and the layer's own need of
+/// libmpi loads the MPI library into them too, but neither they nor their libraries are
+/// linked with MPI: silent. (dash leaves with `_exit`, which runs no destructor; bash,
+/// `env`'s `true` and `time` leave with `exit`, which does.)
 #[test]
 fn ranks_without_mpi_say_nothing() {
     let dir = scratch("unseen-shell");
@@ -72,6 +75,44 @@ fn ranks_without_mpi_say_nothing() {
     assert!(with.status.success(), "{:?}", with);
     assert_eq!(String::from_utf8_lossy(&with.stdout), "shell\nshell\n");
     assert_eq!(unseen_lines(&with.stderr), Vec::<String>::new());
+    let script = "echo bash; /usr/bin/env true && /bin/true && echo done";
+    for (exe, args) in [
+        ("/bin/bash", vec!["-c", script]),
+        ("/usr/bin/env", vec!["bash", "-c", script]),
+    ] {
+        let with = mpirun(2, std::path::Path::new(exe), &args, Some(&[]), &dir);
+        assert!(with.status.success(), "{exe}: {:?}", with);
+        // The two ranks' lines interleave as they come.
+        let mut lines: Vec<String> = String::from_utf8_lossy(&with.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        assert_eq!(lines, ["bash", "bash", "done", "done"], "{exe}");
+        assert_eq!(unseen_lines(&with.stderr), Vec::<String>::new(), "{exe}");
+    }
+}
+
+/// An MPI program started through a program without MPI (`env`, as a job script's
+/// wrapper would) is still told of: the line comes from the MPI program, once a rank.
+#[test]
+fn a_rank_without_mpi_init_behind_a_wrapper_says_so_once() {
+    let dir = scratch("unseen-wrapped");
+    let exe = build_program("no_init", &dir);
+    let exe_s = exe.display().to_string();
+    let with = mpirun(
+        2,
+        std::path::Path::new("/bin/bash"),
+        &["-c", &format!("/usr/bin/env true && {exe_s}")],
+        Some(&[]),
+        &dir,
+    );
+    assert!(with.status.success(), "{:?}", with);
+    let mut lines = unseen_lines(&with.stderr);
+    lines.sort();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("pmpi-predict (rank 0): "), "{lines:?}");
+    assert!(lines[1].starts_with("pmpi-predict (rank 1): "), "{lines:?}");
 }
 
 /// A program the layer sees says nothing of the kind.

@@ -50,6 +50,107 @@ pub(crate) fn have_mpi() -> bool {
     !addr(crate::trace::call::MPI_Init).is_null()
 }
 
+/// True if the program, or a library it loaded, is linked with an MPI library: some
+/// loaded object other than this layer names a `libmpi*` (Open MPI's libmpi and its
+/// Fortran and C++ libraries, MPICH's libmpich and libmpichfort, Intel MPI's) among the
+/// libraries it needs. `have_mpi` alone cannot tell: the layer itself needs libmpi, so
+/// PMPI_Init resolves in every process it is preloaded into (a shell, `time`, `env`, a
+/// program a rank starts with `system()`). Walks the loaded objects once; called at exit.
+pub(crate) fn program_links_mpi() -> bool {
+    let mut state = LinkScan {
+        own_base: own_base(),
+        found: false,
+    };
+    // SAFETY: dl_iterate_phdr calls `scan_object` with the loader's own descriptions of
+    // the loaded objects, valid during each call; `state` outlives the iteration.
+    unsafe { libc::dl_iterate_phdr(Some(scan_object), (&raw mut state).cast()) };
+    state.found
+}
+
+struct LinkScan {
+    own_base: usize,
+    found: bool,
+}
+
+/// The load address of the object holding this code (the layer).
+fn own_base() -> usize {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr with the address of a function of this object and a place for
+    // the answer; on failure it writes nothing we read.
+    let ok = unsafe { libc::dladdr(own_base as *const c_void, info.as_mut_ptr()) };
+    if ok == 0 {
+        return 0;
+    }
+    // SAFETY: dladdr returned non-zero, so it filled `info`.
+    unsafe { info.assume_init() }.dli_fbase as usize
+}
+
+/// An entry of an ELF object's dynamic section (`Elf64_Dyn`).
+#[repr(C)]
+struct Dyn {
+    tag: i64,
+    val: u64,
+}
+
+const DT_NULL: i64 = 0;
+const DT_NEEDED: i64 = 1;
+const DT_STRTAB: i64 = 5;
+
+unsafe extern "C" fn scan_object(
+    info: *mut libc::dl_phdr_info,
+    _size: libc::size_t,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: `data` is the `LinkScan` handed to dl_iterate_phdr, and `info` the loader's
+    // description of one loaded object, both valid for this call.
+    let (state, info) = unsafe { (&mut *data.cast::<LinkScan>(), &*info) };
+    let base = info.dlpi_addr as usize;
+    if base == state.own_base || info.dlpi_phdr.is_null() {
+        return 0;
+    }
+    // SAFETY: dlpi_phdr points at the object's dlpi_phnum program headers.
+    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum.into()) };
+    let Some(dynamic) = phdrs.iter().find(|p| p.p_type == libc::PT_DYNAMIC) else {
+        return 0;
+    };
+    let dyns = (base + dynamic.p_vaddr as usize) as *const Dyn;
+    let (mut strtab, mut needed) = (0usize, [0u64; 64]);
+    let mut n = 0;
+    let mut i = 0;
+    loop {
+        // SAFETY: the dynamic section is mapped and ends with DT_NULL.
+        let d = unsafe { &*dyns.add(i) };
+        match d.tag {
+            DT_NULL => break,
+            DT_NEEDED if n < needed.len() => {
+                needed[n] = d.val;
+                n += 1;
+            }
+            DT_STRTAB => strtab = d.val as usize,
+            _ => {}
+        }
+        i += 1;
+    }
+    if strtab == 0 {
+        return 0;
+    }
+    // glibc relocates the dynamic section of the objects it loads in place; one it did
+    // not (the vDSO) still holds an offset from its base.
+    if strtab < base {
+        strtab += base;
+    }
+    for &off in &needed[..n] {
+        // SAFETY: DT_NEEDED values are offsets of NUL-terminated names in the string
+        // table, which is mapped.
+        let name = unsafe { std::ffi::CStr::from_ptr((strtab + off as usize) as *const _) };
+        if name.to_bytes().starts_with(b"libmpi") {
+            state.found = true;
+            return 1;
+        }
+    }
+    0
+}
+
 /// A wrapped call whose real entry point cannot be found: said once, answered with
 /// MPI_ERR_INTERN (nothing else can be done with a call that has nowhere to go).
 #[cold]

@@ -736,14 +736,16 @@ fn launcher_rank() -> Option<String> {
 /// The line a rank prints when it ends without the layer having seen MPI_Init.
 fn unseen_init_line(rank: &str) -> String {
     format!(
-        "pmpi-predict (rank {rank}): the layer never saw MPI_Init in this rank, so nothing was recorded: the program never called MPI_Init, or reaches MPI by a path the layer does not wrap (a statically linked MPI, a layer built for another MPI library); see \"What is and is not recorded\" in LD_PRELOAD.md\n"
+        "pmpi-predict (rank {rank}): the layer never saw MPI_Init in this rank, so nothing was recorded: the program never called MPI_Init, or reaches MPI by a path the layer does not wrap (a layer built for another MPI library, calls straight to PMPI_Init); see \"What is and is not recorded\" in LD_PRELOAD.md\n"
     )
 }
 
 /// Destructor: a process that is an MPI rank (launcher variables), is linked with MPI
-/// (`PMPI_Init` resolves after this library) and never got through MPI_Init under the
-/// layer says so in one line. Processes the preload reaches that are not ranks (mpirun,
-/// daemons, `sh -c` children without MPI) say nothing.
+/// (`PMPI_Init` resolves after this library, and the program or one of its libraries
+/// needs an MPI library: the layer's own need of libmpi does not count) and never got
+/// through MPI_Init under the layer says so in one line. Processes the preload reaches
+/// that are not ranks (mpirun, daemons) or not MPI programs (a shell, `time`, a command
+/// a rank runs with `system()`) say nothing.
 extern "C" fn on_unload() {
     let _ = std::panic::catch_unwind(|| {
         if INERT.load(Ordering::Relaxed)
@@ -753,7 +755,7 @@ extern "C" fn on_unload() {
             return;
         }
         let Some(rank) = launcher_rank() else { return };
-        if !real::have_mpi() {
+        if !real::have_mpi() || !real::program_links_mpi() {
             return;
         }
         let line = unseen_init_line(&rank);
