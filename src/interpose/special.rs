@@ -159,7 +159,11 @@ fn start_inner() -> Result<(), String> {
     let mut shared = [0u8; PATH_MAX + 1];
     let node = crate::topo::node_name(cfg.node.as_deref());
     if rank == 0 {
-        let dir = cfg.out_dir.clone().unwrap_or_else(default_dir);
+        let dir = match &cfg.out_dir {
+            Some(d) if spawned() => spawned_dir(d, &node),
+            Some(d) => d.clone(),
+            None => default_dir(),
+        };
         shared[0] = if cfg.disabled {
             DECISION_DISABLED
         } else if let Err(e) = std::fs::create_dir_all(crate::config::expand_out(&dir, &node, 0)) {
@@ -312,6 +316,34 @@ fn start_inner() -> Result<(), String> {
 }
 
 /// `pmpi-predict.<YYYYmmdd-HHMMSS>.<pid>` in the working directory.
+/// True if MPI_Comm_spawn started this process's world (it has a parent).
+fn spawned() -> bool {
+    let mut parent = std::mem::MaybeUninit::<ffi::MPI_Comm>::uninit();
+    // SAFETY: a PMPI query (not wrapped by the layer) after PMPI_Init, into a local
+    // handle; COMM_NULL is a constant of mpi-sys's C shim.
+    unsafe {
+        ffi::PMPI_Comm_get_parent(parent.as_mut_ptr()) == 0
+            && parent.assume_init() != ffi::RSMPI_COMM_NULL
+    }
+}
+
+/// Where a spawned world records: `spawned-K` inside the directory of the world that
+/// spawned it (PMPI_PREDICT_OUT, which both inherit), the first K whose directory rank
+/// 0 creates (`mkdir` is atomic: worlds spawned at once get distinct ones), so that its
+/// rank files do not overwrite the parent's.
+fn spawned_dir(parent: &std::path::Path, node: &str) -> PathBuf {
+    let _ = std::fs::create_dir_all(crate::config::expand_out(parent, node, 0));
+    for k in 1..100_000 {
+        let dir = parent.join(format!("spawned-{k}"));
+        match std::fs::create_dir(crate::config::expand_out(&dir, node, 0)) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            // Made, or failing for another reason, which creating it again reports.
+            _ => return dir,
+        }
+    }
+    parent.join(format!("spawned-{}", std::process::id()))
+}
+
 fn default_dir() -> PathBuf {
     PathBuf::from(format!(
         "pmpi-predict.{}.{}",

@@ -570,6 +570,55 @@ mod tests {
         );
     }
 
+    /// Sends and receives with a process of another MPI world (a spawned one: the layer
+    /// records its peer as UNKNOWN_RANK) keep their measured time, marked unmatched, in
+    /// both paths; the receives that matched those sends are unmatched too.
+    #[test]
+    fn messages_with_another_world_keep_their_measured_time() {
+        let mut rnd = crate::testing::xorshift(0x5a3e_d0c0_2026_1128);
+        let dir = std::env::temp_dir().join(format!("pmpi-stream-spawn-{}", std::process::id()));
+        let profile = Profile::builtin_default();
+        let assume = Assumptions::default();
+        let (mut seen, mut outside) = (Seen::default(), 0);
+        for case in 0..40 {
+            let mut run = crate::testing::random_case(&mut rnd, case, 30, 10);
+            for rk in &mut run.ranks {
+                for r in &mut rk.records {
+                    let blocking = r.call == crate::trace::call::MPI_Send
+                        || r.call == crate::trace::call::MPI_Recv;
+                    if blocking && r.peer >= 0 && rnd(5) == 0 {
+                        r.peer = crate::trace::UNKNOWN_RANK;
+                    }
+                }
+            }
+            crate::testing::write_case(&dir, case, &run);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            for model in ["gige", "none"] {
+                let batch = predict_run_with(&loaded, &profile, Some(model), &assume).unwrap();
+                for (rk, preds) in loaded.ranks.iter().zip(&batch.calls) {
+                    for (r, c) in rk.records.iter().zip(preds) {
+                        if r.peer == crate::trace::UNKNOWN_RANK {
+                            let measured = (r.t_end - r.t_start) as f64 * 1e-9;
+                            assert_eq!(c.reason, crate::replay::Reason::Unmatched, "case {case}");
+                            // (From the replayed start: the same seconds, to rounding.)
+                            let near = |x: Option<f64>| (x.unwrap() - measured).abs() < 1e-15;
+                            assert!(
+                                near(c.predicted) && near(c.free),
+                                "case {case}: {r:?} {c:?}"
+                            );
+                            outside += 1;
+                        }
+                    }
+                }
+                check_stream(&batch, &format!("case {case}, {model}"), &mut seen, |out| {
+                    predict_stream(&dir, &profile, Some(model), &assume, out).unwrap()
+                });
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(outside > 200, "{outside} calls with another world");
+    }
+
     /// A long ring (4 ranks, 20,000 records, requests freed, a receive matching nothing):
     /// each replay holds what is in flight and the join what one replay has finished and
     /// the other not, a few records, not the run.

@@ -318,7 +318,8 @@ impl Plan {
     }
 
     /// Recorded peer of record `g` where the replay needs it: a receive or probe that
-    /// matched no message (MPI_Sendrecv: its source), a window synchronisation's target;
+    /// matched no message (MPI_Sendrecv: its source), a blocking send that made none, a
+    /// window synchronisation's target;
     /// [`crate::trace::NO_RANK`] for any other record.
     pub fn peer_of(&self, g: u32) -> i32 {
         self.peers.get(&g).copied().unwrap_or(crate::trace::NO_RANK)
@@ -522,6 +523,8 @@ impl Plan {
         for (g, h) in hot.iter().enumerate() {
             let peer = match h.op {
                 Op::Recv | Op::SendRecv if h.msg_in == NONE => true,
+                // A send to another MPI world (UNKNOWN_RANK) has no message.
+                Op::Send { .. } => h.msg_out == NONE,
                 Op::Probe => probe_msg[g] == NONE,
                 // A one-sided operation's target decides its synchronisation's path.
                 Op::RmaSync | Op::Rma => true,
@@ -2946,6 +2949,12 @@ impl<'a, S: Store> Engine<'a, S> {
             Op::Send { .. } => {
                 let m = h.msg_out;
                 if m == NONE {
+                    // To a process of another MPI world (a spawned or connected one, over
+                    // an intercommunicator): no model of its side; measured time kept.
+                    if self.s.peer_of(g) == crate::trace::UNKNOWN_RANK {
+                        self.s.set_reason(g, Reason::Unmatched);
+                        return Ok(t0 + h.op_dur);
+                    }
                     return Ok(t0);
                 }
                 let msg = self.s.msg(m);
@@ -2992,7 +3001,10 @@ impl<'a, S: Store> Engine<'a, S> {
             Op::Recv => {
                 let m = h.msg_in;
                 if m == NONE {
-                    if self.s.peer_of(g) >= 0 {
+                    // (A source of another MPI world, or MPI_ANY_SOURCE the layer could
+                    // not resolve, is UNKNOWN_RANK: unmatched too.)
+                    let peer = self.s.peer_of(g);
+                    if peer >= 0 || peer == crate::trace::UNKNOWN_RANK {
                         self.s.set_reason(g, Reason::Unmatched);
                         return Ok(t0 + h.op_dur);
                     }
