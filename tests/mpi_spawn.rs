@@ -6,44 +6,23 @@ mod common;
 use common::*;
 use std::path::Path;
 
-fn sorted_lines(b: &[u8]) -> Vec<String> {
-    let mut v: Vec<String> = String::from_utf8_lossy(b)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    v.sort();
-    v
-}
-
-/// The rows of a report's calls.csv, and how many of them are calls named `call`.
-fn rows(dir: &Path, call: &str) -> (usize, usize) {
-    let csv = std::fs::read_to_string(dir.join("calls.csv")).expect("calls.csv");
-    let rows: Vec<&str> = csv.lines().skip(1).collect();
-    let named = rows
-        .iter()
-        .filter(|r| r.split(',').nth(2) == Some(call))
-        .count();
-    (rows.len(), named)
-}
-
 /// The calls.csv rows of `call`: (peer, measured_s, predicted_s, reason).
 fn cells(dir: &Path, call: &str) -> Vec<(String, String, String, String)> {
-    let csv = std::fs::read_to_string(dir.join("calls.csv")).expect("calls.csv");
-    let mut lines = csv.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
-    let (c, p, m, pr, re) = (
-        col("call"),
-        col("peer"),
-        col("measured_s"),
-        col("predicted_s"),
-        col("reason"),
-    );
-    lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|f| f[c] == call)
-        .map(|f| (f[p].into(), f[m].into(), f[pr].into(), f[re].into()))
+    read_calls(dir)
+        .into_iter()
+        .filter(|r| r["call"] == call)
+        .map(|r| {
+            let c = |k: &str| r[k].clone();
+            (c("peer"), c("measured_s"), c("predicted_s"), c("reason"))
+        })
         .collect()
+}
+
+/// Rows of calls.csv, and of them the calls named `call`.
+fn rows(dir: &Path, call: &str) -> (usize, usize) {
+    let rows = read_calls(dir);
+    let named = rows.iter().filter(|r| r["call"] == call).count();
+    (rows.len(), named)
 }
 
 fn world_size(dir: &Path, rank: u32) -> u64 {

@@ -198,15 +198,38 @@ fn start_inner() -> Result<(), String> {
         return Ok(());
     }
     let end = shared[1..].iter().position(|&b| b == 0).unwrap_or(PATH_MAX);
-    let dir = PathBuf::from(String::from_utf8_lossy(&shared[1..1 + end]).into_owned());
+    let template = String::from_utf8_lossy(&shared[1..1 + end]).into_owned();
     // `%h` and `%r` in PMPI_PREDICT_OUT: a directory per node or per rank (node-local disks).
-    let dir = crate::config::expand_out(&dir, &node, rank);
+    let dir = crate::config::expand_out(std::path::Path::new(&template), &node, rank);
 
     super::binding::find_bindings();
     handles::init_sentinels(size);
     handles::init_comms(4096, size, rank);
     handles::init_requests(1 << 15);
     let net_leader = lowest_on_node(comm, rank, size, &node);
+    if !disabled {
+        // One rank a directory sets an earlier run's files aside before any rank writes.
+        let mover = if template.contains("%r") {
+            true
+        } else if template.contains("%h") {
+            net_leader
+        } else {
+            rank == 0
+        };
+        if mover
+            && let Some(to) = set_aside_earlier_run(&dir)
+            && rank == 0
+        {
+            super::say(&format!(
+                "{} held the files of an earlier run: moved them to {}",
+                dir.display(),
+                to.display()
+            ));
+        }
+        // SAFETY: a barrier on the layer's private communicator, on every rank (all
+        // took rank 0's decision above).
+        unsafe { real::PMPI_Barrier(comm) };
+    }
     let clock = sync_clock(comm, rank, size, cfg.clock_rounds);
 
     let mut meta = RankMeta {
@@ -315,7 +338,6 @@ fn start_inner() -> Result<(), String> {
     }
 }
 
-/// `pmpi-predict.<YYYYmmdd-HHMMSS>.<pid>` in the working directory.
 /// True if MPI_Comm_spawn started this process's world (it has a parent).
 fn spawned() -> bool {
     let mut parent = std::mem::MaybeUninit::<ffi::MPI_Comm>::uninit();
@@ -344,6 +366,48 @@ fn spawned_dir(parent: &std::path::Path, node: &str) -> PathBuf {
     parent.join(format!("spawned-{}", std::process::id()))
 }
 
+/// Moves the files of an earlier run in `dir` (a job script's second `mpirun` with the
+/// same PMPI_PREDICT_OUT) into `dir/earlier-K`, the first K free, and returns where:
+/// left there, a smaller earlier run's rank files would be read as this run's ranks,
+/// and a larger one's overwritten in part. Only the layer's and the reports' own files
+/// move (the directory may be the job's working directory); `None` if `dir` holds no
+/// recorded rank.
+fn set_aside_earlier_run(dir: &std::path::Path) -> Option<PathBuf> {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let rank_file =
+        |n: &str| n.starts_with("rank-") && (n.ends_with(".json") || n.ends_with(".spool"));
+    if !names.iter().any(|n| rank_file(n)) {
+        return None;
+    }
+    let ours = |n: &str| {
+        rank_file(n)
+            || (n.starts_with("net-") && n.ends_with(".csv"))
+            || matches!(
+                n,
+                "calls.csv" | "summary.json" | "hotspots.json" | "report.html" | "trace.json"
+            )
+            || n.starts_with("trace.json.")
+            || n.starts_with("spawned-")
+            || n.contains(".sort-")
+            || n.contains(".erel-")
+    };
+    let to = (1..100_000)
+        .map(|k| dir.join(format!("earlier-{k}")))
+        .find(|d| {
+            // mkdir is atomic: two runs starting at once take distinct ones.
+            std::fs::create_dir(d).is_ok()
+        })?;
+    for n in names.iter().filter(|n| ours(n)) {
+        let _ = std::fs::rename(dir.join(n), to.join(n));
+    }
+    Some(to)
+}
+
+/// `pmpi-predict.<YYYYmmdd-HHMMSS>.<pid>` in the working directory.
 fn default_dir() -> PathBuf {
     PathBuf::from(format!(
         "pmpi-predict.{}.{}",

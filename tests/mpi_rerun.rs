@@ -1,0 +1,87 @@
+//! A job script that runs `mpirun` twice with the same PMPI_PREDICT_OUT: the second run
+//! sets the first one's files aside (`earlier-K` in the directory) before it records, so
+//! that neither run's ranks are mixed with the other's and nothing is lost.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Rows of calls.csv by rank.
+fn rows_by_rank(dir: &Path) -> BTreeMap<u32, usize> {
+    let mut by = BTreeMap::new();
+    for ((rank, _), n) in counts(&read_calls(dir)) {
+        *by.entry(rank).or_default() += n;
+    }
+    by
+}
+
+fn rank_files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rank-"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn files_of(ranks: u32) -> Vec<String> {
+    (0..ranks)
+        .flat_map(|r| [format!("rank-{r:05}.json"), format!("rank-{r:05}.spool")])
+        .collect()
+}
+
+#[test]
+fn a_second_run_into_the_same_directory_sets_the_first_aside() {
+    let dir = scratch("rerun");
+    let exe = build_program("ring_sendrecv", &dir);
+    let out = dir.join("out");
+    // A file of the user's in the same directory stays where it is.
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("input.dat"), "mine").unwrap();
+    let out_s = out.display().to_string();
+    let env = [("PMPI_PREDICT_OUT", out_s.as_str())];
+    let mut first = None;
+    for (k, np) in [4, 2, 3].into_iter().enumerate() {
+        let run = mpirun(np, &exe, &[], Some(&env), &dir);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let moved = String::from_utf8_lossy(&run.stderr)
+            .lines()
+            .filter(|l| l.contains("held the files of an earlier run"))
+            .count();
+        assert_eq!(moved, usize::from(k > 0), "run {k}");
+        // This run's ranks only, each with rows.
+        assert_eq!(rank_files(&out), files_of(np), "run {k}");
+        let rows = rows_by_rank(&out);
+        assert_eq!(
+            rows.keys().copied().collect::<Vec<_>>(),
+            (0..np).collect::<Vec<_>>()
+        );
+        if k == 0 {
+            first = Some(rows);
+        }
+    }
+    // The first run, whole, in earlier-1 (its report too); the second in earlier-2.
+    let e1 = out.join("earlier-1");
+    assert_eq!(rank_files(&e1), files_of(4));
+    assert_eq!(Some(rows_by_rank(&e1)), first);
+    assert_eq!(rank_files(&out.join("earlier-2")), files_of(2));
+    assert!(!out.join("earlier-3").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("input.dat")).unwrap(),
+        "mine"
+    );
+    // A set-aside run is a run: analyze reads it again.
+    let a = std::process::Command::new(cli_path())
+        .args(["analyze", "--quiet"])
+        .arg(&e1)
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(Some(rows_by_rank(&e1)), first);
+}
