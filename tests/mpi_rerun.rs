@@ -85,3 +85,60 @@ fn a_second_run_into_the_same_directory_sets_the_first_aside() {
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(Some(rows_by_rank(&e1)), first);
 }
+
+/// Two runs at once with the same directory on one machine (a job array's tasks that
+/// share PMPI_PREDICT_OUT): the second finds the first recording there and records in
+/// `concurrent-1` instead; neither run's files move or mix.
+#[test]
+fn a_run_started_while_another_records_there_records_beside_it() {
+    let dir = scratch("rerun-concurrent");
+    let exe = build_program("steady", &dir);
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let env = [("PMPI_PREDICT_OUT", out_s.as_str())];
+    // About 3 s of 20 ms steps.
+    let launch = launch_prefix(2);
+    let prefix = launch.1.clone();
+    let first = mpirun_command(launch, &exe, &["150", "1024", "20"], Some(&env), &dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("launcher runs");
+    let meta = out.join("rank-00000.json");
+    let t0 = std::time::Instant::now();
+    while !meta.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(meta.exists(), "the first run never started recording");
+    let second = mpirun(2, &exe, &["5", "1024", "1"], Some(&env), &dir);
+    let first = first.wait_with_output().unwrap();
+    remove_session_base(&prefix);
+    for run in [&first, &second] {
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(!String::from_utf8_lossy(&run.stderr).contains("earlier run"));
+    }
+    let sendrecvs = |d: &Path| {
+        let mut c: Vec<((u32, String), usize)> = counts(&read_calls(d))
+            .into_iter()
+            .filter(|((_, call), _)| call == "MPI_Sendrecv")
+            .collect();
+        c.sort();
+        c
+    };
+    let want = |n| {
+        vec![
+            ((0, "MPI_Sendrecv".to_string()), n),
+            ((1, "MPI_Sendrecv".to_string()), n),
+        ]
+    };
+    assert_eq!(sendrecvs(&out), want(150));
+    assert_eq!(rank_files(&out), files_of(2));
+    let beside = out.join("concurrent-1");
+    assert_eq!(sendrecvs(&beside), want(5));
+    assert_eq!(rank_files(&beside), files_of(2));
+    assert!(!out.join("earlier-1").exists());
+}

@@ -160,7 +160,8 @@ fn start_inner() -> Result<(), String> {
     let node = crate::topo::node_name(cfg.node.as_deref());
     if rank == 0 {
         let dir = match &cfg.out_dir {
-            Some(d) if spawned() => spawned_dir(d, &node),
+            Some(d) if spawned() => subdir(d, "spawned-", &node),
+            Some(d) if live_run_in(d) => subdir(d, "concurrent-", &node),
             Some(d) => d.clone(),
             None => default_dir(),
         };
@@ -349,21 +350,45 @@ fn spawned() -> bool {
     }
 }
 
-/// Where a spawned world records: `spawned-K` inside the directory of the world that
-/// spawned it (PMPI_PREDICT_OUT, which both inherit), the first K whose directory rank
-/// 0 creates (`mkdir` is atomic: worlds spawned at once get distinct ones), so that its
-/// rank files do not overwrite the parent's.
-fn spawned_dir(parent: &std::path::Path, node: &str) -> PathBuf {
+/// A fresh directory `PREFIX-K` inside `parent`, the first K whose directory rank 0
+/// creates (`mkdir` is atomic: worlds starting at once get distinct ones). A world that
+/// MPI_Comm_spawn started records in `spawned-K` of its parent's directory (both inherit
+/// PMPI_PREDICT_OUT), a run started while another one records in the directory on this
+/// machine in `concurrent-K`: neither overwrites the other's rank files.
+fn subdir(parent: &std::path::Path, prefix: &str, node: &str) -> PathBuf {
     let _ = std::fs::create_dir_all(crate::config::expand_out(parent, node, 0));
     for k in 1..100_000 {
-        let dir = parent.join(format!("spawned-{k}"));
+        let dir = parent.join(format!("{prefix}{k}"));
         match std::fs::create_dir(crate::config::expand_out(&dir, node, 0)) {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             // Made, or failing for another reason, which creating it again reports.
             _ => return dir,
         }
     }
-    parent.join(format!("spawned-{}", std::process::id()))
+    parent.join(format!("{prefix}{}", std::process::id()))
+}
+
+/// True if `dir` (without `%` patterns) holds a run that is recording now on this
+/// machine: its rank 0's metadata, not finalized, from a process of this boot that is
+/// alive. (A run whose rank 0 is on another machine cannot be told from an earlier one.)
+fn live_run_in(dir: &std::path::Path) -> bool {
+    if dir.to_string_lossy().contains('%') {
+        return false;
+    }
+    let Ok(meta) = trace::read_meta(&trace::meta_path(dir, 0)) else {
+        return false;
+    };
+    let alive = || {
+        // SAFETY: kill with signal 0 only checks that the process exists (EPERM: it
+        // does, another user's).
+        let rc = unsafe { libc::kill(meta.pid as libc::pid_t, 0) };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    };
+    !meta.finalized
+        && meta.ended_by.is_none()
+        && meta.pid != std::process::id()
+        && meta.boot_id == trace::read_boot_id()
+        && alive()
 }
 
 /// Moves the files of an earlier run in `dir` (a job script's second `mpirun` with the

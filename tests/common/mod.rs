@@ -210,6 +210,23 @@ pub fn mpirun_as(
     env: Option<&[(&str, &str)]>,
     cwd: &Path,
 ) -> Output {
+    let prefix = launch.1.clone();
+    let out = mpirun_command(launch, exe, args, env, cwd)
+        .output()
+        .expect("launcher runs");
+    remove_session_base(&prefix);
+    out
+}
+
+/// The command [`mpirun_as`] runs, for a test that starts it and goes on (then calls
+/// [`remove_session_base`] with `launch.1` when it has ended).
+pub fn mpirun_command(
+    launch: (String, Vec<String>, bool),
+    exe: &Path,
+    args: &[&str],
+    env: Option<&[(&str, &str)]>,
+    cwd: &Path,
+) -> Command {
     let (l, prefix, ompi) = launch;
     let mut c = Command::new(&l);
     c.args(&prefix);
@@ -228,9 +245,7 @@ pub fn mpirun_as(
     c.arg(exe).args(args).current_dir(cwd);
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    let out = c.output().expect("launcher runs");
-    remove_session_base(&prefix);
-    out
+    c
 }
 
 /// Removes the session-directory base [`launch_prefix`] made for a launch that ended.
