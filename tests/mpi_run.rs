@@ -91,3 +91,35 @@ fn run_without_a_launcher_or_with_a_bad_layer_is_bad_input() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/no/such/layer.so"));
 }
+
+/// A program that is not an MPI program (Debian's mrbayes-mpi 3.2.7a-6 is one: its
+/// `mb-mpi` links no MPI library) records nothing: `run` says so, and why, instead of
+/// sending the user to analyze spools that do not exist.
+#[test]
+fn run_of_a_program_without_mpi_says_nothing_was_recorded() {
+    let dir = common::scratch("run-no-mpi");
+    let out = dir.join("out");
+    let (l, prefix, _) = common::launch_prefix(2);
+    let o = Command::new(common::cli_path())
+        .arg("run")
+        .arg("--lib")
+        .arg(common::layer())
+        .arg("--out")
+        .arg(&out)
+        .arg("--")
+        .arg(l)
+        .args(&prefix)
+        .args(["/bin/sh", "-c", "echo ran"])
+        .current_dir(&dir)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("pmpi-predict runs");
+    common::remove_session_base(&prefix);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ran\nran\n");
+    assert!(err.contains("no rank recorded anything in"), "{err}");
+    assert!(!err.contains("builds it from the spools"), "{err}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+}

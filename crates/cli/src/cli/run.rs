@@ -265,8 +265,20 @@ fn run_job(a: &RunArgs) -> Result<i32, CliError> {
             128 + status.signal().unwrap_or(0)
         }
     };
+    let recorded = std::fs::read_dir(&out).is_ok_and(|d| {
+        d.filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with("rank-"))
+    });
     if out.join("summary.json").is_file() {
         eprintln!("pmpi-predict: report in {}", out.display());
+    } else if !recorded {
+        // Nothing to analyze either: say what the likely causes are.
+        eprintln!(
+            "pmpi-predict: no rank recorded anything in {}: the program never called MPI_Init under \
+             the layer (is it an MPI program? `ldd` on it should list a libmpi), or the launcher \
+             did not pass LD_PRELOAD to the ranks",
+            out.display()
+        );
     } else {
         eprintln!(
             "pmpi-predict: no report in {} (the job ended before MPI_Finalize, or no rank loaded the layer); \
