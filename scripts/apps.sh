@@ -30,6 +30,7 @@ apps_install() {
     [[ $a == *,dolfinx* ]] && ! command -v dolfinx-scaling-test >/dev/null && need+=(fenicsx-performance-tests)
     [[ $a == *,examl,* ]] && ! command -v parse-examl >/dev/null && need+=(examl)
     [[ $a == *,scalapack* && ! -x $APPS_SCALAPACK_DIR/openmpi-tests/xdlu ]] && need+=(scalapack-mpi-test)
+    [[ $a == *,meep,* ]] && ! command -v meep >/dev/null && need+=(meep-openmpi)
     if [[ ${#need[@]} -gt 0 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
@@ -48,7 +49,8 @@ apps_inputs() {
         return 1
     fi
     cp /usr/share/doc/hpcc/examples/_hpccinf.txt "$out/inputs/hpccinf.txt" 2>/dev/null || true
-    cp bench/apps/h2o8.inp bench/apps/si8.in bench/apps/c6h6.nw bench/apps/si8kgb.abi bench/apps/ksh2o.in "$out/inputs/"
+    cp bench/apps/h2o8.inp bench/apps/si8.in bench/apps/c6h6.nw bench/apps/si8kgb.abi bench/apps/ksh2o.in \
+        bench/apps/meep-wg.ctl "$out/inputs/"
     # Elk reads elk.in from its working directory.
     cp bench/apps/elk-al.in "$out/inputs/elk.in"
     if [[ $report_only -eq 0 && $a == *,gromacs,* ]]; then
@@ -91,6 +93,7 @@ app_cmd() {
                 fi
             done
             cmd=(--timeout 600 "$examl" -t 49.tree -m GAMMA -s 49.binary -n run) ;;
+        meep) cmd=(meep meep-wg.ctl) ;;
         scalapack) cmd=("$APPS_SCALAPACK_DIR/openmpi-tests/xdlu") ;;
         scalapack-mpich) cmd=("$APPS_SCALAPACK_DIR/mpich-tests/xdlu") ;;
         *) return 1 ;;
