@@ -389,7 +389,17 @@ pub fn register_comm(comm: ffi::MPI_Comm, s: &Sentinels) -> Option<CommInfo> {
         }
         i = (i + 1) & mask;
     }
-    // Table full: still usable for this call, just not remembered.
+    // Table full: still usable for this call, just not remembered. Each call on it
+    // registers it again under a new id, which the other members' ids will not match.
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::Relaxed) {
+        super::say(&format!(
+            "more communicators and windows alive at once than the table holds ({}, \
+             PMPI_PREDICT_MAX_COMMS): calls on the others get a new id each time, and the \
+             analysis cannot match them across ranks",
+            t.slots.len()
+        ));
+    }
     Some(info)
 }
 

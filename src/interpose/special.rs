@@ -205,7 +205,7 @@ fn start_inner() -> Result<(), String> {
 
     super::binding::find_bindings();
     handles::init_sentinels(size);
-    handles::init_comms(4096, size, rank);
+    handles::init_comms(cfg.max_comms, size, rank);
     handles::init_requests(1 << 15);
     let net_leader = lowest_on_node(comm, rank, size, &node);
     if !disabled {

@@ -32,6 +32,9 @@ pub struct Config {
     pub quiet: bool,
     /// `PMPI_PREDICT_MAX_THREADS`: threads per rank that get a buffer.
     pub max_threads: usize,
+    /// `PMPI_PREDICT_MAX_COMMS`: communicators (and windows) a rank can have alive at
+    /// once with a stable id; the table is sized to it at init.
+    pub max_comms: usize,
     /// `PMPI_PREDICT_CLOCK_ROUNDS`: ping-pongs per rank for clock offsets.
     pub clock_rounds: u32,
     /// `PMPI_PREDICT_TSC`: 1 (default) reads the CPU's time-stamp counter where it is
@@ -77,6 +80,7 @@ impl Default for Config {
             batch_max_mb: crate::report::BATCH_MAX_BYTES >> 20,
             quiet: false,
             max_threads: 1024,
+            max_comms: 16384,
             clock_rounds: 10,
             tsc: true,
             catch_signals: true,
@@ -113,6 +117,7 @@ pub const VARIABLES: &[&str] = &[
     "PMPI_PREDICT_BATCH_MAX_MB",
     "PMPI_PREDICT_QUIET",
     "PMPI_PREDICT_MAX_THREADS",
+    "PMPI_PREDICT_MAX_COMMS",
     "PMPI_PREDICT_CLOCK_ROUNDS",
     "PMPI_PREDICT_TSC",
     "PMPI_PREDICT_SIGNALS",
@@ -214,6 +219,14 @@ impl Config {
                 1,
                 65535,
                 d.max_threads as u64,
+                &mut w,
+            ) as usize,
+            max_comms: int_var(
+                get,
+                "PMPI_PREDICT_MAX_COMMS",
+                16,
+                1 << 24,
+                d.max_comms as u64,
                 &mut w,
             ) as usize,
             clock_rounds: int_var(

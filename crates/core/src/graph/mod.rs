@@ -124,10 +124,8 @@ pub fn kind_in(table: &[CallKind], call: u16) -> CallKind {
 /// Members (WORLD ranks by local rank) of communicator `comm` of a rank, if its metadata
 /// lists it with `size` members.
 pub fn members_of(meta: &trace::RankMeta, comm: u32, size: u32) -> Option<&[i32]> {
-    meta.comms
-        .iter()
-        .rev()
-        .find(|c| c.id == comm && !c.inter && c.world.len() == size as usize)
+    meta.comms_with_id(comm)
+        .find(|c| !c.inter && c.world.len() == size as usize)
         .map(|c| c.world.as_slice())
 }
 

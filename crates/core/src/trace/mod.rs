@@ -336,6 +336,9 @@ pub struct RankMeta {
     /// order: the engine expands their collectives.
     #[serde(default)]
     pub comms: Vec<CommMembers>,
+    /// `comms` by id, built on first use ([`RankMeta::comms_with_id`]); not written.
+    #[serde(skip)]
+    pub comm_index: CommIndex,
     /// The clock of the timestamps: "tsc" (the invariant time-stamp counter on
     /// CLOCK_MONOTONIC's scale) or "clock_gettime" (also when empty: older spools).
     #[serde(default)]
@@ -670,6 +673,53 @@ pub struct CommMembers {
     pub inter: bool,
 }
 
+/// The positions in [`RankMeta::comms`] of each communicator id, with the length of the
+/// list it was built from. A cache: equal to any other, empty when cloned.
+#[derive(Default)]
+pub struct CommIndex(std::sync::OnceLock<(usize, std::collections::HashMap<u32, Vec<u32>>)>);
+
+impl Clone for CommIndex {
+    fn clone(&self) -> Self {
+        CommIndex::default()
+    }
+}
+
+impl PartialEq for CommIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for CommIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommIndex")
+    }
+}
+
+impl RankMeta {
+    /// The entries of `comms` with id `id`, last registered first. A run that made
+    /// thousands of communicators has as many entries, and a collective on each asks for
+    /// its own: the list is indexed once, not scanned each time.
+    pub fn comms_with_id(&self, id: u32) -> impl Iterator<Item = &CommMembers> {
+        let (len, index) = self.comm_index.0.get_or_init(|| {
+            let mut m: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+            for (i, c) in self.comms.iter().enumerate() {
+                m.entry(c.id).or_default().push(i as u32);
+            }
+            (self.comms.len(), m)
+        });
+        // A list changed since it was indexed is scanned instead.
+        let stale = *len != self.comms.len();
+        let indexed = (!stale)
+            .then(|| index.get(&id))
+            .flatten()
+            .into_iter()
+            .flat_map(|v| v.iter().rev().map(|&i| &self.comms[i as usize]));
+        let scanned = self.comms.iter().rev().filter(move |c| stale && c.id == id);
+        indexed.chain(scanned)
+    }
+}
+
 /// Count and total time of unsuccessful polls of one call.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct PollStat {
@@ -806,6 +856,35 @@ impl Clock {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn communicators_are_found_by_id_last_registered_first() {
+        let c = |id, world: &[i32]| super::CommMembers {
+            id,
+            world: world.to_vec(),
+            inter: false,
+        };
+        let mut meta = super::RankMeta {
+            comms: vec![c(5, &[0, 1]), c(1, &[2]), c(7, &[0, 2]), c(5, &[1, 3])],
+            ..Default::default()
+        };
+        let worlds = |m: &super::RankMeta, id| {
+            m.comms_with_id(id)
+                .map(|c| c.world.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(worlds(&meta, 5), [vec![1, 3], vec![0, 1]]);
+        assert_eq!(worlds(&meta, 7), [vec![0, 2]]);
+        assert!(worlds(&meta, 9).is_empty());
+        // A list changed after it was indexed is read as it is now.
+        meta.comms.push(c(9, &[3]));
+        assert_eq!(worlds(&meta, 9), [vec![3]]);
+        assert_eq!(worlds(&meta, 5), [vec![1, 3], vec![0, 1]]);
+        // A clone indexes its own list; equality ignores the index.
+        let copy = meta.clone();
+        assert_eq!(copy, meta);
+        assert_eq!(worlds(&copy, 9), [vec![3]]);
+    }
 
     #[test]
     fn proc_stat_s_interrupt_time_is_irq_plus_softirq() {
