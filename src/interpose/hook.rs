@@ -1688,8 +1688,21 @@ kinds! {
     }
 }
 
-/// What the probe that matched message `msg` found, and its communicator.
+/// What the probe that matched message `msg` found, and its communicator. The message
+/// of a probe of MPI_PROC_NULL (MPI_MESSAGE_NO_PROC) was found by none: its receive is
+/// from MPI_PROC_NULL.
 fn take_message(msg: usize) -> (Option<Pending>, CommInfo) {
+    // SAFETY: a constant of mpi-sys's C shim.
+    if msg == key(unsafe { ffi::RSMPI_MESSAGE_NO_PROC }) {
+        return (
+            Some(Pending {
+                peer: PROC_NULL,
+                tag: 0,
+                ..Pending::default()
+            }),
+            NO_COMM,
+        );
+    }
     let found = handles::take_message(msg);
     let ci = match found {
         Some(p) => CommInfo {
