@@ -14,7 +14,8 @@ pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
 }
 
 /// The built-in profile with a calibrated profile's factors: opposite and onward flows
-/// slower, ports capped, each contended flow drawn its own factor.
+/// slower, ports capped, each contended flow drawn its own factor, a train's messages
+/// spaced by a gap.
 pub(crate) fn calibrated_profile() -> crate::profile::Profile {
     let mut p = crate::profile::Profile::builtin_default();
     // A latency below the random runs' gaps (µs): on Open MPI their receivers see requests
@@ -24,6 +25,10 @@ pub(crate) fn calibrated_profile() -> crate::profile::Profile {
     p.penalty.through = 1.2;
     p.penalty.port_capacity = Some(1.0);
     p.penalty.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
+    // A measured gap of the empty message: each message of a train adds it.
+    let mut plogp = crate::model::plogp::PLogP::from_hockney(&p.hockney.inter);
+    plogp.g = crate::model::plogp::PiecewiseLinear::linear(3e-6, p.hockney.inter.beta);
+    p.plogp = Some(plogp);
     p
 }
 

@@ -1294,6 +1294,67 @@ mod tests {
         assert!((c.model_s - scaled).abs() < 1e-12, "{c:?} {scaled}");
     }
 
+    /// A train of small messages on one connection (Meep's halo exchange): each message
+    /// after the first adds at least the calibrated gap of an empty message, not only its
+    /// bytes; without a pLogP measurement in the profile, as before.
+    #[test]
+    fn each_message_of_a_train_adds_the_calibrated_gap() {
+        use crate::trace::{NO_RANK, Record, RunTrace, call};
+        let (alpha, beta, gap0, k) = (10e-6, 8e-8, 8e-6, 10u64);
+        // Rank 0 (node n0) sends k messages of 8 B to rank 1 (node n1) 100 ns apart;
+        // rank 1 is already in its receives.
+        let rec = |call, peer, t: u64, dur: u64| Record {
+            t_start: t,
+            t_end: t + dur,
+            t_posted: t + dur,
+            peer,
+            peer2: NO_RANK,
+            root: NO_RANK,
+            bytes_send: if call == call::MPI_Send { 8 } else { 0 },
+            bytes_recv: if call == call::MPI_Recv { 8 } else { 0 },
+            comm_size: 2,
+            call,
+            ..Default::default()
+        };
+        let sends = (0..k)
+            .map(|i| rec(call::MPI_Send, 1, 1_000 + 100 * i, 50))
+            .collect();
+        let recvs = (0..k).map(|i| rec(call::MPI_Recv, 0, i, 1)).collect();
+        let run = RunTrace {
+            world_size: 2,
+            missing: vec![],
+            ranks: vec![
+                crate::testing::spooled_rank(0, 2, 2, sends),
+                crate::testing::spooled_rank(1, 2, 2, recvs),
+            ],
+        };
+        let mut p = Profile::builtin_default();
+        p.hockney.inter = Hockney::new(alpha, beta).unwrap();
+        let durations = |p: &Profile| {
+            let pred = predict_run_with(&run, p, Some("none"), &Assumptions::default()).unwrap();
+            pred.calls[1]
+                .iter()
+                .map(|c| c.predicted.unwrap())
+                .collect::<Vec<_>>()
+        };
+        // The send and receive overheads are the Hockney-derived ones either way; only
+        // the gap differs.
+        let mut plogp = crate::model::plogp::PLogP::from_hockney(&p.hockney.inter);
+        let without = durations(&p);
+        plogp.g = crate::model::plogp::PiecewiseLinear::linear(gap0, beta);
+        p.plogp = Some(plogp);
+        let with = durations(&p);
+        // Every receive after the first waits for one more message: its latency hidden
+        // behind the one before, its bytes and the gap not.
+        for (i, (&w, &wo)) in with.iter().zip(&without).enumerate().skip(1) {
+            assert!(
+                (w - (gap0 + beta * 8.0)).abs() < 1e-12,
+                "receive {i}: {with:?}"
+            );
+            assert!(wo < 3e-6, "receive {i} without the gap: {without:?}");
+        }
+    }
+
     #[test]
     fn a_collective_s_small_messages_cross_a_shaped_link_s_bucket() {
         let (alpha, beta) = (25e-6, 8e-8);
