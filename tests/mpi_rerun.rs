@@ -142,3 +142,33 @@ fn a_run_started_while_another_records_there_records_beside_it() {
     assert_eq!(rank_files(&beside), files_of(2));
     assert!(!out.join("earlier-1").exists());
 }
+
+/// With a directory per rank (`%r` in PMPI_PREDICT_OUT, node-local disks), each rank sets
+/// the earlier run's files in its own directory aside.
+#[test]
+fn per_rank_directories_each_set_their_earlier_run_aside() {
+    let dir = scratch("rerun-per-rank");
+    let exe = build_program("ring_sendrecv", &dir);
+    let template = dir.join("out").join("%r");
+    let template_s = template.display().to_string();
+    let env = [("PMPI_PREDICT_OUT", template_s.as_str())];
+    for _ in 0..2 {
+        let run = mpirun(2, &exe, &[], Some(&env), &dir);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+    }
+    for r in 0..2 {
+        let own = dir.join("out").join(r.to_string());
+        let name = format!("rank-{r:05}.json");
+        assert!(own.join(&name).is_file(), "{}", own.display());
+        assert!(
+            own.join("earlier-1").join(&name).is_file(),
+            "{}",
+            own.display()
+        );
+        assert!(!own.join("earlier-2").exists());
+    }
+}
