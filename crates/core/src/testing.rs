@@ -25,9 +25,12 @@ pub(crate) fn calibrated_profile() -> crate::profile::Profile {
     p.penalty.through = 1.2;
     p.penalty.port_capacity = Some(1.0);
     p.penalty.dispersion = Some(vec![0.6, 0.9, 1.1, 1.4]);
-    // A measured gap of the empty message: each message of a train adds it.
+    // Measured gaps that put 40 bytes of headers on each message of a train.
     let mut plogp = crate::model::plogp::PLogP::from_hockney(&p.hockney.inter);
-    plogp.g = crate::model::plogp::PiecewiseLinear::linear(3e-6, p.hockney.inter.beta);
+    let b = p.hockney.inter.beta;
+    plogp.g = crate::model::plogp::PiecewiseLinear {
+        points: vec![(0.0, 3e-6), (1024.0, b * 1064.0), (16384.0, b * 16424.0)],
+    };
     p.plogp = Some(plogp);
     p
 }

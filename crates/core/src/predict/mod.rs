@@ -1295,12 +1295,14 @@ mod tests {
     }
 
     /// A train of small messages on one connection (Meep's halo exchange): each message
-    /// after the first adds at least the calibrated gap of an empty message, not only its
-    /// bytes; without a pLogP measurement in the profile, as before.
+    /// after the first adds at least its headers' time on the wire, the calibrated gaps'
+    /// header bytes at β, not only its payload's; without a pLogP measurement in the
+    /// profile, as before.
     #[test]
-    fn each_message_of_a_train_adds_the_calibrated_gap() {
+    fn each_message_of_a_train_adds_its_headers() {
         use crate::trace::{NO_RANK, Record, RunTrace, call};
-        let (alpha, beta, gap0, k) = (10e-6, 8e-8, 8e-6, 10u64);
+        let (alpha, beta, header, k) = (10e-6, 8e-8, 100.0, 10u64);
+        let gap0 = header * beta;
         // Rank 0 (node n0) sends k messages of 8 B to rank 1 (node n1) 100 ns apart;
         // rank 1 is already in its receives.
         let rec = |call, peer, t: u64, dur: u64| Record {
@@ -1341,7 +1343,15 @@ mod tests {
         // the gap differs.
         let mut plogp = crate::model::plogp::PLogP::from_hockney(&p.hockney.inter);
         let without = durations(&p);
-        plogp.g = crate::model::plogp::PiecewiseLinear::linear(gap0, beta);
+        // Gaps of a stream: 1 and 16 KiB at the wire's pace with 100 bytes of headers.
+        plogp.g = crate::model::plogp::PiecewiseLinear {
+            points: vec![
+                (0.0, 9e-6),
+                (1024.0, beta * (1024.0 + header)),
+                (16384.0, beta * (16384.0 + header)),
+            ],
+        };
+        assert!((plogp.header_bytes() - header).abs() < 1e-6);
         p.plogp = Some(plogp);
         let with = durations(&p);
         // Every receive after the first waits for one more message: its latency hidden

@@ -1054,12 +1054,12 @@ pub struct P2p {
     /// ([`Profile::exchange`], [`Engine::exchange`]); 0 on another library family than
     /// the profile's.
     pub exchange: f64,
-    /// pLogP's gap of an empty message between nodes, as calibrated (0 where the profile
-    /// has no pLogP measurement): the least a message following another on its
-    /// connection adds to the train, however small (its headers on the wire, or the
-    /// sender's software per message), and, as bytes at β, what each message takes
-    /// from a shaper's bucket beyond its own ([`Engine::lone_time`]).
-    pub gap0: f64,
+    /// Bytes each message puts on the wire between nodes besides its payload, from the
+    /// calibrated pLogP gaps ([`PLogP::header_bytes`]; 0 where the profile has no pLogP
+    /// measurement): a message following another on its connection adds at least their
+    /// time at β to the train, however small, and takes them from a shaper's bucket
+    /// besides its own bytes ([`Engine::lone_time`]).
+    pub wire_header: f64,
 }
 
 impl P2p {
@@ -1098,7 +1098,7 @@ impl P2p {
             compute: 1.0,
             async_progress: false,
             exchange,
-            gap0: profile.plogp.as_ref().map_or(0.0, |p| p.gap(0.0).max(0.0)),
+            wire_header: profile.plogp.as_ref().map_or(0.0, PLogP::header_bytes),
         }
     }
 
@@ -2422,16 +2422,16 @@ impl<'a, S: Store> Engine<'a, S> {
             // could leave as soon as that one's bytes had: its latency overlaps the other's
             // (TCP pipelines a train of small messages; ABySS sends them 7 µs apart, a
             // latency of 14 µs). A rendezvous message's data waits for its handshake.
-            // Not below the gap of an empty message, though: each message of a train
-            // adds at least that (Meep's 15 messages of 8 to 2,224 bytes a step from one
-            // rank to the next, 100 Mbit/s: 6.9 µs each of headers on the wire; without
-            // it the steps were predicted 22 % short).
+            // Not its headers' time on the wire, though: each message of a train adds
+            // at least that (Meep's 15 messages of 8 to 2,224 bytes a step from one rank
+            // to the next; a train of 15 such messages at 100 Mbit/s, a core a rank, was
+            // predicted 6.0 % short without it, 1.9 % with it).
             let queued = self.net.now() - self.s.msg_time(m, MsgTime::Matched);
             let h = self.p2p.hockney(msg.src_node, msg.dst_node);
             let gap = if msg.src_node == msg.dst_node {
                 0.0
             } else {
-                self.p2p.gap0
+                self.p2p.wire_header * h.beta
             };
             tref -= queued.clamp(0.0, (h.alpha - gap).max(0.0));
         }
@@ -2521,9 +2521,7 @@ impl<'a, S: Store> Engine<'a, S> {
     /// alone and takes its bytes from them, a larger one pays β for all its bytes and
     /// leaves them empty when they have left. Messages that follow each other closely
     /// drain the buckets: ABYSS's 61-byte messages, 7 µs apart, pay β for some. Each
-    /// message takes its bytes and its headers from them (the gap of an empty message at
-    /// β, [`P2p::gap0`]: 82 bytes on the emulated 100 Mbit/s ports, where TCP, IP,
-    /// Ethernet and Open MPI's headers make about 96).
+    /// message takes its bytes and its headers from them ([`P2p::wire_header`]).
     fn lone_time(&mut self, msg: &Msg) -> f64 {
         let h = self.p2p.hockney(msg.src_node, msg.dst_node);
         let bytes = msg.bytes as f64;
@@ -2540,7 +2538,7 @@ impl<'a, S: Store> Engine<'a, S> {
         let (out, inn) = (self.bucket_empty[src].0, self.bucket_empty[dst].1);
         let held = |empty: f64| ((now - empty) / h.beta).clamp(0.0, h.burst);
         let (held_out, held_in) = (held(out), held(inn));
-        let wire = bytes + self.p2p.gap0 / h.beta;
+        let wire = bytes + self.p2p.wire_header;
         let fits = wire <= held_out.min(held_in);
         let (free, drained) = if fits { (wire, 0.0) } else { (0.0, wire) };
         // A bucket is empty again once the bytes paid for have left, less what it keeps.
