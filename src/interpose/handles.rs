@@ -42,6 +42,8 @@ pub struct Sentinels {
     pub comm_self: usize,
     pub comm_null: usize,
     pub request_null: usize,
+    /// The message of a matched probe of MPI_PROC_NULL.
+    pub message_no_proc: usize,
     pub in_place: usize,
     pub proc_null: c_int,
     pub any_source: c_int,
@@ -62,6 +64,7 @@ pub fn init_sentinels(world_size: c_int) -> &'static Sentinels {
                 comm_self: key(ffi::RSMPI_COMM_SELF),
                 comm_null: key(ffi::RSMPI_COMM_NULL),
                 request_null: key(ffi::RSMPI_REQUEST_NULL),
+                message_no_proc: key(ffi::RSMPI_MESSAGE_NO_PROC),
                 in_place: pmpi_predict_IN_PLACE as usize,
                 proc_null: ffi::RSMPI_PROC_NULL,
                 any_source: ffi::RSMPI_ANY_SOURCE,

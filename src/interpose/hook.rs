@@ -1692,8 +1692,7 @@ kinds! {
 /// of a probe of MPI_PROC_NULL (MPI_MESSAGE_NO_PROC) was found by none: its receive is
 /// from MPI_PROC_NULL.
 fn take_message(msg: usize) -> (Option<Pending>, CommInfo) {
-    // SAFETY: a constant of mpi-sys's C shim.
-    if msg == key(unsafe { ffi::RSMPI_MESSAGE_NO_PROC }) {
+    if handles::sentinels().is_some_and(|s| msg == s.message_no_proc) {
         return (
             Some(Pending {
                 peer: PROC_NULL,

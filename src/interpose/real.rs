@@ -114,35 +114,26 @@ unsafe extern "C" fn scan_object(
         return 0;
     };
     let dyns = (base + dynamic.p_vaddr as usize) as *const Dyn;
-    let (mut strtab, mut needed) = (0usize, [0u64; 64]);
-    let mut n = 0;
-    let mut i = 0;
-    loop {
-        // SAFETY: the dynamic section is mapped and ends with DT_NULL.
-        let d = unsafe { &*dyns.add(i) };
-        match d.tag {
-            DT_NULL => break,
-            DT_NEEDED if n < needed.len() => {
-                needed[n] = d.val;
-                n += 1;
-            }
-            DT_STRTAB => strtab = d.val as usize,
-            _ => {}
-        }
-        i += 1;
-    }
-    if strtab == 0 {
+    // SAFETY: the dynamic section is mapped and ends with DT_NULL.
+    let entries = (0..)
+        .map(|i| unsafe { &*dyns.add(i) })
+        .take_while(|d| d.tag != DT_NULL);
+    let Some(mut strtab) = entries
+        .clone()
+        .find(|d| d.tag == DT_STRTAB)
+        .map(|d| d.val as usize)
+    else {
         return 0;
-    }
+    };
     // glibc relocates the dynamic section of the objects it loads in place; one it did
     // not (the vDSO) still holds an offset from its base.
     if strtab < base {
         strtab += base;
     }
-    for &off in &needed[..n] {
+    for d in entries.filter(|d| d.tag == DT_NEEDED) {
         // SAFETY: DT_NEEDED values are offsets of NUL-terminated names in the string
         // table, which is mapped.
-        let name = unsafe { std::ffi::CStr::from_ptr((strtab + off as usize) as *const _) };
+        let name = unsafe { std::ffi::CStr::from_ptr((strtab + d.val as usize) as *const _) };
         if name.to_bytes().starts_with(b"libmpi") {
             state.found = true;
             return 1;

@@ -351,21 +351,38 @@ fn spawned() -> bool {
 }
 
 /// A fresh directory `PREFIX-K` inside `parent`, the first K whose directory rank 0
-/// creates (`mkdir` is atomic: worlds starting at once get distinct ones). A world that
-/// MPI_Comm_spawn started records in `spawned-K` of its parent's directory (both inherit
-/// PMPI_PREDICT_OUT), a run started while another one records in the directory on this
-/// machine in `concurrent-K`: neither overwrites the other's rank files.
+/// creates. A world that MPI_Comm_spawn started records in `spawned-K` of its parent's
+/// directory (both inherit PMPI_PREDICT_OUT), a run started while another one records in
+/// the directory on this machine in `concurrent-K`: neither overwrites the other's rank
+/// files.
 fn subdir(parent: &std::path::Path, prefix: &str, node: &str) -> PathBuf {
     let _ = std::fs::create_dir_all(crate::config::expand_out(parent, node, 0));
+    // Failing for another reason than an existing one: creating it again reports.
+    parent.join(
+        first_new_dir(prefix, |name| {
+            std::fs::create_dir(crate::config::expand_out(&parent.join(name), node, 0))
+        })
+        .unwrap_or_else(|name| name),
+    )
+}
+
+/// The first name `PREFIX-K` (K = 1, 2, ...) for which `create` makes a new directory:
+/// `mkdir` is atomic, so processes that race for one get distinct K. `Err` with the name
+/// whose creation failed for another reason than an existing directory (or one with the
+/// process id, if all were taken).
+fn first_new_dir(
+    prefix: &str,
+    create: impl Fn(&str) -> std::io::Result<()>,
+) -> Result<String, String> {
     for k in 1..100_000 {
-        let dir = parent.join(format!("{prefix}{k}"));
-        match std::fs::create_dir(crate::config::expand_out(&dir, node, 0)) {
+        let name = format!("{prefix}{k}");
+        match create(&name) {
+            Ok(()) => return Ok(name),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            // Made, or failing for another reason, which creating it again reports.
-            _ => return dir,
+            Err(_) => return Err(name),
         }
     }
-    parent.join(format!("{prefix}{}", std::process::id()))
+    Err(format!("{prefix}{}", std::process::id()))
 }
 
 /// True if `dir` (without `%` patterns) holds a run that is recording now on this
@@ -403,29 +420,17 @@ fn set_aside_earlier_run(dir: &std::path::Path) -> Option<PathBuf> {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    let rank_file =
-        |n: &str| n.starts_with("rank-") && (n.ends_with(".json") || n.ends_with(".spool"));
-    if !names.iter().any(|n| rank_file(n)) {
+    if !names.iter().any(|n| trace::is_rank_file(n)) {
         return None;
     }
     let ours = |n: &str| {
-        rank_file(n)
+        trace::is_rank_file(n)
             || (n.starts_with("net-") && n.ends_with(".csv"))
-            || matches!(
-                n,
-                "calls.csv" | "summary.json" | "hotspots.json" | "report.html" | "trace.json"
-            )
-            || n.starts_with("trace.json.")
+            || crate::report::REPORT_FILES.contains(&n)
+            || crate::report::is_temporary_file(n)
             || n.starts_with("spawned-")
-            || n.contains(".sort-")
-            || n.contains(".erel-")
     };
-    let to = (1..100_000)
-        .map(|k| dir.join(format!("earlier-{k}")))
-        .find(|d| {
-            // mkdir is atomic: two runs starting at once take distinct ones.
-            std::fs::create_dir(d).is_ok()
-        })?;
+    let to = dir.join(first_new_dir("earlier-", |name| std::fs::create_dir(dir.join(name))).ok()?);
     for n in names.iter().filter(|n| ours(n)) {
         let _ = std::fs::rename(dir.join(n), to.join(n));
     }

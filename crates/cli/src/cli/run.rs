@@ -267,7 +267,7 @@ fn run_job(a: &RunArgs) -> Result<i32, CliError> {
     };
     let recorded = std::fs::read_dir(&out).is_ok_and(|d| {
         d.filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().starts_with("rank-"))
+            .any(|e| crate::trace::is_rank_file(&e.file_name().to_string_lossy()))
     });
     if out.join("summary.json").is_file() {
         eprintln!("pmpi-predict: report in {}", out.display());

@@ -141,6 +141,7 @@ impl PLogP {
         }
         (g1 / slope - m1).clamp(0.0, (self.gap(0.0) / slope).max(0.0))
     }
+
     /// os(m).
     pub fn send_overhead(&self, bytes: f64) -> f64 {
         self.os.eval(bytes)

@@ -186,6 +186,13 @@ pub const REPORT_FILES: [&str; 5] = [
     "trace.json",
 ];
 
+/// Whether `name` is a temporary file that a streamed report or replay writes in its
+/// directory while it works (sorted runs, spilled E_rel values, trace.json's parts); none
+/// stays once it has finished.
+pub fn is_temporary_file(name: &str) -> bool {
+    name.contains(".sort-") || name.contains(".erel-") || name.contains("trace.json.")
+}
+
 /// Columns of `calls.csv`, in order. The first eleven are the stable interface.
 pub const CSV_COLUMNS: &[&str] = &[
     "rank",

@@ -1081,10 +1081,7 @@ mod tests {
                 let left: Vec<_> = std::fs::read_dir(&dir)
                     .unwrap()
                     .filter_map(|e| e.ok())
-                    .filter(|e| {
-                        let n = e.file_name().to_string_lossy().into_owned();
-                        n.contains(".sort-") || n.contains(".erel-") || n.contains("trace.json.")
-                    })
+                    .filter(|e| crate::report::is_temporary_file(&e.file_name().to_string_lossy()))
                     .collect();
                 assert!(left.is_empty(), "case {case}: {left:?} left");
             }
@@ -1108,7 +1105,7 @@ mod tests {
             .unwrap()
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(".sort-") || n.contains(".erel-") || n.contains("trace.json."))
+            .filter(|n| crate::report::is_temporary_file(n))
             .collect()
     }
 

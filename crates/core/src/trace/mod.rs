@@ -754,6 +754,12 @@ fn drift_is_measurable(a: &ClockSample, b: &ClockSample) -> bool {
     diff > (a.rtt_ns as u128 + b.rtt_ns as u128) / 2
 }
 
+/// Whether `name` is a rank's metadata or spool file (`rank-NNNNN.json`,
+/// `rank-NNNNN.spool`): what a recorded rank leaves.
+pub fn is_rank_file(name: &str) -> bool {
+    name.starts_with("rank-") && (name.ends_with(".json") || name.ends_with(".spool"))
+}
+
 /// Spool file of `rank` in `dir`.
 pub fn spool_path(dir: &Path, rank: i32) -> PathBuf {
     dir.join(format!("rank-{rank:05}.spool"))
