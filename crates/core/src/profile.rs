@@ -394,11 +394,13 @@ impl Profile {
                     alpha: 50e-6,
                     beta: 8.0e-8,
                     burst: 0.0,
+                    burst_gamma: 0.0,
                 },
                 intra: Hockney {
                     alpha: 1e-6,
                     beta: 2e-10,
                     burst: 0.0,
+                    burst_gamma: 0.0,
                 },
             },
             plogp: None,

@@ -22,6 +22,7 @@ fn profile() -> Profile {
         alpha: 0.0,
         beta: 1e-8,
         burst: 0.0,
+        burst_gamma: 0.0,
     };
     p.socket_buffer = Some(0);
     p
@@ -1439,6 +1440,7 @@ fn another_placement_moves_messages_between_paths() {
         alpha: 0.0,
         beta: 1e-9,
         burst: 0.0,
+        burst_gamma: 0.0,
     };
     let r = fan_out(3, 100_000_000);
     let a = Assumptions::default();
@@ -1559,6 +1561,7 @@ fn all_to_all_across_two_clusters_follows_eq6_and_eq7() {
         alpha: 0.01,
         beta: 1e-7,
         burst: 0.0,
+        burst_gamma: 0.0,
     };
     let two = TwoClusters::new(3, 7, prof.hockney.inter, prof.alltoall, wan).unwrap();
     let a = Assumptions::default();
@@ -1689,6 +1692,7 @@ fn a_single_link_backbone_bounds_the_all_to_all() {
             alpha: 0.0,
             beta: bw,
             burst: 0.0,
+            burst_gamma: 0.0,
         },
     )
     .unwrap();
@@ -2693,9 +2697,12 @@ fn an_open_mpi_rank_s_message_waits_behind_every_message_it_granted_first() {
 
 #[test]
 fn a_small_message_crosses_a_shaped_link_at_once_when_its_buckets_hold_it() {
-    // β = 1 ms/B, bucket 1500 B: 1000 B fit a full bucket (latency alone, 0 here); sent
-    // 0.1 s later the next finds 500 + 100 B and pays β for all its bytes (1 s); after a
-    // pause of 3.9 s the bucket is full again.
+    // β = 1 ms/B, bucket 1500 B: 1000 B and the 66 B of TCP/IP headers of a message that
+    // leaves alone fit a full bucket (latency alone, 0 here); sent 0.1 s later the next
+    // finds 434 + 100 B, which pass at once (free without a `burst_gamma`), and pays β
+    // for its other 466 B (0.466 s: the receive posted at 0 ends at 0.566 s); its 1066
+    // bytes have left at 0.632 s, and after the pause until 5 s the bucket is full again
+    // (the last receive, from 0.566 s, ends at 5 s).
     let mut prof = profile();
     prof.hockney.inter = Hockney::new(0.0, 1e-3).unwrap().with_burst(1500.0).unwrap();
     prof.eager = eager_limits(65536);
@@ -2717,12 +2724,21 @@ fn a_small_message_crosses_a_shaped_link_at_once_when_its_buckets_hold_it() {
     for model in [None, Some("none")] {
         let p = predict_run(&r, &prof, model).unwrap();
         let got: Vec<f64> = p.calls[1].iter().map(|c| c.predicted.unwrap()).collect();
-        let want = [0.0, 1.1, 3.9];
+        let want = [0.0, 0.566, 5.0 - 0.566];
         assert!(
-            got.iter().zip(want).all(|(&g, w)| (g - w).abs() < 1e-4),
+            got.iter().zip(want).all(|(&g, w)| (g - w).abs() < 1e-6),
             "{model:?}: {got:?}"
         );
     }
+    // The bucket's 534 bytes at the machine's 0.1 ms/B: 53.4 ms more.
+    prof.hockney.inter.burst_gamma = 1e-4;
+    let p = predict_run(&r, &prof, None).unwrap();
+    let got: Vec<f64> = p.calls[1].iter().map(|c| c.predicted.unwrap()).collect();
+    let want = [0.0, 0.6194, 5.0 - 0.6194];
+    assert!(
+        got.iter().zip(want).all(|(&g, w)| (g - w).abs() < 1e-6),
+        "{got:?}"
+    );
     // Without the bucket every message pays its second, the second one queued behind
     // the first on their connection.
     prof.hockney.inter.burst = 0.0;
@@ -2734,6 +2750,46 @@ fn a_small_message_crosses_a_shaped_link_at_once_when_its_buckets_hold_it() {
             .all(|(&g, w)| (g - w).abs() < 1e-4),
         "{got:?}"
     );
+}
+
+#[test]
+fn a_message_s_acknowledgements_take_from_the_reverse_path_s_buckets() {
+    // β = 1 ms/B, buckets of 1500 B, latency 0. Rank 0 sends 1000 B at 0 (they fit); TCP
+    // acknowledges them with a 66-byte segment from b to a, which takes from b's out
+    // bucket and a's in bucket. Rank 1 then answers 2000 B at 1 ms: its buckets hold
+    // 1434 + 1 B, which pass at once; the other 565 B take 0.565 s: the answer arrives at
+    // 0.566 s (0.501 s if acknowledgements took nothing).
+    let mut prof = profile();
+    prof.hockney.inter = Hockney::new(0.0, 1e-3).unwrap().with_burst(1500.0).unwrap();
+    prof.eager = eager_limits(65536);
+    let ms = S / 1000;
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![
+                send(call::MPI_Send, 1, 1000, 0, 0),
+                recv_rec(call::MPI_Recv, 1, 2000, 0, 600 * ms),
+            ],
+            2,
+        ),
+        rank(
+            1,
+            "b",
+            0,
+            vec![
+                recv_rec(call::MPI_Recv, 0, 1000, 0, 0),
+                send(call::MPI_Send, 0, 2000, ms, ms),
+            ],
+            2,
+        ),
+    ]);
+    for model in [None, Some("none")] {
+        let p = predict_run(&r, &prof, model).unwrap();
+        let answer = p.calls[0][1].predicted.unwrap();
+        assert!((answer - 0.566).abs() < 1e-6, "{model:?}: {answer}");
+    }
 }
 
 #[test]
@@ -3044,6 +3100,7 @@ fn within_a_node_an_open_mpi_rendezvous_message_is_copied_in_the_wait() {
             alpha: 0.0,
             beta: 1e-10,
             burst: 0.0,
+            burst_gamma: 0.0,
         };
         let p = predict_run(&run(ranks), &prof, Some("gige")).unwrap();
         [0, 1].map(|r| p.calls[r][2].predicted.unwrap())

@@ -1,7 +1,7 @@
 //! `pmpi-predict profile show PROFILE.json | --default`: a calibration profile as readable
 //! tables (parameters, fit quality, measured penalties). `profile refit IN -o OUT`: the
-//! inter-node token bucket fitted again from the ping-pong the profile keeps, by this
-//! build's rule, without measuring again. A missing or invalid file exits with status 2
+//! inter-node token bucket and its bytes' cost (`burst`, `burst_gamma`) fitted again from
+//! the ping-pong the profile keeps, by this build's rule, without measuring again. A missing or invalid file exits with status 2
 //! and the loader's message (file, field, line).
 #![forbid(unsafe_code)]
 
@@ -18,9 +18,9 @@ use crate::profile::Profile;
 pub enum ProfileCmd {
     /// Print a profile's parameters and fit quality as tables.
     Show(ShowArgs),
-    /// Fit the inter-node token bucket (`hockney.inter.burst`) again from the profile's
-    /// recorded ping-pong (`raw.pingpong_inter`), by this build's rule; write the profile
-    /// with it to OUT.
+    /// Fit the inter-node token bucket (`hockney.inter.burst`, and `burst_gamma`, what its
+    /// bytes cost) again from the profile's recorded ping-pong (`raw.pingpong_inter`), by
+    /// this build's rule; write the profile with it to OUT.
     Refit(RefitArgs),
 }
 
@@ -81,18 +81,21 @@ fn refit(a: &RefitArgs) -> Result<(), CliError> {
     let samples: Vec<(f64, f64)> = bytes.into_iter().zip(secs).collect();
     let f = crate::calibrate::fit::fit_hockney(&samples)
         .map_err(|e| CliError::input(format!("profile {name}: ping-pong: {e}")))?;
-    let old = p.hockney.inter.burst;
+    let (old, old_gamma) = (p.hockney.inter.burst, p.hockney.inter.burst_gamma);
     p.hockney.inter = p
         .hockney
         .inter
         .with_burst(f.hockney.burst)
+        .and_then(|h| h.with_burst_gamma(f.hockney.burst_gamma))
         .map_err(|e| CliError::internal(e.to_string()))?;
     std::fs::write(&a.output, p.to_json() + "\n")
         .map_err(|e| CliError::io(format!("write {}: {e}", a.output.display())))?;
     println!(
-        "{}: hockney.inter.burst {old:.0} -> {:.0} B",
+        "{}: hockney.inter.burst {old:.0} -> {:.0} B, burst_gamma {:.2} -> {:.2} ns/B",
         a.output.display(),
-        p.hockney.inter.burst
+        p.hockney.inter.burst,
+        old_gamma * 1e9,
+        p.hockney.inter.burst_gamma * 1e9
     );
     Ok(())
 }
@@ -208,8 +211,9 @@ pub fn render(p: &Profile, title: &str) -> String {
     if p.hockney.inter.burst > 0.0 {
         let _ = writeln!(
             o,
-            "  inter-node burst allowance {:.0} B: a message up to it crosses in alpha alone (a shaper's token bucket)",
-            p.hockney.inter.burst
+            "  inter-node burst allowance {:.0} B: a message up to it crosses in alpha alone (a shaper's token bucket); a larger one takes its bytes at {:.2} ns/B, the rest at beta",
+            p.hockney.inter.burst,
+            p.hockney.inter.burst_gamma * 1e9
         );
     }
     if let Some(x) = p.exchange {

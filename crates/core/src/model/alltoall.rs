@@ -277,6 +277,7 @@ mod tests {
             alpha: 1e-5,
             beta: 1e-8,
             burst: 0.0,
+            burst_gamma: 0.0,
         };
         // n = 4: T = 3·(α + β·m·γ) with γ = 1 at 4 KiB and 2 at 64 KiB; a 0-byte sample
         // and one faster than the latency are left out.

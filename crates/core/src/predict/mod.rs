@@ -1218,6 +1218,7 @@ mod tests {
             alpha: 1.0,
             beta: 0.0,
             burst: 0.0,
+            burst_gamma: 0.0,
         };
         // 4 members: scatter 2 steps, then recursive doubling 2 or a ring 3.
         assert_eq!(mpich_scatter_allgather(&lat, 4, 100, false), 4.0);
@@ -1229,6 +1230,7 @@ mod tests {
             alpha: 0.0,
             beta: 1.0,
             burst: 0.0,
+            burst_gamma: 0.0,
         };
         assert_eq!(mpich_scatter_allgather(&bw, 4, 400, false), 600.0);
         assert_eq!(mpich_scatter_allgather(&bw, 1, 400, false), 0.0);
@@ -1266,6 +1268,7 @@ mod tests {
             alpha: 1e-5,
             beta: 1e-8,
             burst: 0.0,
+            burst_gamma: 0.0,
         };
         p.alltoall_gamma = alltoall::GammaTable(vec![(4096, 1.5), (1 << 20, 1.5)]);
         p.alltoall_placed = vec![crate::profile::PlacedGamma {
@@ -1551,6 +1554,7 @@ mod tests {
             alpha: 1e-4,
             beta: 8e-8,
             burst: 0.0,
+            burst_gamma: 0.0,
         };
         let pl = PLogP::from_hockney(&h);
         let t = bcast::predict(&pl, assumed_bcast(2, 16384), 2, 16384)

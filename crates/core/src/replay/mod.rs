@@ -34,6 +34,18 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use wait::{Wait, WaitKind};
 
+/// TCP/IP/Ethernet headers of a segment (14 + 20 + 32 bytes, TCP with timestamps), which
+/// a message that leaves alone puts on a shaped link besides its own; a corked one shares
+/// them with the messages before it.
+pub const LONE_FRAME_HEADER: f64 = 66.0;
+
+/// Payload of a full TCP segment on a 1,500-byte Ethernet MTU (with timestamps).
+pub const SEGMENT_BYTES: f64 = 1448.0;
+
+/// An acknowledgement segment's bytes on the wire; TCP acknowledges every second
+/// segment (delayed ACK).
+pub const ACK_BYTES: f64 = 66.0;
+
 /// "None" in the u32 index arrays.
 const NONE: u32 = u32::MAX;
 
@@ -2416,7 +2428,9 @@ impl<'a, S: Store> Engine<'a, S> {
             self.net
                 .carried(msg.src_node, msg.dst_node, full.saturating_sub(msg.bytes));
         }
-        let mut tref = self.lone_time(&msg);
+        // A message that waited for another on its connection is corked into its segments.
+        let corked = self.net.now() > self.s.msg_time(m, MsgTime::Matched);
+        let mut tref = self.lone_time(&msg, corked);
         if !msg.rendezvous {
             // Queued behind the message before it on its connection, an eager message
             // could leave as soon as that one's bytes had: its latency overlaps the other's
@@ -2518,11 +2532,18 @@ impl<'a, S: Store> Engine<'a, S> {
     /// allowance (a shaper's token bucket, [`Hockney::lone_bytes`]), the source's out
     /// bucket and the destination's in bucket refill at the link's rate from when they
     /// were last empty; a message that fits in what both hold crosses in the latency
-    /// alone and takes its bytes from them, a larger one pays β for all its bytes and
-    /// leaves them empty when they have left. Messages that follow each other closely
-    /// drain the buckets: ABYSS's 61-byte messages, 7 µs apart, pay β for some. Each
-    /// message takes its bytes and its headers from them ([`P2p::wire_header`]).
-    fn lone_time(&mut self, msg: &Msg) -> f64 {
+    /// alone and takes its bytes from them; a larger one takes what they hold at the
+    /// machine's pace (`burst_gamma`) and pays β for the rest, and leaves them empty when
+    /// its last byte has left. Messages that follow each other closely drain the buckets:
+    /// ABYSS's 61-byte messages, 7 µs apart, pay β for some, and so does the answer of an
+    /// exchange sent as soon as the request arrived (its bucket emptied by its previous
+    /// answer's last bytes: LIGGGHTS's 1,856 bytes took 130-155 µs, not α). A message
+    /// takes its headers from the buckets besides its bytes: a corked one
+    /// [`P2p::wire_header`], one that leaves alone TCP/IP/Ethernet's too
+    /// ([`LONE_FRAME_HEADER`]); and the segments it is cut into are acknowledged on the
+    /// reverse path ([`ACK_BYTES`] every two), which takes from the destination's out
+    /// bucket and the source's in bucket (Meep's trains both ways at 2 ranks).
+    fn lone_time(&mut self, msg: &Msg, corked: bool) -> f64 {
         let h = self.p2p.hockney(msg.src_node, msg.dst_node);
         let bytes = msg.bytes as f64;
         if h.burst <= 0.0 || msg.src_node == msg.dst_node || h.beta <= 0.0 {
@@ -2538,19 +2559,28 @@ impl<'a, S: Store> Engine<'a, S> {
         let (out, inn) = (self.bucket_empty[src].0, self.bucket_empty[dst].1);
         let held = |empty: f64| ((now - empty) / h.beta).clamp(0.0, h.burst);
         let (held_out, held_in) = (held(out), held(inn));
-        let wire = bytes + self.p2p.wire_header;
-        let fits = wire <= held_out.min(held_in);
+        let mut wire = bytes + self.p2p.wire_header;
+        if !corked {
+            wire += LONE_FRAME_HEADER;
+        }
+        let held_both = held_out.min(held_in);
+        let fits = wire <= held_both;
         let (free, drained) = if fits { (wire, 0.0) } else { (0.0, wire) };
         // A bucket is empty again once the bytes paid for have left, less what it keeps.
         let after =
             |empty: f64, held: f64| empty.max(now) + h.beta * drained - (held - free) * h.beta;
         self.bucket_empty[src].0 = after(out, held_out);
         self.bucket_empty[dst].1 = after(inn, held_in);
+        // The acknowledgements, on the reverse path: a bucket in debt stays so.
+        let acks = ACK_BYTES * (wire / (2.0 * SEGMENT_BYTES)).ceil();
+        let ack = |empty: f64| empty.max(now - h.burst * h.beta) + acks * h.beta;
+        self.bucket_empty[dst].0 = ack(self.bucket_empty[dst].0);
+        self.bucket_empty[src].1 = ack(self.bucket_empty[src].1);
         // (A lone message's headers are in α, as the ping-pong measured it.)
         if fits {
             h.alpha
         } else {
-            h.alpha + h.beta * bytes
+            h.alpha + h.burst_gamma * held_both.min(bytes) + h.beta * (bytes - held_both).max(0.0)
         }
     }
 
