@@ -6,6 +6,7 @@
 # Where two applications' inputs are installed.
 APPS_FOAM_CASE=/usr/share/doc/openfoam-examples/examples/incompressible/simpleFoam/pitzDaily
 APPS_SCALAPACK_DIR=/usr/lib/x86_64-linux-gnu/scalapack
+APPS_LIGGGHTS_CASE=/usr/share/doc/liggghts/examples/LIGGGHTS/Tutorials_public/chute_wear
 
 # apps_install LIST: installs the Debian packages that the comma-separated applications
 # of LIST need and this machine lacks (as root).
@@ -31,6 +32,9 @@ apps_install() {
     [[ $a == *,examl,* ]] && ! command -v parse-examl >/dev/null && need+=(examl)
     [[ $a == *,scalapack* && ! -x $APPS_SCALAPACK_DIR/openmpi-tests/xdlu ]] && need+=(scalapack-mpi-test)
     [[ $a == *,meep,* ]] && ! command -v meep >/dev/null && need+=(meep-openmpi)
+    [[ $a == *,liggghts,* ]] && ! command -v liggghts >/dev/null && need+=(liggghts)
+    # The chute's meshes are in liggghts-doc, only a suggestion of liggghts.
+    [[ $a == *,liggghts,* && ! -d $APPS_LIGGGHTS_CASE/meshes ]] && need+=(liggghts-doc)
     if [[ ${#need[@]} -gt 0 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
@@ -50,7 +54,7 @@ apps_inputs() {
     fi
     cp /usr/share/doc/hpcc/examples/_hpccinf.txt "$out/inputs/hpccinf.txt" 2>/dev/null || true
     cp bench/apps/h2o8.inp bench/apps/si8.in bench/apps/c6h6.nw bench/apps/si8kgb.abi bench/apps/ksh2o.in \
-        bench/apps/meep-wg.ctl "$out/inputs/"
+        bench/apps/meep-wg.ctl bench/apps/liggghts-chute.in "$out/inputs/"
     # Elk reads elk.in from its working directory.
     cp bench/apps/elk-al.in "$out/inputs/elk.in"
     if [[ $report_only -eq 0 && $a == *,gromacs,* ]]; then
@@ -94,6 +98,7 @@ app_cmd() {
             done
             cmd=(--timeout 600 "$examl" -t 49.tree -m GAMMA -s 49.binary -n run) ;;
         meep) cmd=(meep meep-wg.ctl) ;;
+        liggghts) cmd=(liggghts -in liggghts-chute.in) ;;
         scalapack) cmd=("$APPS_SCALAPACK_DIR/openmpi-tests/xdlu") ;;
         scalapack-mpich) cmd=("$APPS_SCALAPACK_DIR/mpich-tests/xdlu") ;;
         *) return 1 ;;
@@ -117,6 +122,9 @@ app_workdir() {
             for f in reads1 reads2; do
                 gzip -dc "/usr/share/doc/abyss/test-data/$f.fastq.gz" >"$dir/$f.fastq"
             done ;;
+        liggghts)
+            mkdir -p "$dir/post" && cp -r "$APPS_LIGGGHTS_CASE/meshes" "$dir/" \
+                || echo "$who: copying LIGGGHTS's chute meshes into $dir failed" >&2 ;;
         examl)
             # The package's test alignment, in ExaML's binary form (a serial tool).
             (cd "$dir" && gzip -dc /usr/share/doc/examl/testData/49.gz >49.phy \

@@ -187,9 +187,38 @@ fn profile_refit_fits_the_bucket_from_the_kept_ping_pong() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+    // And what the bucket's bytes cost: the slope of the messages within it (1.9-2.0
+    // ns/B here).
+    let g = q.hockney.inter.burst_gamma;
+    assert!((1.5e-9..2.5e-9).contains(&g), "{g}");
     let mut same = q.clone();
     same.hockney.inter.burst = 23995.0;
+    same.hockney.inter.burst_gamma = 0.0;
     assert_eq!(same, p);
+    // A calibration that probed the bucket with full buckets: refit takes the probe's
+    // (a 3,028 B port passing 2,640 B of payload at once, then 84 ns/B).
+    let mut probed = p.clone();
+    let t = |m: f64| 12e-6 + 8.4e-8 * (m - 2640.0).max(0.0);
+    let sizes = [0.0, 792.0, 1584.0, 4760.0, 6352.0, 9528.0];
+    probed.raw.as_mut().unwrap()["bucket_probe"] = serde_json::json!({
+        "ranks": [0, 1], "bytes": sizes, "one_way_s": sizes.map(t), "pause_s": 0.001,
+        "reps": 16, "ping_pong_burst": 3175.0});
+    probed.hockney.inter.beta = 8.4e-8;
+    std::fs::write(&f, probed.to_json()).unwrap();
+    let o = run(&[
+        "profile",
+        "refit",
+        f.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let q = Profile::load(&out).unwrap();
+    assert!(
+        (q.hockney.inter.burst - 2640.0).abs() <= 1.0 && q.hockney.inter.burst_gamma == 0.0,
+        "{:?}",
+        q.hockney.inter
+    );
     // Bad input: no kept ping-pong, a missing file, a missing -o; nothing written.
     let mut none = p.clone();
     none.raw = None;

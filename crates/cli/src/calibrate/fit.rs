@@ -213,6 +213,74 @@ fn burst_allowance(samples: &[(f64, f64)], alpha: f64, beta: f64) -> (f64, f64) 
     }
 }
 
+/// Message sizes for [`probed_bucket`] around a bucket `b0` found by the ping-pong: an
+/// empty one, two well within it (`b0/4`, `b0/2`) and three beyond it (`1.5·b0`, `2·b0`,
+/// `3·b0`), multiples of 8 bytes. The ping-pong's estimate is rough (2,413-3,617 B for
+/// the emulated 100 Mbit/s ports' 2,640 B of payload, 16-31 kB for the 1 Gbit/s ports'
+/// 31,250 B), so a size meant beyond may turn out within; [`probed_bucket`] tells.
+pub fn bucket_probe_sizes(b0: f64) -> Vec<usize> {
+    let r = |x: f64| ((x / 8.0).round() as usize).max(1) * 8;
+    vec![
+        0,
+        r(b0 / 4.0),
+        r(b0 / 2.0),
+        r(1.5 * b0),
+        r(2.0 * b0),
+        r(3.0 * b0),
+    ]
+}
+
+/// A shaped link's bucket and what its bytes cost, from one-way times measured with full
+/// buckets ([`bucket_probe_sizes`] around the ping-pong's estimate `b0`, each message
+/// after a pause): `γ` is the slope of the sizes within the bucket over the empty
+/// message's time `α₀` (through the origin, clamped to `[0, β/2]`); a size beyond it
+/// gains `G = α₀ + β·m − t` over `α₀ + β·m`, which is `(β − γ)·b`, so `b` is the median
+/// of `G/(β − γ)` over the sizes beyond. A size meant beyond whose estimate is about its
+/// own size or more crossed within the bucket: the bucket is at least that (a 24 kB message
+/// took 27.5 µs at 1 Gbit/s where the ping-pong had said 16 kB). Returns `(b, γ)`;
+/// `(0, 0)` where `b` comes out below [`MIN_BURST`] or a time is missing. On the emulated 100 Mbit/s
+/// ports (3,028 B of wire bytes) messages of 3,136 B to 16 KiB after a pause gained
+/// 207-225 µs, about 2,640 B of payload at β, and those up to 2,560 B took 11-13 µs:
+/// `γ` about 0 (`bench/bucket.c`; docs/accuracy.md, twenty-seventh session).
+pub fn probed_bucket(samples: &[(f64, f64)], beta: f64, b0: f64) -> (f64, f64) {
+    let ok = |&(m, t): &(f64, f64)| m.is_finite() && m >= 0.0 && t.is_finite() && t > 0.0;
+    let Some(&(_, alpha0)) = samples.iter().find(|s| s.0 == 0.0 && ok(s)) else {
+        return (0.0, 0.0);
+    };
+    if beta <= 0.0 || b0 <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let within: Vec<(f64, f64)> = samples
+        .iter()
+        .copied()
+        .filter(|s| ok(s) && s.0 > 0.0 && s.0 < b0)
+        .collect();
+    let gamma = within_slope(&within, alpha0, b0).clamp(0.0, beta / 2.0);
+    let (mut at_least, mut estimates) = (0.0_f64, Vec::new());
+    for &(m, t) in samples.iter().filter(|s| ok(s) && s.0 > b0) {
+        let b = (alpha0 + beta * m - t) / (beta - gamma);
+        // (Within 5 % of its size: within, but for the noise.)
+        if b >= 0.95 * m {
+            at_least = at_least.max(m);
+        } else {
+            estimates.push(b);
+        }
+    }
+    estimates.sort_by(f64::total_cmp);
+    let n = estimates.len();
+    let median = match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => estimates[n / 2],
+        _ => (estimates[n / 2 - 1] + estimates[n / 2]) / 2.0,
+    };
+    let b = median.max(at_least).max(0.0);
+    if b < MIN_BURST {
+        (0.0, 0.0)
+    } else {
+        (b.round(), gamma)
+    }
+}
+
 /// Seconds per byte above `α` of the messages of `(0, b]` (least squares through the
 /// origin); 0 when there are none.
 fn within_slope(samples: &[(f64, f64)], alpha: f64, b: f64) -> f64 {
@@ -1328,6 +1396,38 @@ mod tests {
         let plain: Vec<(f64, f64)> = s.iter().map(|&(m, _)| (m, alpha + beta * m)).collect();
         let f = fit_hockney(&plain).unwrap();
         assert_eq!((f.hockney.burst, f.hockney.burst_gamma), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_probe_finds_the_bucket_from_messages_sent_with_full_buckets() {
+        // A tbf passing b = 2,640 B of payload at once at γ = 1 ns/B, the rest at β.
+        let (alpha, beta, gamma, b) = (12e-6, 8.4e-8, 1e-9, 2640.0);
+        let t = |m: f64| alpha + gamma * m.min(b) + beta * (m - b).max(0.0);
+        // The ping-pong's rough estimates, low and high: the sizes class alike.
+        for b0 in [2100.0, 3617.0] {
+            let sizes = bucket_probe_sizes(b0);
+            assert_eq!(sizes.len(), 6);
+            assert!(sizes.iter().all(|s| s % 8 == 0) && sizes[0] == 0);
+            let s: Vec<(f64, f64)> = sizes.iter().map(|&m| (m as f64, t(m as f64))).collect();
+            let (got_b, got_g) = probed_bucket(&s, beta, b0);
+            assert!((got_b - b).abs() <= 1.0, "{b0}: {got_b}");
+            assert!((got_g - gamma).abs() < 1e-12, "{b0}: {got_g}");
+        }
+        // A size meant beyond that crossed within: the bucket is at least that.
+        let b0 = 1200.0;
+        let s: Vec<(f64, f64)> = bucket_probe_sizes(b0)
+            .iter()
+            .map(|&m| (m as f64, t(m as f64)))
+            .collect();
+        let (got_b, _) = probed_bucket(&s, beta, b0);
+        assert!((got_b - b).abs() <= 1.0, "{got_b}");
+        // No bucket: nothing gained beyond; no empty message: nothing to measure against.
+        let plain: Vec<(f64, f64)> = bucket_probe_sizes(3000.0)
+            .iter()
+            .map(|&m| (m as f64, alpha + beta * m as f64))
+            .collect();
+        assert_eq!(probed_bucket(&plain, beta, 3000.0), (0.0, 0.0));
+        assert_eq!(probed_bucket(&plain[1..], beta, 3000.0), (0.0, 0.0));
     }
 
     #[test]

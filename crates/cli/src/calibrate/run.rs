@@ -549,13 +549,37 @@ pub fn run(opts: &Options) -> i32 {
                            "alpha_smallest_s": f.hockney.alpha}),
                 );
                 profile.exchange = Some(extra);
+                // A shaped link's bucket again, from messages sent with full buckets (the
+                // back-to-back ping-pong drains them with its small messages).
+                let mut hockney = hockney;
+                if f.hockney.burst > 0.0 && !q {
+                    let b0 = f.hockney.burst;
+                    let probe = fit::bucket_probe_sizes(b0);
+                    // Long enough for the buckets to refill after the largest round trip.
+                    let pause = (4.0 * b0 * f.hockney.beta).max(200e-6);
+                    let t = bench::paused_ping_pong(&ctx, a, b, &probe, 16, pause);
+                    let samples: Vec<(f64, f64)> = probe
+                        .iter()
+                        .map(|&s| s as f64)
+                        .zip(t.iter().copied())
+                        .collect();
+                    let (burst, gamma) = fit::probed_bucket(&samples, f.hockney.beta, b0);
+                    raw.insert(
+                        "bucket_probe".into(),
+                        json!({"ranks": [a, b], "bytes": probe, "one_way_s": t, "pause_s": pause,
+                               "reps": 16, "ping_pong_burst": b0}),
+                    );
+                    hockney.burst = burst;
+                    hockney.burst_gamma = gamma;
+                }
                 pg.end(&format!(
-                    "alpha = {:.1} us (the median; smallest {:.1}), beta = {:.3e} s/B ({:.1} Mbit/s), burst allowance {:.0} B, socket buffer {} KiB; {} B both ways at once {:.1} us against {:.1} one way (medians): exchange +{:.1} us",
+                    "alpha = {:.1} us (the median; smallest {:.1}), beta = {:.3e} s/B ({:.1} Mbit/s), burst allowance {:.0} B ({:.2} ns/B), socket buffer {} KiB; {} B both ways at once {:.1} us against {:.1} one way (medians): exchange +{:.1} us",
                     hockney.alpha * 1e6,
                     f.hockney.alpha * 1e6,
                     f.hockney.beta,
                     8e-6 / f.hockney.beta.max(1e-300),
-                    f.hockney.burst,
+                    hockney.burst,
+                    hockney.burst_gamma * 1e9,
                     profile.socket_buffer.unwrap_or(0) / 1024,
                     bench::EXCHANGE_BYTES,
                     both * 1e6,

@@ -81,12 +81,36 @@ fn refit(a: &RefitArgs) -> Result<(), CliError> {
     let samples: Vec<(f64, f64)> = bytes.into_iter().zip(secs).collect();
     let f = crate::calibrate::fit::fit_hockney(&samples)
         .map_err(|e| CliError::input(format!("profile {name}: ping-pong: {e}")))?;
+    // Measured with full buckets where calibrate probed them (since the twenty-seventh
+    // session), else from the ping-pong alone.
+    let probe = p.raw.as_ref().and_then(|r| r.get("bucket_probe"));
+    let (burst, gamma) = match probe {
+        Some(probe) => {
+            let get = |k: &str| -> Option<Vec<f64>> {
+                probe
+                    .get(k)?
+                    .as_array()?
+                    .iter()
+                    .map(|x| x.as_f64())
+                    .collect()
+            };
+            let b0 = probe.get("ping_pong_burst").and_then(|x| x.as_f64());
+            let (Some(bytes), Some(secs), Some(b0)) = (get("bytes"), get("one_way_s"), b0) else {
+                return Err(CliError::input(format!(
+                    "profile {name}: raw.bucket_probe needs arrays \"bytes\" and \"one_way_s\" and a number \"ping_pong_burst\""
+                )));
+            };
+            let samples: Vec<(f64, f64)> = bytes.into_iter().zip(secs).collect();
+            crate::calibrate::fit::probed_bucket(&samples, p.hockney.inter.beta, b0)
+        }
+        None => (f.hockney.burst, f.hockney.burst_gamma),
+    };
     let (old, old_gamma) = (p.hockney.inter.burst, p.hockney.inter.burst_gamma);
     p.hockney.inter = p
         .hockney
         .inter
-        .with_burst(f.hockney.burst)
-        .and_then(|h| h.with_burst_gamma(f.hockney.burst_gamma))
+        .with_burst(burst)
+        .and_then(|h| h.with_burst_gamma(gamma))
         .map_err(|e| CliError::internal(e.to_string()))?;
     std::fs::write(&a.output, p.to_json() + "\n")
         .map_err(|e| CliError::io(format!("write {}: {e}", a.output.display())))?;
