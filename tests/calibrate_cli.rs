@@ -152,6 +152,11 @@ fn profile_show_calibrated_file() {
     }
 }
 
+/// `pmpi-predict profile refit IN -o OUT`.
+fn refit(input: &str, output: &str) -> Output {
+    run(&["profile", "refit", input, "-o", output])
+}
+
 #[test]
 fn profile_refit_fits_the_bucket_from_the_kept_ping_pong() {
     // A 1 Gbit/s calibration of the emulated cluster (31,250-byte buckets) whose bucket
@@ -171,13 +176,7 @@ fn profile_refit_fits_the_bucket_from_the_kept_ping_pong() {
     let f = dir.join("p.json");
     std::fs::write(&f, p.to_json()).unwrap();
     let out = dir.join("q.json");
-    let o = run(&[
-        "profile",
-        "refit",
-        f.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = refit(f.to_str().unwrap(), out.to_str().unwrap());
     assert!(o.status.success(), "{}", stderr(&o));
     let q = Profile::load(&out).unwrap();
     let b = q.hockney.inter.burst;
@@ -205,13 +204,7 @@ fn profile_refit_fits_the_bucket_from_the_kept_ping_pong() {
         "reps": 16, "ping_pong_burst": 3175.0});
     probed.hockney.inter.beta = 8.4e-8;
     std::fs::write(&f, probed.to_json()).unwrap();
-    let o = run(&[
-        "profile",
-        "refit",
-        f.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = refit(f.to_str().unwrap(), out.to_str().unwrap());
     assert!(o.status.success(), "{}", stderr(&o));
     let q = Profile::load(&out).unwrap();
     assert!(
@@ -224,23 +217,11 @@ fn profile_refit_fits_the_bucket_from_the_kept_ping_pong() {
     none.raw = None;
     std::fs::write(&f, none.to_json()).unwrap();
     let out2 = dir.join("r.json");
-    let o = run(&[
-        "profile",
-        "refit",
-        f.to_str().unwrap(),
-        "-o",
-        out2.to_str().unwrap(),
-    ]);
+    let o = refit(f.to_str().unwrap(), out2.to_str().unwrap());
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("raw.pingpong_inter"), "{}", stderr(&o));
     assert!(!out2.exists());
-    let o = run(&[
-        "profile",
-        "refit",
-        "/nonexistent/p.json",
-        "-o",
-        out2.to_str().unwrap(),
-    ]);
+    let o = refit("/nonexistent/p.json", out2.to_str().unwrap());
     assert_eq!(o.status.code(), Some(2));
     let o = run(&["profile", "refit", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

@@ -150,15 +150,7 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
     }
     for (i, &s) in sizes.iter().enumerate().rev() {
         let reps = reps.get(i).copied().unwrap_or(3).max(1);
-        let buf = &mut buf[..s];
-        let mut best = f64::INFINITY;
-        for r in 0..=reps {
-            let t = Instant::now();
-            round_trip(m, buf, a, b, 2);
-            if r > 0 {
-                best = best.min(t.elapsed().as_secs_f64());
-            }
-        }
+        let best = best_round_trip(m, &mut buf[..s], a, b, 2, reps, None);
         if m.rank == a {
             out[i] = best / 2.0;
         }
@@ -167,8 +159,38 @@ pub fn ping_pong(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: &[u32]) -> Ve
     out
 }
 
+/// The smallest of `reps` timed round trips of `buf` (after one untimed), rank `a`
+/// spinning `pause` before each where given (spinning keeps its core awake).
+fn best_round_trip(
+    m: &Mpi,
+    buf: &mut [u8],
+    a: i32,
+    b: i32,
+    tag: i32,
+    reps: u32,
+    pause: Option<std::time::Duration>,
+) -> f64 {
+    let mut best = f64::INFINITY;
+    for r in 0..=reps {
+        if let Some(p) = pause
+            && m.rank == a
+        {
+            let end = Instant::now() + p;
+            while Instant::now() < end {
+                std::hint::spin_loop();
+            }
+        }
+        let t = Instant::now();
+        round_trip(m, buf, a, b, tag);
+        if r > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+    }
+    best
+}
+
 /// Round trips between WORLD ranks `a` and `b` with the links idle before each: rank `a`
-/// spins `pause` seconds (spinning keeps its core awake) before every timed round trip,
+/// spins `pause` seconds before every round trip,
 /// so that a shaper's token buckets are full when each message leaves, as for a message
 /// an application sends after computing. For each size the smallest of `reps`, halved.
 /// A back-to-back ping-pong drains the buckets with its small messages: its 1 KiB message
@@ -188,21 +210,7 @@ pub fn paused_ping_pong(
     let mut out = vec![0.0; sizes.len()];
     let pause = std::time::Duration::from_secs_f64(pause.max(0.0));
     for (i, &s) in sizes.iter().enumerate() {
-        let buf = &mut buf[..s];
-        let mut best = f64::INFINITY;
-        for r in 0..=reps.max(1) {
-            if m.rank == a {
-                let end = Instant::now() + pause;
-                while Instant::now() < end {
-                    std::hint::spin_loop();
-                }
-            }
-            let t = Instant::now();
-            round_trip(m, buf, a, b, 3);
-            if r > 0 {
-                best = best.min(t.elapsed().as_secs_f64());
-            }
-        }
+        let best = best_round_trip(m, &mut buf[..s], a, b, 3, reps.max(1), Some(pause));
         if m.rank == a {
             out[i] = best / 2.0;
         }
