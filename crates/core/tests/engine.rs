@@ -1156,6 +1156,26 @@ fn a_rendezvous_send_larger_than_the_socket_buffer_returns_when_all_but_it_has_l
         let r0 = p.calls[1][0];
         assert!((r0.predicted.unwrap() - 1.0).abs() < 1e-3, "{r0:?}");
     }
+    // Measured per size: the entry of the smallest size at least the message's (here
+    // 200 MB left 50 MB), above them all the single figure (10 MB).
+    for (table, want) in [
+        (vec![[200_000_000, 50_000_000]], 0.5),
+        (vec![[1_000, 1_000], [50_000_000, 0]], 0.9),
+        (vec![[100_000_000, 0], [200_000_000, 200_000_000]], 1.0),
+    ] {
+        prof.socket_buffer_by_size = table;
+        let r = run(vec![
+            rank(0, "a", 0, vec![send(call::MPI_Send, 1, m, 0, S)], 2),
+            rank(1, "b", 0, vec![recv_rec(call::MPI_Recv, 0, m, 0, S)], 2),
+        ]);
+        let p = predict_run(&r, &prof, Some("gige")).unwrap();
+        let done = p.calls[0][0].predicted.unwrap();
+        assert!(
+            (done - want).abs() < 1e-3,
+            "{:?}: {done}",
+            prof.socket_buffer_by_size
+        );
+    }
 }
 
 /// A rendezvous send of a datatype not contiguous (flagged by the layer, 100 MB: 1 s on

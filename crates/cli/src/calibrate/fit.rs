@@ -380,6 +380,32 @@ pub fn socket_buffer(sizes: &[usize], times: &[(f64, f64)], beta: f64) -> Result
     Ok(crate::calibrate::bench::median(&mut tails).round() as u64)
 }
 
+/// The socket buffer per size measured (`Profile::socket_buffer_by_size`): for each
+/// size, the bytes still to cross when the send returned, the receive's lead over the
+/// send at `beta` (clamped to `[0, size]`), or the whole size where the send did not wait
+/// for the transfer (it took less than a quarter of the receive's time); sorted by size.
+/// Empty where `beta` is not positive.
+pub fn socket_buffer_by_size(sizes: &[usize], times: &[(f64, f64)], beta: f64) -> Vec<[u64; 2]> {
+    if beta <= 0.0 {
+        return Vec::new();
+    }
+    let mut v: Vec<[u64; 2]> = sizes
+        .iter()
+        .zip(times)
+        .filter(|(_, (send, recv))| send.is_finite() && recv.is_finite() && *recv > 0.0)
+        .map(|(&s, &(send, recv))| {
+            let left = if send < 0.25 * recv {
+                s as f64
+            } else {
+                ((recv - send) / beta).clamp(0.0, s as f64)
+            };
+            [s as u64, left.round() as u64]
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 /// How far above a scheme's best repetition (its last arrival) a repetition may end and
 /// still count as steady: above it, TCP waited for a retransmission timeout (the figure
 /// calibrate prints with the repetitions it leaves out).
@@ -1428,6 +1454,24 @@ mod tests {
             .collect();
         assert_eq!(probed_bucket(&plain, beta, 3000.0), (0.0, 0.0));
         assert_eq!(probed_bucket(&plain[1..], beta, 3000.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_socket_buffer_per_size() {
+        // 1 Gbit/s (8 ns/B): 256 KiB returned after its transfer, 1 MiB with 118 KB to
+        // go; at 100 Mbit/s 256 KiB returned at once (all of it left to cross).
+        let beta = 8e-9;
+        let sizes = [1048576, 262144, 524288];
+        let times = [
+            (0.0105, 0.0105 + 118_000.0 * beta),
+            (0.00277, 0.00267),
+            (0.0001, 0.0476),
+        ];
+        assert_eq!(
+            socket_buffer_by_size(&sizes, &times, beta),
+            vec![[262144, 0], [524288, 524288], [1048576, 118_000]]
+        );
+        assert!(socket_buffer_by_size(&sizes, &times, 0.0).is_empty());
     }
 
     #[test]

@@ -512,6 +512,8 @@ pub fn run(opts: &Options) -> i32 {
                 profile.socket_buffer = Some(match buffer {
                     Ok(b) | Err(b) => b,
                 });
+                profile.socket_buffer_by_size =
+                    fit::socket_buffer_by_size(&sb_sizes, &sb, f.hockney.beta);
                 if let Err(b) = buffer {
                     notes.push(format!(
                         "socket buffer: every blocking send of up to {} KiB returned before its transfer; the profile says {} KiB, a lower bound",

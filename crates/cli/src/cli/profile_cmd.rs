@@ -112,6 +112,22 @@ fn refit(a: &RefitArgs) -> Result<(), CliError> {
         .with_burst(burst)
         .and_then(|h| h.with_burst_gamma(gamma))
         .map_err(|e| CliError::internal(e.to_string()))?;
+    // The socket buffer per size, from the sends calibrate timed (older profiles kept
+    // them but not this table).
+    if let Some(sr) = p.raw.as_ref().and_then(|r| r.get("send_return")) {
+        let get = |k: &str| -> Option<Vec<f64>> {
+            sr.get(k)?.as_array()?.iter().map(|x| x.as_f64()).collect()
+        };
+        if let (Some(bytes), Some(send), Some(recv)) = (get("bytes"), get("send_s"), get("recv_s"))
+            && bytes.len() == send.len()
+            && bytes.len() == recv.len()
+        {
+            let sizes: Vec<usize> = bytes.iter().map(|&b| b as usize).collect();
+            let times: Vec<(f64, f64)> = send.into_iter().zip(recv).collect();
+            p.socket_buffer_by_size =
+                crate::calibrate::fit::socket_buffer_by_size(&sizes, &times, p.hockney.inter.beta);
+        }
+    }
     std::fs::write(&a.output, p.to_json() + "\n")
         .map_err(|e| CliError::io(format!("write {}: {e}", a.output.display())))?;
     println!(

@@ -1048,6 +1048,8 @@ pub struct P2p {
     /// Between nodes, a rendezvous send returns once the receiver has matched and all but
     /// this many bytes have left (TCP: the rest waits in the kernel's socket buffer).
     pub socket_buffer: u64,
+    /// The same by message size ([`Profile::socket_buffer_by_size`]).
+    pub socket_buffer_by_size: Vec<[u64; 2]>,
     /// Penalty factor of a flow while its reverse flow runs (see [`Net::with_reverse`]).
     pub reverse: f64,
     /// Penalty factor of a flow while its destination sends onward (see [`Net::with_through`]).
@@ -1075,6 +1077,16 @@ pub struct P2p {
 }
 
 impl P2p {
+    /// Bytes a blocking rendezvous send of `bytes` between nodes leaves in the socket
+    /// buffer when it returns: the entry of the smallest size measured at least `bytes`,
+    /// else [`P2p::socket_buffer`].
+    pub fn socket_buffer_for(&self, bytes: u64) -> u64 {
+        self.socket_buffer_by_size
+            .iter()
+            .find(|e| e[0] >= bytes)
+            .map_or(self.socket_buffer, |e| e[1])
+    }
+
     /// The point-to-point parameters of `profile` for a run on a library of family `library`,
     /// with the wide-area link of `wan`. The reverse and through factors are the library's
     /// transport, not the network's: on the emulated cluster Open MPI's TCP transport moved
@@ -1103,6 +1115,7 @@ impl P2p {
             plogp_intra: PLogP::from_hockney(&profile.hockney.intra),
             wan,
             socket_buffer: profile.socket_buffer.unwrap_or(SOCKET_BUFFER),
+            socket_buffer_by_size: profile.socket_buffer_by_size.clone(),
             reverse,
             through,
             port_capacity: profile.penalty.port_capacity,
@@ -3178,7 +3191,7 @@ impl<'a, S: Store> Engine<'a, S> {
         let buffer = if msg.packed && self.protocol.library == Some(LibraryFamily::Mpich) {
             u64::MAX
         } else {
-            self.p2p.socket_buffer
+            self.p2p.socket_buffer_for(msg.bytes)
         };
         let copy = self.p2p.intra.beta * msg.bytes.min(buffer) as f64;
         let handshake = floor.max(matched + h.alpha + copy);
