@@ -266,14 +266,9 @@ pub fn probed_bucket(samples: &[(f64, f64)], beta: f64, b0: f64) -> (f64, f64) {
             estimates.push(b);
         }
     }
-    estimates.sort_by(f64::total_cmp);
-    let n = estimates.len();
-    let median = match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => estimates[n / 2],
-        _ => (estimates[n / 2 - 1] + estimates[n / 2]) / 2.0,
-    };
-    let b = median.max(at_least).max(0.0);
+    let b = crate::calibrate::bench::median(&mut estimates)
+        .max(at_least)
+        .max(0.0);
     if b < MIN_BURST {
         (0.0, 0.0)
     } else {
@@ -371,8 +366,8 @@ pub fn socket_buffer(sizes: &[usize], times: &[(f64, f64)], beta: f64) -> Result
     let mut tails: Vec<f64> = sizes
         .iter()
         .zip(times)
-        .filter(|(_, (send, recv))| *recv > 0.0 && *send >= 0.25 * recv)
-        .map(|(&s, (send, recv))| ((recv - send).max(0.0) / beta).min(s as f64))
+        .filter(|(_, (send, recv))| send_waited(*send, *recv))
+        .map(|(&s, &(send, recv))| left_to_cross(s, send, recv, beta))
         .collect();
     if tails.is_empty() || beta <= 0.0 {
         return Err(sizes.iter().copied().max().unwrap_or(0) as u64);
@@ -394,16 +389,28 @@ pub fn socket_buffer_by_size(sizes: &[usize], times: &[(f64, f64)], beta: f64) -
         .zip(times)
         .filter(|(_, (send, recv))| send.is_finite() && recv.is_finite() && *recv > 0.0)
         .map(|(&s, &(send, recv))| {
-            let left = if send < 0.25 * recv {
-                s as f64
+            let left = if send_waited(send, recv) {
+                left_to_cross(s, send, recv, beta)
             } else {
-                ((recv - send) / beta).clamp(0.0, s as f64)
+                s as f64
             };
             [s as u64, left.round() as u64]
         })
         .collect();
     v.sort_unstable();
     v
+}
+
+/// Whether a timed send waited for its transfer: it took at least a quarter of the
+/// receive's time.
+fn send_waited(send: f64, recv: f64) -> bool {
+    recv > 0.0 && send >= 0.25 * recv
+}
+
+/// Bytes of a `size`-byte send still to cross when it returned: the receive's lead over
+/// it at `beta`, within `[0, size]`.
+fn left_to_cross(size: usize, send: f64, recv: f64, beta: f64) -> f64 {
+    ((recv - send).max(0.0) / beta).min(size as f64)
 }
 
 /// How far above a scheme's best repetition (its last arrival) a repetition may end and

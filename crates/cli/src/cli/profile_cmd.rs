@@ -63,10 +63,7 @@ fn refit(a: &RefitArgs) -> Result<(), CliError> {
                 "profile {name}: no raw.pingpong_inter (a profile that calibrate measured between two nodes keeps it)"
             ))
         })?;
-    let list = |k: &str| -> Option<Vec<f64>> {
-        pp.get(k)?.as_array()?.iter().map(|x| x.as_f64()).collect()
-    };
-    let (Some(bytes), Some(secs)) = (list("bytes"), list("one_way_s")) else {
+    let (Some(bytes), Some(secs)) = (numbers(pp, "bytes"), numbers(pp, "one_way_s")) else {
         return Err(CliError::input(format!(
             "profile {name}: raw.pingpong_inter needs arrays \"bytes\" and \"one_way_s\" of numbers"
         )));
@@ -86,16 +83,10 @@ fn refit(a: &RefitArgs) -> Result<(), CliError> {
     let probe = p.raw.as_ref().and_then(|r| r.get("bucket_probe"));
     let (burst, gamma) = match probe {
         Some(probe) => {
-            let get = |k: &str| -> Option<Vec<f64>> {
-                probe
-                    .get(k)?
-                    .as_array()?
-                    .iter()
-                    .map(|x| x.as_f64())
-                    .collect()
-            };
             let b0 = probe.get("ping_pong_burst").and_then(|x| x.as_f64());
-            let (Some(bytes), Some(secs), Some(b0)) = (get("bytes"), get("one_way_s"), b0) else {
+            let (Some(bytes), Some(secs), Some(b0)) =
+                (numbers(probe, "bytes"), numbers(probe, "one_way_s"), b0)
+            else {
                 return Err(CliError::input(format!(
                     "profile {name}: raw.bucket_probe needs arrays \"bytes\" and \"one_way_s\" and a number \"ping_pong_burst\""
                 )));
@@ -114,19 +105,19 @@ fn refit(a: &RefitArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::internal(e.to_string()))?;
     // The socket buffer per size, from the sends calibrate timed (older profiles kept
     // them but not this table).
-    if let Some(sr) = p.raw.as_ref().and_then(|r| r.get("send_return")) {
-        let get = |k: &str| -> Option<Vec<f64>> {
-            sr.get(k)?.as_array()?.iter().map(|x| x.as_f64()).collect()
-        };
-        if let (Some(bytes), Some(send), Some(recv)) = (get("bytes"), get("send_s"), get("recv_s"))
-            && bytes.len() == send.len()
-            && bytes.len() == recv.len()
-        {
-            let sizes: Vec<usize> = bytes.iter().map(|&b| b as usize).collect();
-            let times: Vec<(f64, f64)> = send.into_iter().zip(recv).collect();
-            p.socket_buffer_by_size =
-                crate::calibrate::fit::socket_buffer_by_size(&sizes, &times, p.hockney.inter.beta);
-        }
+    if let Some(sr) = p.raw.as_ref().and_then(|r| r.get("send_return"))
+        && let (Some(bytes), Some(send), Some(recv)) = (
+            numbers(sr, "bytes"),
+            numbers(sr, "send_s"),
+            numbers(sr, "recv_s"),
+        )
+        && bytes.len() == send.len()
+        && bytes.len() == recv.len()
+    {
+        let sizes: Vec<usize> = bytes.iter().map(|&b| b as usize).collect();
+        let times: Vec<(f64, f64)> = send.into_iter().zip(recv).collect();
+        p.socket_buffer_by_size =
+            crate::calibrate::fit::socket_buffer_by_size(&sizes, &times, p.hockney.inter.beta);
     }
     std::fs::write(&a.output, p.to_json() + "\n")
         .map_err(|e| CliError::io(format!("write {}: {e}", a.output.display())))?;
@@ -138,6 +129,12 @@ fn refit(a: &RefitArgs) -> Result<(), CliError> {
         p.hockney.inter.burst_gamma * 1e9
     );
     Ok(())
+}
+
+/// The array of numbers at key `k` of a kept measurement (`raw.*`); None where it is
+/// missing or holds anything else.
+fn numbers(v: &Value, k: &str) -> Option<Vec<f64>> {
+    v.get(k)?.as_array()?.iter().map(|x| x.as_f64()).collect()
 }
 
 fn show(a: &ShowArgs) -> Result<(), CliError> {
