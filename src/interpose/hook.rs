@@ -732,7 +732,9 @@ kinds! {
         }
     }
 
-    /// MPI_Sendrecv(_replace): `peer` is the destination, `peer2` the actual source.
+    /// MPI_Sendrecv(_replace): `peer` is the destination and `tag` the send's tag, `peer2`
+    /// the actual source and `root` the actual receive tag ([`Record::recv_tag`]: FFTW's
+    /// transposes send and receive under different tags).
     Sendrecv before |a, s| -> () {
         own_status(&mut a.status, s)
     } after |a, d, ()| {
@@ -748,9 +750,12 @@ kinds! {
             r.peer2 = PROC_NULL;
         } else if d.rc == 0 {
             // SAFETY: MPI filled the status of the successful receive.
-            let (src, bytes) = unsafe { (status_match(a.status).0, status_bytes(a.status)) };
+            let ((src, tag), bytes) = unsafe { (status_match(a.status), status_bytes(a.status)) };
             r.peer2 = ci.world_rank(src, s);
+            r.root = tag;
             r.bytes_recv = bytes.unwrap_or_else(|| handles::bytes(a.rcount, a.rtype));
+        } else if a.rtag >= 0 {
+            r.root = a.rtag;
         }
         record::push(r);
     }

@@ -1,6 +1,6 @@
 /* The calls modern codes make, with known peers, roots and sizes, at 4 ranks:
  * nonblocking collectives, persistent requests, Reduce_scatter(_block), Scan, Exscan,
- * Alltoallw, Sendrecv_replace, matched probes and one-sided calls (request-based and
+ * Alltoallw, Sendrecv(_replace) with differing tags, matched probes and one-sided calls (request-based and
  * atomic ones included), on MPI_COMM_WORLD and on a split
  * communicator whose local ranks are in reverse WORLD order.
  *
@@ -398,7 +398,13 @@ int main(int argc, char **argv) {
     row("MPI_Sendrecv_replace", right, -1, 7 * I, 7 * I, 4, 0, left);
     MPI_Sendrecv_replace(dbuf, 5, MPI_DOUBLE, 1 - sr, 9, 1 - sr, 9, sub, MPI_STATUS_IGNORE);
     row("MPI_Sendrecv_replace", partner, -1, 5 * D, 5 * D, 2, 0, partner);
-    check += ibuf[0];
+    /* Send and receive tags that differ, as FFTW's transposes give them (MPB): each
+     * message's tag names its sender and receiver. */
+    MPI_Sendrecv(ibuf, 3, MPI_INT, right, w * nw + right, ibuf2, 3, MPI_INT, left, left * nw + w, MPI_COMM_WORLD, &st);
+    row("MPI_Sendrecv", right, -1, 3 * I, 3 * I, 4, 0, left);
+    MPI_Sendrecv_replace(dbuf, 5, MPI_DOUBLE, 1 - sr, 20 + sr, 1 - sr, 21 - sr, sub, MPI_STATUS_IGNORE);
+    row("MPI_Sendrecv_replace", partner, -1, 5 * D, 5 * D, 2, 0, partner);
+    check += ibuf[0] + ibuf2[0];
 
     /* ---- 4. matched probes ---- */
     {

@@ -2473,6 +2473,41 @@ fn a_buffered_linear_broadcast_ends_together_and_queues_behind_the_last() {
 }
 
 #[test]
+fn a_sendrecv_receives_the_message_sent_under_its_receive_tag() {
+    // FFTW's transposes (MPB): rank r sends to p under tag 2r + p and receives from p under
+    // tag 2p + r. The layer keeps the receive's tag in `root`; spools written before it
+    // have NO_RANK there, and such a send-receive matches under its send tag, as it did.
+    let m: u64 = 1_000_000;
+    let sendrecv = |r: i32, recv_tag: i32| Record {
+        peer2: 1 - r,
+        bytes_recv: m,
+        comm_size: 2,
+        tag: 2 * r + (1 - r),
+        root: recv_tag,
+        ..send(call::MPI_Sendrecv, 1 - r, m, 0, S)
+    };
+    let reasons = |recv_tag: &dyn Fn(i32) -> i32| {
+        let r = run(vec![
+            rank(0, "a", 0, vec![sendrecv(0, recv_tag(0))], 2),
+            rank(1, "b", 0, vec![sendrecv(1, recv_tag(1))], 2),
+        ]);
+        let p = predict_run(&r, &profile(), Some("none")).unwrap();
+        (
+            p.calls.iter().map(|c| c[0].reason).collect::<Vec<_>>(),
+            p.inter.len(),
+        )
+    };
+    // The receive's own tag: both messages found, both calls predicted.
+    assert_eq!(
+        reasons(&|r| 2 * (1 - r) + r),
+        (vec![Reason::None, Reason::None], 2)
+    );
+    // No receive tag (an older spool): the send's tag, which no message carries here.
+    let (old, _) = reasons(&|_| NO_RANK);
+    assert_eq!(old, vec![Reason::Unmatched, Reason::Unmatched]);
+}
+
+#[test]
 fn opposite_messages_move_one_after_the_other_only_if_both_ranks_received_first() {
     // Ranks 0 (node a) and 1 (node b) exchange 1 s of data each way, with a reverse-flow
     // factor of 2. By MPI_Sendrecv (the receive posted with the send) or by Irecv then

@@ -477,7 +477,7 @@ impl Plan {
                 .collect();
             recvs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             for (_, g, src) in recvs {
-                let tag = rk.records[(g - base[ri]) as usize].tag;
+                let tag = rk.records[(g - base[ri]) as usize].recv_tag();
                 messages.recv(rk.meta.rank, src, tag, g, &mut hot);
             }
         }
@@ -3881,7 +3881,7 @@ mod tests {
                     online.send(rk.meta.rank, r, g, &mut hot, &placement, protocol);
                 } else {
                     let src = receive_source(hot[g as usize].op, r).unwrap();
-                    online.recv(rk.meta.rank, src, r.tag, g, &mut hot);
+                    online.recv(rk.meta.rank, src, r.recv_tag(), g, &mut hot);
                 }
             }
             assert_eq!(by_send(&online.msgs), batch);

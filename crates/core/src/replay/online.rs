@@ -273,7 +273,7 @@ impl OnlinePlan {
         if let Some(src) = receive_source(op, r)
             && let Some((send, msg)) = {
                 let last = &mut self.ranks[ri].last_recv;
-                let c = self.messages.channel_after(last, (src, me, r.tag));
+                let c = self.messages.channel_after(last, (src, me, r.recv_tag()));
                 self.messages.b_in(c, me_named)
             }
         {

@@ -780,7 +780,7 @@ impl FlowMatch {
             self.matched_pair(me, recv, to, flow);
         }
         if let Some(src) = source
-            && let Some(send) = self.fifo.b((src, me_rank, r.tag), (me, to))
+            && let Some(send) = self.fifo.b((src, me_rank, r.recv_tag()), (me, to))
         {
             self.matched_pair(send, me, to, flow);
         }

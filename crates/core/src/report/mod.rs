@@ -784,7 +784,7 @@ impl CallsCsv {
         b.push(b',');
         rank(b, r.peer);
         b.push(b',');
-        rank(b, r.root);
+        rank(b, r.root_rank());
         b.push(b',');
         number::uint(b, r.bytes_send + r.bytes_recv);
         b.push(b',');

@@ -79,7 +79,8 @@ pub struct Record {
     pub bytes_recv: u64,
     /// Peer as a WORLD rank, or one of `NO_RANK`, `PROC_NULL`, `UNKNOWN_RANK`.
     pub peer: i32,
-    /// Root as a WORLD rank, or `NO_RANK`.
+    /// Root as a WORLD rank, or `NO_RANK`; for `MPI_Sendrecv(_replace)`, which has no root,
+    /// the receive's tag ([`Record::recv_tag`]).
     pub root: i32,
     /// Communicator id, stable within the run on this rank (0 = MPI_COMM_WORLD).
     pub comm: u32,
@@ -164,6 +165,29 @@ impl Record {
                 self.t_start = self.t_posted;
             }
             self.t_posted = self.t_end;
+        }
+    }
+
+    /// The tag of the message the record receives: an `MPI_Sendrecv(_replace)`'s receive
+    /// tag, kept in `root` (FFTW's transposes send and receive under different tags;
+    /// spools of layers before it have `NO_RANK` there, and the send's tag is taken, as
+    /// they matched), else `tag`.
+    #[inline]
+    pub fn recv_tag(&self) -> i32 {
+        if self.root >= 0 && call_kind(self.call) == CallKind::Sendrecv {
+            self.root
+        } else {
+            self.tag
+        }
+    }
+
+    /// The root as the reports show it: none for a send-receive, whose `root` holds its
+    /// receive tag.
+    pub fn root_rank(&self) -> i32 {
+        if call_kind(self.call) == CallKind::Sendrecv {
+            NO_RANK
+        } else {
+            self.root
         }
     }
 
