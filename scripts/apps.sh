@@ -35,6 +35,9 @@ apps_install() {
     [[ $a == *,liggghts,* ]] && ! command -v liggghts >/dev/null && need+=(liggghts)
     # The chute's meshes are in liggghts-doc, only a suggestion of liggghts.
     [[ $a == *,liggghts,* && ! -d $APPS_LIGGGHTS_CASE/meshes ]] && need+=(liggghts-doc)
+    [[ $a == *,mpb,* ]] && ! command -v mpb-mpi >/dev/null && need+=(mpb-mpi)
+    # GPAW's PAW setups are in gpaw-data, a dependency.
+    [[ $a == *,gpaw,* ]] && ! command -v gpaw >/dev/null && need+=(gpaw)
     if [[ ${#need[@]} -gt 0 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
@@ -54,7 +57,7 @@ apps_inputs() {
     fi
     cp /usr/share/doc/hpcc/examples/_hpccinf.txt "$out/inputs/hpccinf.txt" 2>/dev/null || true
     cp bench/apps/h2o8.inp bench/apps/si8.in bench/apps/c6h6.nw bench/apps/si8kgb.abi bench/apps/ksh2o.in \
-        bench/apps/meep-wg.ctl bench/apps/liggghts-chute.in "$out/inputs/"
+        bench/apps/meep-wg.ctl bench/apps/liggghts-chute.in bench/apps/mpb-diamond.ctl bench/apps/gpaw-si8.py "$out/inputs/"
     # Elk reads elk.in from its working directory.
     cp bench/apps/elk-al.in "$out/inputs/elk.in"
     if [[ $report_only -eq 0 && $a == *,gromacs,* ]]; then
@@ -99,6 +102,8 @@ app_cmd() {
             cmd=(--timeout 600 "$examl" -t 49.tree -m GAMMA -s 49.binary -n run) ;;
         meep) cmd=(meep meep-wg.ctl) ;;
         liggghts) cmd=(liggghts -in liggghts-chute.in) ;;
+        mpb) cmd=(mpb-mpi mpb-diamond.ctl) ;;
+        gpaw) cmd=(gpaw python gpaw-si8.py) ;;
         scalapack) cmd=("$APPS_SCALAPACK_DIR/openmpi-tests/xdlu") ;;
         scalapack-mpich) cmd=("$APPS_SCALAPACK_DIR/mpich-tests/xdlu") ;;
         *) return 1 ;;

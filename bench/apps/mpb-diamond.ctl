@@ -1,0 +1,13 @@
+; MPB: the tutorial's diamond lattice of dielectric spheres, 3D, 16 pixels a lattice constant, 4 k-points, 5 bands (FFTW's MPI transposes: MPI_Sendrecv)
+(set! geometry-lattice (make lattice
+                         (basis-size (sqrt 0.5) (sqrt 0.5) (sqrt 0.5))
+                         (basis1 0 1 1) (basis2 1 0 1) (basis3 1 1 0)))
+(set! k-points (interpolate 0 (list (vector3 0 0.5 0.5) (vector3 0 0.625 0.375)
+                                    (vector3 0 0.5 0) (vector3 0 0 0))))
+(define diel (make dielectric (epsilon 11.56)))
+(set! geometry (list (make sphere (center 0.125 0.125 0.125) (radius 0.25) (material diel))
+                     (make sphere (center -0.125 -0.125 -0.125) (radius 0.25) (material diel))))
+(set! resolution 16)
+(set! mesh-size 3)
+(set! num-bands 5)
+(run)
