@@ -499,8 +499,10 @@ pub fn run(opts: &Options) -> i32 {
         match fitted {
             Ok(f) => {
                 // The socket buffer: how much of a rendezvous send is still in the kernel
-                // when MPI_Send returns (the replay lets the send return then).
-                let sb_sizes = sizes(&[262144, 524288, 1048576, 2097152, 4194304]);
+                // when MPI_Send returns (the replay lets the send return then). 128 KiB
+                // pins the sends just above Open MPI's eager limit (LAMMPS's 87 KB at 1
+                // Gbit/s took the 256 KiB figure).
+                let sb_sizes = sizes(&[131072, 262144, 524288, 1048576, 2097152, 4194304]);
                 let sb = bench::send_return(&ctx, a, b, &sb_sizes, if q { 2 } else { 3 });
                 let buffer = fit::socket_buffer(&sb_sizes, &sb, f.hockney.beta);
                 raw.insert(
