@@ -38,6 +38,7 @@ apps_install() {
     [[ $a == *,mpb,* ]] && ! command -v mpb-mpi >/dev/null && need+=(mpb-mpi)
     # GPAW's PAW setups are in gpaw-data, a dependency.
     [[ $a == *,gpaw,* ]] && ! command -v gpaw >/dev/null && need+=(gpaw)
+    [[ $a == *,neuron,* ]] && ! command -v nrniv >/dev/null && need+=(neuron)
     if [[ ${#need[@]} -gt 0 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
@@ -57,7 +58,7 @@ apps_inputs() {
     fi
     cp /usr/share/doc/hpcc/examples/_hpccinf.txt "$out/inputs/hpccinf.txt" 2>/dev/null || true
     cp bench/apps/h2o8.inp bench/apps/si8.in bench/apps/c6h6.nw bench/apps/si8kgb.abi bench/apps/ksh2o.in \
-        bench/apps/meep-wg.ctl bench/apps/liggghts-chute.in bench/apps/mpb-diamond.ctl bench/apps/gpaw-si8.py "$out/inputs/"
+        bench/apps/meep-wg.ctl bench/apps/liggghts-chute.in bench/apps/mpb-diamond.ctl bench/apps/gpaw-si8.py bench/apps/neuron-net.hoc "$out/inputs/"
     # Elk reads elk.in from its working directory.
     cp bench/apps/elk-al.in "$out/inputs/elk.in"
     if [[ $report_only -eq 0 && $a == *,gromacs,* ]]; then
@@ -104,6 +105,7 @@ app_cmd() {
         liggghts) cmd=(liggghts -in liggghts-chute.in) ;;
         mpb) cmd=(mpb-mpi mpb-diamond.ctl) ;;
         gpaw) cmd=(gpaw python gpaw-si8.py) ;;
+        neuron) cmd=(nrniv -mpi -nobanner neuron-net.hoc) ;;
         scalapack) cmd=("$APPS_SCALAPACK_DIR/openmpi-tests/xdlu") ;;
         scalapack-mpich) cmd=("$APPS_SCALAPACK_DIR/mpich-tests/xdlu") ;;
         *) return 1 ;;
