@@ -2473,6 +2473,62 @@ fn a_buffered_linear_broadcast_ends_together_and_queues_behind_the_last() {
 }
 
 #[test]
+fn a_synchronous_send_below_the_eager_limit_moves_its_data_at_once_and_ends_at_the_match() {
+    // Rank 0 (node a) MPI_Ssends 60 KB (below Open MPI's 64 KiB limit; 0.6 ms at β) to rank
+    // 1 (node b), which posts its receive at 10 ms: the data arrives at 0.6 ms, the receive
+    // finds it there, and the send ends when the receive matches it, 10 ms (α 0).
+    let ms = 1_000_000;
+    let m = 60_000;
+    let ssend = |peer: i32| Record {
+        comm_size: 4,
+        ..send(call::MPI_Ssend, peer, m, 0, ms / 100)
+    };
+    let r = run(vec![
+        rank(0, "a", 0, vec![ssend(1)], 2),
+        rank(
+            1,
+            "b",
+            0,
+            vec![recv_rec(call::MPI_Recv, 0, m, 10 * ms, 10 * ms + ms / 100)],
+            2,
+        ),
+    ]);
+    let p = predict_run(&r, &profile(), Some("none")).unwrap();
+    let (s0, r1) = (p.calls[0][0], p.calls[1][0]);
+    assert!(close(s0.predicted.unwrap(), 0.010), "{s0:?} {r1:?}");
+    // (The receive's own cost only, 12 µs, not the 0.6 ms transfer.)
+    assert!(r1.predicted.unwrap() < 1e-4, "{r1:?}");
+    // Three senders on nodes b, c, d to rank 0 on node a, which receives from 1, then 2,
+    // then 3: all three messages move at once, so rank 0's second and third receives find
+    // their data there, and each sender is done when its receive matched.
+    let r = run(vec![
+        rank(
+            0,
+            "a",
+            0,
+            vec![
+                recv_rec(call::MPI_Recv, 1, m, 0, ms),
+                recv_rec(call::MPI_Recv, 2, m, ms, ms + ms / 100),
+                recv_rec(call::MPI_Recv, 3, m, ms + ms / 100, ms + ms / 50),
+            ],
+            4,
+        ),
+        rank(1, "b", 0, vec![ssend(0)], 4),
+        rank(2, "c", 0, vec![ssend(0)], 4),
+        rank(3, "d", 0, vec![ssend(0)], 4),
+    ]);
+    let p = predict_run(&r, &profile(), Some("none")).unwrap();
+    let d = |rank: usize, k: usize| p.calls[rank][k].predicted.unwrap();
+    assert!(close(d(0, 0), 0.0006), "first receive {}", d(0, 0));
+    assert!(d(0, 1) < 1e-4 && d(0, 2) < 1e-4, "{} {}", d(0, 1), d(0, 2));
+    assert!(close(d(1, 0), 0.0006), "sender 1 {}", d(1, 0));
+    // Sender 2 at its data's arrival (its receive posted then), sender 3 at its receive's
+    // post, after the second receive's own cost.
+    assert!(close(d(2, 0), 0.0006), "sender 2 {}", d(2, 0));
+    assert!(close(d(3, 0), 0.0006 + d(0, 1)), "sender 3 {}", d(3, 0));
+}
+
+#[test]
 fn a_sendrecv_receives_the_message_sent_under_its_receive_tag() {
     // FFTW's transposes (MPB): rank r sends to p under tag 2r + p and receives from p under
     // tag 2p + r. The layer keeps the receive's tag in `root`; spools written before it
