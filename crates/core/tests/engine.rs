@@ -2496,6 +2496,9 @@ fn a_synchronous_send_below_the_eager_limit_moves_its_data_at_once_and_ends_at_t
     let p = predict_run(&r, &profile(), Some("none")).unwrap();
     let (s0, r1) = (p.calls[0][0], p.calls[1][0]);
     assert!(close(s0.predicted.unwrap(), 0.010), "{s0:?} {r1:?}");
+    // It waited for the receiver all along.
+    assert_eq!(s0.wait.kind, WaitKind::LateReceiver, "{s0:?}");
+    assert!(close(s0.wait.seconds, 0.010), "{s0:?}");
     // (The receive's own cost only, 12 µs, not the 0.6 ms transfer.)
     assert!(r1.predicted.unwrap() < 1e-4, "{r1:?}");
     // Three senders on nodes b, c, d to rank 0 on node a, which receives from 1, then 2,

@@ -3697,12 +3697,14 @@ pub(crate) fn wait_in(v: &impl Partners, g: u32) -> Wait {
         }
         on(WaitKind::LateSender, m, true, v.msg(m).src_rank)
     };
-    let late_receiver = |m: u32| {
+    // A rendezvous message's send, and a synchronous one's at any size, waits for the
+    // receive's post.
+    let late_receiver = |m: u32, sync: bool| {
         if m == NONE {
             return Wait::default();
         }
         let msg = v.msg(m);
-        if msg.rendezvous {
+        if msg.rendezvous || sync {
             on(WaitKind::LateReceiver, m, false, msg.dst_rank)
         } else {
             Wait::default()
@@ -3710,9 +3712,9 @@ pub(crate) fn wait_in(v: &impl Partners, g: u32) -> Wait {
     };
     let h = v.hot(g);
     match h.op {
-        Op::Send { .. } => late_receiver(h.msg_out),
+        Op::Send { sync, .. } => late_receiver(h.msg_out, sync),
         Op::Recv => late_sender(h.msg_in),
-        Op::SendRecv => late_sender(h.msg_in).max(late_receiver(h.msg_out)),
+        Op::SendRecv => late_sender(h.msg_in).max(late_receiver(h.msg_out, false)),
         Op::Probe => late_sender(v.probe_msg(g)),
         Op::Complete => {
             let mut w = Wait::default();
@@ -3720,7 +3722,7 @@ pub(crate) fn wait_in(v: &impl Partners, g: u32) -> Wait {
             while let Some((nb, root)) = v.completed(g, k) {
                 w = w.max(match nb.op {
                     Op::Irecv => late_sender(nb.msg_in),
-                    Op::Isend { .. } => late_receiver(nb.msg_out),
+                    Op::Isend { sync, .. } => late_receiver(nb.msg_out, sync),
                     Op::ICol => coll_wait(v, g, nb.inst_of, root),
                     _ => Wait::default(),
                 });
