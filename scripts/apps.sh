@@ -39,6 +39,7 @@ apps_install() {
     # GPAW's PAW setups are in gpaw-data, a dependency.
     [[ $a == *,gpaw,* ]] && ! command -v gpaw >/dev/null && need+=(gpaw)
     [[ $a == *,neuron,* ]] && ! command -v nrniv >/dev/null && need+=(neuron)
+    [[ $a == *,hyphy,* && ! -x /usr/lib/hyphy/bin/HYPHYMPI ]] && need+=(hyphy-mpi)
     if [[ ${#need[@]} -gt 0 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
@@ -106,6 +107,10 @@ app_cmd() {
         mpb) cmd=(mpb-mpi mpb-diamond.ctl) ;;
         gpaw) cmd=(gpaw python gpaw-si8.py) ;;
         neuron) cmd=(nrniv -mpi -nobanner neuron-net.hoc) ;;
+        # The binary itself: the HYPHYMPI wrapper passes its arguments on as one.
+        hyphy) cmd=(/usr/lib/hyphy/bin/HYPHYMPI LIBPATH=/usr/share/hyphy fel
+                    --alignment /usr/share/hyphy/TemplateBatchFiles/Miscellaneous/phylohandbook/datasets/H5N1_HA_5.nex
+                    --output fel.json) ;;
         scalapack) cmd=("$APPS_SCALAPACK_DIR/openmpi-tests/xdlu") ;;
         scalapack-mpich) cmd=("$APPS_SCALAPACK_DIR/mpich-tests/xdlu") ;;
         *) return 1 ;;
