@@ -1013,7 +1013,10 @@ mod tests {
                 }
             }
             crate::testing::write_case(&dir, case, &run);
-            let ompi = case % 3 == 2;
+            let ompi = run
+                .ranks
+                .first()
+                .is_some_and(|rk| rk.meta.mpi_library.starts_with("Open MPI"));
             let (profile, profile_file) = match (odd, ompi) {
                 (true, true) => (&exchanging_ompi, &exchanging_ompi_file),
                 (true, false) => (&exchanging, &exchanging_file),
