@@ -231,7 +231,7 @@ impl Msg {
 /// a node or between nodes). A synchronous send below the limit goes eagerly too: Open
 /// MPI's ob1 and MPICH send its data at once with the match header and complete the send
 /// when the receiver's acknowledgement of the match comes back
-/// ([`Engine::sync_eager_done`]).
+/// ([`Engine::eager_send_done`]).
 pub(crate) fn sent_message(
     op: Op,
     me: i32,
@@ -2825,12 +2825,13 @@ impl<'a, S: Store> Engine<'a, S> {
         }
         if inn != NONE {
             self.s.set_msg_time(inn, MsgTime::RecvPost, t);
+            let msg = self.s.msg(inn);
             // A synchronous sender of an eager message may wait for this post
-            // ([`Engine::sync_eager_done`]).
-            if !self.s.msg(inn).rendezvous {
+            // ([`Engine::eager_send_done`]).
+            if !msg.rendezvous {
                 self.wake_msg(inn, t);
             }
-            if self.grant_kind(&self.s.msg(inn)) {
+            if self.grant_kind(&msg) {
                 self.recorded.entry(inn).or_default().recv = rec;
             }
             self.maybe_start(inn);
@@ -3032,10 +3033,8 @@ impl<'a, S: Store> Engine<'a, S> {
                 let msg = self.s.msg(m);
                 if msg.rendezvous {
                     self.rendezvous_send_done(m, t0)
-                } else if matches!(h.op, Op::Send { sync: true, .. }) {
-                    self.sync_eager_done(m, t0 + self.send_overhead(m))
                 } else {
-                    Ok(t0 + self.send_overhead(m))
+                    self.eager_send_done(h.op, m, t0 + self.send_overhead(m))
                 }
             }
             Op::Isend { .. } | Op::Irecv | Op::ICol | Op::Rma => Ok(t0 + h.op_dur),
@@ -3214,15 +3213,22 @@ impl<'a, S: Store> Engine<'a, S> {
         Ok(handshake.max(a - tail))
     }
 
-    /// When the sender of synchronous message `m`, sent eagerly (below the eager limit), is
-    /// done, no sooner than `floor`: its data went at once, the receiver matches it once
-    /// both the data has arrived and the receive is posted, and its acknowledgement takes
-    /// the path's latency back (Open MPI's ob1 and MPICH alike). GPAW's `MPI_Ssend`s of
+    /// When the sender of eager message `m`, sent by `op`, is done, its own part done at
+    /// `done`: then, unless the send is synchronous. A synchronous one's data went at once,
+    /// the receiver matches it once both the data has arrived and the receive is posted,
+    /// and its acknowledgement takes the path's latency back (Open MPI's ob1 and MPICH
+    /// alike). GPAW's `MPI_Ssend`s of
     /// 27 KB to rank 0 at 4 ranks took 6.2-6.9 ms, the three senders' data sharing rank 0's
     /// port before it posted two of the receives, where the replay, taking them for
     /// rendezvous, returned the matched one after its handshake (22 µs) and started the
     /// others' transfers at their receives.
-    fn sync_eager_done(&self, m: u32, floor: f64) -> Result<f64, Block> {
+    fn eager_send_done(&self, op: Op, m: u32, done: f64) -> Result<f64, Block> {
+        if !matches!(
+            op,
+            Op::Send { sync: true, .. } | Op::Isend { sync: true, .. }
+        ) {
+            return Ok(done);
+        }
         let arrived = self.s.msg_time(m, MsgTime::Arrive);
         let posted = self.s.msg_time(m, MsgTime::RecvPost);
         if arrived.is_nan() || posted.is_nan() {
@@ -3230,7 +3236,7 @@ impl<'a, S: Store> Engine<'a, S> {
         }
         let msg = self.s.msg(m);
         let back = self.p2p.hockney(msg.src_node, msg.dst_node).alpha;
-        Ok(floor.max(arrived.max(posted) + back))
+        Ok(done.max(arrived.max(posted) + back))
     }
 
     /// When nonblocking record `nb` completed in the replay.
@@ -3247,12 +3253,10 @@ impl<'a, S: Store> Engine<'a, S> {
                 let msg = self.s.msg(m);
                 if msg.rendezvous {
                     self.rendezvous_send_done(m, posted)
-                } else if matches!(h.op, Op::Isend { sync: true, .. }) {
-                    self.sync_eager_done(m, posted)
                 } else {
                     // The local send cost was paid in the post, whose measured time the
                     // replay keeps: an eager message is out when the post returns.
-                    Ok(posted)
+                    self.eager_send_done(h.op, m, posted)
                 }
             }
             Op::Irecv => {
