@@ -40,6 +40,7 @@ apps_install() {
     [[ $a == *,gpaw,* ]] && ! command -v gpaw >/dev/null && need+=(gpaw)
     [[ $a == *,neuron,* ]] && ! command -v nrniv >/dev/null && need+=(neuron)
     [[ $a == *,hyphy,* && ! -x /usr/lib/hyphy/bin/HYPHYMPI ]] && need+=(hyphy-mpi)
+    [[ $a == *,paraview,* ]] && ! command -v pvbatch >/dev/null && need+=(paraview)
     if [[ ${#need[@]} -gt 0 ]]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
     fi
@@ -59,7 +60,7 @@ apps_inputs() {
     fi
     cp /usr/share/doc/hpcc/examples/_hpccinf.txt "$out/inputs/hpccinf.txt" 2>/dev/null || true
     cp bench/apps/h2o8.inp bench/apps/si8.in bench/apps/c6h6.nw bench/apps/si8kgb.abi bench/apps/ksh2o.in \
-        bench/apps/meep-wg.ctl bench/apps/liggghts-chute.in bench/apps/mpb-diamond.ctl bench/apps/gpaw-si8.py bench/apps/neuron-net.hoc "$out/inputs/"
+        bench/apps/meep-wg.ctl bench/apps/liggghts-chute.in bench/apps/mpb-diamond.ctl bench/apps/gpaw-si8.py bench/apps/neuron-net.hoc bench/apps/paraview-pipeline.py "$out/inputs/"
     # Elk reads elk.in from its working directory.
     cp bench/apps/elk-al.in "$out/inputs/elk.in"
     if [[ $report_only -eq 0 && $a == *,gromacs,* ]]; then
@@ -111,6 +112,7 @@ app_cmd() {
         hyphy) cmd=(/usr/lib/hyphy/bin/HYPHYMPI LIBPATH=/usr/share/hyphy fel
                     --alignment /usr/share/hyphy/TemplateBatchFiles/Miscellaneous/phylohandbook/datasets/H5N1_HA_5.nex
                     --output fel.json) ;;
+        paraview) cmd=(pvbatch paraview-pipeline.py) ;;
         scalapack) cmd=("$APPS_SCALAPACK_DIR/openmpi-tests/xdlu") ;;
         scalapack-mpich) cmd=("$APPS_SCALAPACK_DIR/mpich-tests/xdlu") ;;
         *) return 1 ;;
