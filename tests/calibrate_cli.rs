@@ -113,6 +113,7 @@ fn profile_show_calibrated_file() {
     p.nodes = vec!["a".into(), "b".into(), "c".into()];
     p.penalty.gige.beta = 0.97;
     p.exchange = Some(2.9e-6);
+    p.cold_call = vec![[1e-3, 1.5e-6], [2e-2, 4.8e-5]];
     p.eager = Some(Eager {
         inter: Some(32768),
         intra: None,
@@ -147,6 +148,7 @@ fn profile_show_calibrated_file() {
         "nodes:       a b c",
         "eager limit: rendezvous from 32768 B between nodes, library default within a node (read through MPI_T)",
         "inter-node exchange: a small message that crosses the reverse one takes 2.90 us more",
+        "a blocking call between nodes after time outside MPI takes more: 1 ms +1.5 us, 20 ms +48.0 us",
     ] {
         assert!(out.contains(needle), "{needle}: {out}");
     }

@@ -187,6 +187,20 @@ fn check(label: &str, p: &Profile) {
         h.alpha
     );
     assert!(smallest > 0.0, "{label}: {raw}");
+    // The cold-call table: one entry a gap, each the gap's median send less the median
+    // back to back (never below 0).
+    let raw = &p.raw.as_ref().unwrap()["cold_call"];
+    let base = raw["back_to_back_median_s"].as_f64().unwrap();
+    let gaps = raw["gaps_s"].as_array().unwrap();
+    let after = raw["after_gap_median_s"].as_array().unwrap();
+    assert_eq!(p.cold_call.len(), 6, "{label}: {:?}", p.cold_call);
+    assert_eq!((gaps.len(), after.len()), (6, 6), "{label}: {raw}");
+    assert!(base > 0.0, "{label}: {raw}");
+    for (k, e) in p.cold_call.iter().enumerate() {
+        let t = after[k].as_f64().unwrap();
+        assert_eq!(e[0], gaps[k].as_f64().unwrap(), "{label}: {raw}");
+        assert!((e[1] - (t - base).max(0.0)).abs() < 1e-12, "{label}: {raw}");
+    }
     // Factors on a penalty never speed a message up.
     assert!(p.penalty.reverse >= 1.0 && p.penalty.through >= 1.0);
     assert!(

@@ -35,6 +35,9 @@
 //!   "exchange": 3e-6,                          // optional (default 0): a small message's
 //!                                              //   extra latency between nodes while the
 //!                                              //   reverse one is under way (seconds)
+//!   "cold_call": [[0.001, 1.5e-6], [0.02, 4.8e-5]], // optional, [gap s, extra s]: what
+//!                                              //   a call between nodes costs beyond its
+//!                                              //   model after that long outside MPI
 //!   "upper_lower_gamma": 0.5,                  // optional, Table 3 ratio γ
 //!   "socket_buffer": 262144,                   // optional, bytes (default 4 MiB)
 //!   "socket_buffer_by_size": [[262144, 0]],    // optional, [bytes, left] per size measured
@@ -144,6 +147,15 @@ pub struct Profile {
     /// measured no step of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchange: Option<f64>,
+    /// What a blocking call between nodes costs beyond its model when its rank spent
+    /// `gap` seconds outside MPI before it, `[gap, extra]` in seconds, gaps increasing
+    /// (`calibrate`: the median 8-byte blocking send after spinning `gap` less the median
+    /// back to back; the emulated cluster: +1.6 µs after 1 ms, +10 after 5, +25-48 after
+    /// 20, every call alike, `bench/cold_calls.c`). The replay interpolates from no extra
+    /// at no gap and keeps the last entry beyond the table ([`Profile::cold_extra`]).
+    /// Empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cold_call: Vec<[f64; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upper_lower_gamma: Option<f64>,
     /// Bytes a blocking rendezvous send between nodes leaves in the kernel's socket buffer
@@ -435,6 +447,7 @@ impl Profile {
             alltoall_placed: Vec::new(),
             latency_placed: Vec::new(),
             exchange: None,
+            cold_call: Vec::new(),
             upper_lower_gamma: None,
             socket_buffer: None,
             socket_buffer_by_size: Vec::new(),
@@ -528,6 +541,18 @@ impl Profile {
         if let Some(x) = self.exchange {
             crate::model::non_negative("exchange", x)?;
         }
+        let mut last = 0.0;
+        for &[gap, extra] in &self.cold_call {
+            if !(gap.is_finite() && gap > last && extra.is_finite() && extra >= 0.0) {
+                return Err(ModelError::BadTable {
+                    name: "cold_call".into(),
+                    why: format!(
+                        "[{gap}, {extra}]: needs finite gaps > 0 in increasing order and finite extras >= 0"
+                    ),
+                });
+            }
+            last = gap;
+        }
         for (name, r) in [
             ("penalty.reverse", self.penalty.reverse),
             ("penalty.through", self.penalty.through),
@@ -558,6 +583,21 @@ impl Profile {
             })?;
         }
         self.penalty_model().map(|_| ())
+    }
+
+    /// What a blocking call between nodes costs beyond its model after `gap` seconds
+    /// outside MPI ([`Profile::cold_call`]): linear between the table's entries, from 0 at
+    /// no gap, the last entry's beyond them; 0 without a table.
+    pub fn cold_extra(table: &[[f64; 2]], gap: f64) -> f64 {
+        let mut prev = [0.0, 0.0];
+        for &e in table {
+            if gap <= e[0] {
+                let f = ((gap - prev[0]) / (e[0] - prev[0])).clamp(0.0, 1.0);
+                return prev[1] + f * (e[1] - prev[1]);
+            }
+            prev = e;
+        }
+        prev[1]
     }
 
     /// The chosen penalty model with this profile's parameters.
@@ -972,5 +1012,34 @@ mod tests {
         p.penalty.dispersion = Some(vec![0.6, 1.0, 1.4]);
         let back = Profile::from_json(&p.to_json()).unwrap();
         assert_eq!(back.penalty.dispersion, Some(vec![0.6, 1.0, 1.4]));
+        // The cold-call table: gaps > 0 increasing, extras finite and >= 0.
+        for bad in [
+            vec![[0.0, 1e-6]],
+            vec![[2e-3, 1e-6], [1e-3, 2e-6]],
+            vec![[1e-3, -1e-6]],
+            vec![[1e-3, f64::INFINITY]],
+        ] {
+            let mut p = Profile::builtin_default();
+            p.cold_call = bad.clone();
+            let e = p.validate().unwrap_err();
+            assert!(e.to_string().contains("cold_call"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn cold_call_round_trips_and_interpolates_from_no_gap() {
+        let mut p = Profile::builtin_default();
+        assert!(!p.to_json().contains("cold_call"));
+        p.cold_call = vec![[1e-3, 1e-4], [2e-2, 1e-3]];
+        let back = Profile::from_json(&p.to_json()).unwrap();
+        assert_eq!(back.cold_call, p.cold_call);
+        let t = &back.cold_call;
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert_eq!(Profile::cold_extra(t, 0.0), 0.0);
+        assert!(near(Profile::cold_extra(t, 5e-4), 5e-5));
+        assert!(near(Profile::cold_extra(t, 1e-3), 1e-4));
+        assert!(near(Profile::cold_extra(t, 1.05e-2), 1e-4 + 0.5 * 9e-4));
+        assert!(near(Profile::cold_extra(t, 5.0), 1e-3));
+        assert_eq!(Profile::cold_extra(&[], 5.0), 0.0);
     }
 }

@@ -32,6 +32,8 @@ pub(crate) fn calibrated_profile() -> crate::profile::Profile {
         points: vec![(0.0, 3e-6), (1024.0, b * 1064.0), (16384.0, b * 16424.0)],
     };
     p.plogp = Some(plogp);
+    // A cold-call cost on the random runs' microsecond gaps.
+    p.cold_call = vec![[5e-7, 1e-7], [2e-5, 5e-7]];
     p
 }
 

@@ -3336,3 +3336,72 @@ fn a_what_if_on_nodes_of_given_cpus_moves_the_waits_for_a_cpu() {
     let got = end_of_recv(&unshared, &packed);
     assert!(close(got, 5.3e-3), "{got}");
 }
+
+#[test]
+fn a_blocking_call_between_nodes_after_time_outside_mpi_pays_the_profiles_cold_cost() {
+    // Rank 0 (node a) sends 1000 B eagerly to rank 1 (node b) back to back, again after
+    // 10 ms outside MPI, then to rank 2 on its own node after 10 ms more. The profile's
+    // table: 100 µs after 1 ms, 1 ms after 20 ms, so 10 ms costs 100 + 9/19 x 900 µs. Only
+    // the second send pays it, and its receive, posted long before, gets the data that
+    // much later; a gap in which the rank polled costs nothing.
+    let ms = S / 1000;
+    let us = S / 1_000_000;
+    let trace = |polled: bool| {
+        let mut second = send(call::MPI_Send, 1, 1000, 10 * ms + us, 10 * ms + 2 * us);
+        if polled {
+            second.flags |= trace::FLAG_GAP_POLLS;
+        }
+        run(vec![
+            rank(
+                0,
+                "a",
+                0,
+                vec![
+                    send(call::MPI_Send, 1, 1000, 0, us),
+                    second,
+                    send(call::MPI_Send, 2, 1000, 20 * ms + 2 * us, 20 * ms + 3 * us),
+                ],
+                3,
+            ),
+            rank(
+                1,
+                "b",
+                0,
+                vec![
+                    recv_rec(call::MPI_Recv, 0, 1000, 0, 20 * us),
+                    recv_rec(call::MPI_Recv, 0, 1000, ms, 10 * ms + 20 * us),
+                ],
+                3,
+            ),
+            rank(
+                2,
+                "a",
+                0,
+                vec![recv_rec(call::MPI_Recv, 0, 1000, 0, 20 * ms + 5 * us)],
+                3,
+            ),
+        ])
+    };
+    let plain = profile();
+    let mut cold = plain.clone();
+    cold.cold_call = vec![[1e-3, 1e-4], [2e-2, 1e-3]];
+    let extra = 1e-4 + 9.0 / 19.0 * 9e-4;
+    let base = predict_run(&trace(false), &plain, Some("none")).unwrap();
+    let got = predict_run(&trace(false), &cold, Some("none")).unwrap();
+    let polled = predict_run(&trace(true), &cold, Some("none")).unwrap();
+    let d = |r: usize, k: usize, p: &pmpi_core::predict::RunPrediction| {
+        p.calls[r][k].predicted.unwrap() - base.calls[r][k].predicted.unwrap()
+    };
+    assert!(close(d(0, 0, &got), 0.0), "{:?}", got.calls[0]);
+    assert!(close(d(0, 1, &got), extra), "{:?}", got.calls[0]);
+    assert!(close(d(0, 2, &got), 0.0), "{:?}", got.calls[0]);
+    assert!(
+        close(d(1, 1, &got), extra),
+        "{:?} {:?}",
+        got.calls[1],
+        base.calls[1]
+    );
+    for (r, k) in [(0, 1), (1, 1)] {
+        assert!(close(d(r, k, &polled), 0.0), "{:?}", polled.calls[r]);
+    }
+}

@@ -855,6 +855,41 @@ pub fn send_return(ctx: &Ctx, a: i32, b: i32, sizes: &[usize], reps: u32) -> Vec
     v.chunks(2).map(|p| (p[0], p[1])).collect()
 }
 
+/// Gaps before [`cold_send`]'s sends (seconds): the profile's `cold_call` table.
+pub const COLD_GAPS: [f64; 6] = [0.5e-3, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3];
+
+/// What a call pays for time outside MPI: `reps` rounds of 8-byte blocking sends from WORLD
+/// rank `a` to `b` (which waits in its receive), one back to back after a barrier and one
+/// after `a` spun each of `gaps` seconds, the gaps taking turns within a round so that a
+/// slow spell of the hosts falls on all of them. Returns the medians (back to back, after
+/// each gap), in seconds. On the emulated cluster 8.3 µs back to back, 9.9 after 1 ms, 18
+/// after 5, 34-57 after 20 (`bench/cold_calls.c`, every kind of call alike).
+pub fn cold_send(ctx: &Ctx, a: i32, b: i32, gaps: &[f64], reps: u32) -> (f64, Vec<f64>) {
+    let m = ctx.mpi;
+    let mut buf = [0u8; 8];
+    let mut times = vec![Vec::new(); gaps.len() + 1];
+    for _ in 0..reps.max(1) {
+        for (k, t) in times.iter_mut().enumerate() {
+            m.barrier(m.world);
+            if m.rank == a {
+                let gap = if k == 0 { 0.0 } else { gaps[k - 1] };
+                let end = Instant::now() + std::time::Duration::from_secs_f64(gap);
+                while Instant::now() < end {
+                    std::hint::spin_loop();
+                }
+                let t0 = Instant::now();
+                m.send(&buf, b, 7, m.world);
+                t.push(t0.elapsed().as_secs_f64());
+            } else if m.rank == b {
+                m.recv(&mut buf, a, 7, m.world);
+            }
+        }
+    }
+    let mut v: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    ctx.share(&mut v);
+    (v[0], v[1..].to_vec())
+}
+
 /// How long the receiver of the late-receiver probe waits before posting its receive.
 pub const LATE_RECEIVER: std::time::Duration = std::time::Duration::from_millis(20);
 

@@ -375,6 +375,19 @@ pub fn socket_buffer(sizes: &[usize], times: &[(f64, f64)], beta: f64) -> Result
     Ok(crate::calibrate::bench::median(&mut tails).round() as u64)
 }
 
+/// The profile's `cold_call` table from [`super::bench::cold_send`]'s medians: each gap
+/// with what its send took beyond the one back to back (never below 0). Empty where a
+/// median is missing or not finite.
+pub fn cold_call(gaps: &[f64], base: f64, after: &[f64]) -> Vec<[f64; 2]> {
+    if gaps.len() != after.len() || !base.is_finite() || after.iter().any(|t| !t.is_finite()) {
+        return Vec::new();
+    }
+    gaps.iter()
+        .zip(after)
+        .map(|(&g, &t)| [g, (t - base).max(0.0)])
+        .collect()
+}
+
 /// The socket buffer per size measured (`Profile::socket_buffer_by_size`): for each
 /// size, the bytes still to cross when the send returned, the receive's lead over the
 /// send at `beta` (clamped to `[0, size]`), or the whole size where the send did not wait
@@ -1461,6 +1474,18 @@ mod tests {
             .collect();
         assert_eq!(probed_bucket(&plain, beta, 3000.0), (0.0, 0.0));
         assert_eq!(probed_bucket(&plain[1..], beta, 3000.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_cold_call_table_is_each_gap_over_back_to_back() {
+        let gaps = [1e-3, 5e-3, 20e-3];
+        // A gap measured faster than back to back costs nothing, not less than nothing.
+        let t = cold_call(&gaps, 8.0e-6, &[9.5e-6, 7.0e-6, 56.0e-6]);
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[1], [5e-3, 0.0]);
+        assert!((t[0][1] - 1.5e-6).abs() < 1e-12 && (t[2][1] - 48e-6).abs() < 1e-12);
+        assert!(cold_call(&gaps, 8.0e-6, &[9.5e-6, f64::NAN, 1e-5]).is_empty());
+        assert!(cold_call(&gaps, 8.0e-6, &[9.5e-6]).is_empty());
     }
 
     #[test]

@@ -260,6 +260,18 @@ pub fn render(p: &Profile, title: &str) -> String {
             x * 1e6
         );
     }
+    if !p.cold_call.is_empty() {
+        let steps: Vec<String> = p
+            .cold_call
+            .iter()
+            .map(|e| format!("{} ms +{:.1} us", e[0] * 1e3, e[1] * 1e6))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  a blocking call between nodes after time outside MPI takes more: {}",
+            steps.join(", ")
+        );
+    }
     for l in &p.latency_placed {
         let _ = writeln!(
             o,

@@ -430,6 +430,37 @@ mod tests {
         );
     }
 
+    /// The calibrated profile's cold-call cost acts on the random runs that the test above
+    /// streams (so that its equality covers it): some predictions differ without it.
+    #[test]
+    fn the_random_runs_pay_the_cold_call_cost() {
+        let mut rnd = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15);
+        let dir = std::env::temp_dir().join(format!("pmpi-stream-cold-{}", std::process::id()));
+        let cold = crate::testing::calibrated_profile();
+        assert!(!cold.cold_call.is_empty());
+        let warm = Profile {
+            cold_call: Vec::new(),
+            ..cold.clone()
+        };
+        let assume = Assumptions::default();
+        let mut differ = 0;
+        for case in 0..4 {
+            crate::testing::write_random_case(&mut rnd, &dir, case, 220, 30);
+            let loaded = crate::trace::load_run(&dir).unwrap();
+            let a = predict_run_with(&loaded, &cold, Some("gige"), &assume).unwrap();
+            let b = predict_run_with(&loaded, &warm, Some("gige"), &assume).unwrap();
+            differ += a
+                .calls
+                .iter()
+                .flatten()
+                .zip(b.calls.iter().flatten())
+                .filter(|(x, y)| x.predicted != y.predicted)
+                .count();
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(differ > 20, "{differ} predictions differ");
+    }
+
     /// The what-if replay streamed: random runs (as above, every other one with its
     /// barriers as all-to-alls of 64 KiB, the collective the clusters' all-to-all
     /// algorithm times) under random placements, with and without two clusters, the

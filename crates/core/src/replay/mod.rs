@@ -1077,6 +1077,9 @@ pub struct P2p {
     /// time at β to the train, however small, and takes them from a shaper's bucket
     /// besides its own bytes ([`Engine::lone_time`]).
     pub wire_header: f64,
+    /// What a blocking call between nodes costs beyond its model after time outside MPI
+    /// ([`Profile::cold_call`]; empty: nothing).
+    pub cold_call: Vec<[f64; 2]>,
 }
 
 impl P2p {
@@ -1127,6 +1130,7 @@ impl P2p {
             async_progress: false,
             exchange,
             wire_header: profile.plogp.as_ref().map_or(0.0, PLogP::header_bytes),
+            cold_call: profile.cold_call.clone(),
         }
     }
 
@@ -1325,6 +1329,9 @@ struct Cursor {
     rec: f64,
     /// When its last call ended in the replay (it computes from there to `t_op`).
     last_end: f64,
+    /// What the current call pays for the time its rank spent outside MPI before it
+    /// ([`Engine::cold`]): its work starts at `t_op`, this much after its entry.
+    cold: f64,
     /// The current call has waited for another rank (or a message) at least once: it ends
     /// when the rank gets a CPU to see that ([`Engine::cpu_wait`]).
     blocked: bool,
@@ -2665,11 +2672,12 @@ impl<'a, S: Store> Engine<'a, S> {
         };
         if !c.started {
             self.cur[s as usize].started = true;
-            self.begin(g, h, c.t_op, c.rec);
+            // Its work starts at `t_op`, `cold` after it was entered.
+            self.begin(g, h, c.t_op, c.t_op - c.cold, c.rec);
         }
         let end = if c.forced {
             self.s.set_reason(g, Reason::Unresolved);
-            Some(c.t_op + h.op_dur)
+            Some(c.t_op - c.cold + h.op_dur)
         } else {
             match self.finish_time(s, g, h, c.t_op) {
                 Ok(e) => Some(e),
@@ -2746,6 +2754,10 @@ impl<'a, S: Store> Engine<'a, S> {
         cur.hot = Some((ng, next));
         cur.t_op = end + next.gap * self.p2p.compute;
         cur.rec = c.rec + h.op_dur + next.gap;
+        let cold = self.cold(ng, next);
+        let cur = &mut self.cur[s as usize];
+        cur.cold = cold;
+        cur.t_op += cold;
         let (t_op, rec_next) = (cur.t_op, cur.rec);
         if self.grant && next.polled_before {
             // It polled in the gap: progressing throughout, as far as the replay knows
@@ -2801,9 +2813,55 @@ impl<'a, S: Store> Engine<'a, S> {
         }
     }
 
-    /// Side effects of entering call `g` at `t`: posts and collective entries.
-    fn begin(&mut self, g: u32, h: Hot, t: f64, rec: f64) {
-        self.s.set_start(g, t);
+    /// What blocking call `g` pays beyond its model for the time its rank spent outside
+    /// MPI before it ([`Profile::cold_extra`] of its recorded gap): a call whose work
+    /// crosses nodes, after a gap in which the rank did not poll. A nonblocking post's
+    /// measured time has it already, and shared memory pays little (one node, 50 ms
+    /// outside MPI: a send 0.2 -> 5.3 µs, where TCP between hosts paid 50-80).
+    fn cold(&self, g: u32, h: Hot) -> f64 {
+        if self.p2p.cold_call.is_empty() || h.gap <= 0.0 || h.polled_before {
+            return 0.0;
+        }
+        let crosses = |x: Hot| {
+            [x.msg_out, x.msg_in].iter().any(|&m| {
+                m != NONE && {
+                    let msg = self.s.msg(m);
+                    msg.src_node != msg.dst_node
+                }
+            }) || (x.inst_of != NONE && self.s.inst(x.inst_of).multi_node)
+        };
+        let remote = match h.op {
+            Op::Send { .. } | Op::Recv | Op::SendRecv | Op::Coll => crosses(h),
+            Op::Probe => {
+                let m = self.s.probe_msg(g);
+                m != NONE && {
+                    let msg = self.s.msg(m);
+                    msg.src_node != msg.dst_node
+                }
+            }
+            Op::Complete => {
+                let mut k = 0;
+                let mut any = false;
+                while let Some(nb) = self.s.completed(g, k) {
+                    any |= crosses(self.s.hot(nb));
+                    k += 1;
+                }
+                any
+            }
+            _ => false,
+        };
+        if remote {
+            Profile::cold_extra(&self.p2p.cold_call, h.gap * self.p2p.compute)
+        } else {
+            0.0
+        }
+    }
+
+    /// Side effects of entering call `g` at `entered`, its work starting at `t`: posts and
+    /// collective entries. (The start it records, which wait attribution and the
+    /// collectives' entry orders read, is `entered`: the time it was called.)
+    fn begin(&mut self, g: u32, h: Hot, t: f64, entered: f64, rec: f64) {
+        self.s.set_start(g, entered);
         if self.grant
             && progresses(h.op)
             && let Some(i) = self.rank_index(self.s.rank_of(g))
