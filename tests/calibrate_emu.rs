@@ -188,14 +188,18 @@ fn check(label: &str, p: &Profile) {
     );
     assert!(smallest > 0.0, "{label}: {raw}");
     // The cold-call table: one entry a gap, each the gap's median send less the median
-    // back to back (never below 0).
+    // back to back (never below 0), the gaps spent reading four times the L2 cache.
     let raw = &p.raw.as_ref().unwrap()["cold_call"];
     let base = raw["back_to_back_median_s"].as_f64().unwrap();
     let gaps = raw["gaps_s"].as_array().unwrap();
     let after = raw["after_gap_median_s"].as_array().unwrap();
-    assert_eq!(p.cold_call.len(), 6, "{label}: {:?}", p.cold_call);
-    assert_eq!((gaps.len(), after.len()), (6, 6), "{label}: {raw}");
+    assert_eq!(p.cold_call.len(), 7, "{label}: {:?}", p.cold_call);
+    assert_eq!((gaps.len(), after.len()), (7, 7), "{label}: {raw}");
     assert!(base > 0.0, "{label}: {raw}");
+    assert!(
+        raw["read_bytes"].as_u64().unwrap() >= 256 << 10,
+        "{label}: {raw}"
+    );
     for (k, e) in p.cold_call.iter().enumerate() {
         let t = after[k].as_f64().unwrap();
         assert_eq!(e[0], gaps[k].as_f64().unwrap(), "{label}: {raw}");

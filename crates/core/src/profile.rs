@@ -149,9 +149,10 @@ pub struct Profile {
     pub exchange: Option<f64>,
     /// What a blocking call between nodes costs beyond its model when its rank spent
     /// `gap` seconds outside MPI before it, `[gap, extra]` in seconds, gaps increasing
-    /// (`calibrate`: the median 8-byte blocking send after spinning `gap` less the median
-    /// back to back; the emulated cluster: +1.6 µs after 1 ms, +10 after 5, +25-48 after
-    /// 20, every call alike, `bench/cold_calls.c`). The replay interpolates from no extra
+    /// (`calibrate`: the median 8-byte blocking send after `gap` spent reading memory, four
+    /// times the L2 cache, less the median back to back; the emulated cluster: +3.8 µs
+    /// after 0.1 ms, +2.7 after 1, +23 after 5, +55 after 20, every call alike,
+    /// `bench/cold_calls.c`). The replay interpolates from no extra
     /// at no gap and keeps the last entry beyond the table ([`Profile::cold_extra`]).
     /// Empty: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

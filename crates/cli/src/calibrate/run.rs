@@ -553,14 +553,17 @@ pub fn run(opts: &Options) -> i32 {
                            "alpha_smallest_s": f.hockney.alpha}),
                 );
                 profile.exchange = Some(extra);
-                // What a call pays after time outside MPI (the replay adds it to a blocking
-                // call between nodes after such a recorded gap).
+                // What a call pays after time outside MPI, computing on data that fills
+                // the core's caches (the replay adds it to a blocking call between nodes
+                // after such a recorded gap).
                 let gaps = bench::COLD_GAPS;
-                let (base, after) = bench::cold_send(&ctx, a, b, &gaps, if q { 7 } else { 15 });
+                let read = bench::cold_bytes();
+                let (base, after) =
+                    bench::cold_send(&ctx, a, b, &gaps, read, if q { 7 } else { 15 });
                 profile.cold_call = fit::cold_call(&gaps, base, &after);
                 raw.insert(
                     "cold_call".into(),
-                    json!({"ranks": [a, b], "bytes": 8, "gaps_s": gaps,
+                    json!({"ranks": [a, b], "bytes": 8, "gaps_s": gaps, "read_bytes": read,
                            "back_to_back_median_s": base, "after_gap_median_s": after}),
                 );
                 // A shaped link's bucket again, from messages sent with full buckets (the
