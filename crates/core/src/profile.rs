@@ -65,6 +65,7 @@ use crate::error::Error;
 use serde::{Deserialize, Serialize};
 
 use crate::model::alltoall::{GammaTable, Signature};
+use crate::model::plogp::PiecewiseLinear;
 use crate::model::{
     GigabitEthernet, Hockney, InfiniBand, Lom, ModelError, ModelName, Myrinet, PLogP, PenaltyModel,
     penalty_model_by_name,
@@ -153,7 +154,7 @@ pub struct Profile {
     /// times the L2 cache, less the median back to back; the emulated cluster: +3.8 µs
     /// after 0.1 ms, +2.7 after 1, +23 after 5, +55 after 20, every call alike,
     /// `bench/cold_calls.c`). The replay interpolates from no extra
-    /// at no gap and keeps the last entry beyond the table ([`Profile::cold_extra`]).
+    /// at no gap and keeps the last entry beyond the table ([`Profile::cold_curve`]).
     /// Empty: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cold_call: Vec<[f64; 2]>,
@@ -586,19 +587,15 @@ impl Profile {
         self.penalty_model().map(|_| ())
     }
 
-    /// What a blocking call between nodes costs beyond its model after `gap` seconds
-    /// outside MPI ([`Profile::cold_call`]): linear between the table's entries, from 0 at
-    /// no gap, the last entry's beyond them; 0 without a table.
-    pub fn cold_extra(table: &[[f64; 2]], gap: f64) -> f64 {
-        let mut prev = [0.0, 0.0];
-        for &e in table {
-            if gap <= e[0] {
-                let f = ((gap - prev[0]) / (e[0] - prev[0])).clamp(0.0, 1.0);
-                return prev[1] + f * (e[1] - prev[1]);
-            }
-            prev = e;
-        }
-        prev[1]
+    /// [`Profile::cold_call`] as a function of the gap (none without a table): linear
+    /// between the entries, from no extra at no gap, the last entry's beyond them (a flat
+    /// segment after it, where [`PiecewiseLinear`] would extend the last slope).
+    pub fn cold_curve(&self) -> Option<PiecewiseLinear> {
+        let &[last_gap, last] = self.cold_call.last()?;
+        let mut points = vec![(0.0, 0.0)];
+        points.extend(self.cold_call.iter().map(|e| (e[0], e[1])));
+        points.push((last_gap + 1.0, last));
+        Some(PiecewiseLinear { points })
     }
 
     /// The chosen penalty model with this profile's parameters.
@@ -1034,13 +1031,14 @@ mod tests {
         p.cold_call = vec![[1e-3, 1e-4], [2e-2, 1e-3]];
         let back = Profile::from_json(&p.to_json()).unwrap();
         assert_eq!(back.cold_call, p.cold_call);
-        let t = &back.cold_call;
+        let t = back.cold_curve().unwrap();
         let near = |a: f64, b: f64| (a - b).abs() < 1e-12;
-        assert_eq!(Profile::cold_extra(t, 0.0), 0.0);
-        assert!(near(Profile::cold_extra(t, 5e-4), 5e-5));
-        assert!(near(Profile::cold_extra(t, 1e-3), 1e-4));
-        assert!(near(Profile::cold_extra(t, 1.05e-2), 1e-4 + 0.5 * 9e-4));
-        assert!(near(Profile::cold_extra(t, 5.0), 1e-3));
-        assert_eq!(Profile::cold_extra(&[], 5.0), 0.0);
+        assert_eq!(t.eval(0.0), 0.0);
+        assert!(near(t.eval(5e-4), 5e-5));
+        assert!(near(t.eval(1e-3), 1e-4));
+        assert!(near(t.eval(1.05e-2), 1e-4 + 0.5 * 9e-4));
+        assert!(near(t.eval(0.5), 1e-3));
+        assert!(near(t.eval(5.0), 1e-3));
+        assert!(Profile::builtin_default().cold_curve().is_none());
     }
 }

@@ -602,7 +602,7 @@ pub fn run(opts: &Options) -> i32 {
                     both * 1e6,
                     one_way * 1e6,
                     extra * 1e6,
-                    Profile::cold_extra(&profile.cold_call, 20e-3) * 1e6
+                    profile.cold_curve().map_or(0.0, |c| c.eval(20e-3)) * 1e6
                 ));
                 res.insert(
                     "hockney_inter".into(),

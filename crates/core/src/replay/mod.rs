@@ -22,6 +22,7 @@ pub mod whatif;
 pub mod window;
 
 use crate::graph::{self, CallClass, CallRef};
+use crate::model::plogp::PiecewiseLinear;
 use crate::model::{Hockney, PLogP, PenaltyModel, tree};
 use crate::profile::{LibraryFamily, Profile};
 use crate::topo::placement::Placement;
@@ -1078,8 +1079,8 @@ pub struct P2p {
     /// besides its own bytes ([`Engine::lone_time`]).
     pub wire_header: f64,
     /// What a blocking call between nodes costs beyond its model after time outside MPI
-    /// ([`Profile::cold_call`]; empty: nothing).
-    pub cold_call: Vec<[f64; 2]>,
+    /// ([`Profile::cold_curve`]; none: nothing).
+    pub cold_call: Option<PiecewiseLinear>,
 }
 
 impl P2p {
@@ -1130,7 +1131,7 @@ impl P2p {
             async_progress: false,
             exchange,
             wire_header: profile.plogp.as_ref().map_or(0.0, PLogP::header_bytes),
-            cold_call: profile.cold_call.clone(),
+            cold_call: profile.cold_curve(),
         }
     }
 
@@ -2814,31 +2815,31 @@ impl<'a, S: Store> Engine<'a, S> {
     }
 
     /// What blocking call `g` pays beyond its model for the time its rank spent outside
-    /// MPI before it ([`Profile::cold_extra`] of its recorded gap): a call whose work
+    /// MPI before it ([`Profile::cold_curve`] at its recorded gap): a call whose work
     /// crosses nodes, after a gap in which the rank did not poll. A nonblocking post's
     /// measured time has it already, and shared memory pays little (one node, 50 ms
     /// outside MPI: a send 0.2 -> 5.3 µs, where TCP between hosts paid 50-80).
     fn cold(&self, g: u32, h: Hot) -> f64 {
-        if self.p2p.cold_call.is_empty() || h.gap <= 0.0 || h.polled_before {
+        let Some(curve) = &self.p2p.cold_call else {
+            return 0.0;
+        };
+        if h.gap <= 0.0 || h.polled_before {
             return 0.0;
         }
+        let inter = |m: u32| {
+            m != NONE && {
+                let msg = self.s.msg(m);
+                msg.src_node != msg.dst_node
+            }
+        };
         let crosses = |x: Hot| {
-            [x.msg_out, x.msg_in].iter().any(|&m| {
-                m != NONE && {
-                    let msg = self.s.msg(m);
-                    msg.src_node != msg.dst_node
-                }
-            }) || (x.inst_of != NONE && self.s.inst(x.inst_of).multi_node)
+            inter(x.msg_out)
+                || inter(x.msg_in)
+                || (x.inst_of != NONE && self.s.inst(x.inst_of).multi_node)
         };
         let remote = match h.op {
             Op::Send { .. } | Op::Recv | Op::SendRecv | Op::Coll => crosses(h),
-            Op::Probe => {
-                let m = self.s.probe_msg(g);
-                m != NONE && {
-                    let msg = self.s.msg(m);
-                    msg.src_node != msg.dst_node
-                }
-            }
+            Op::Probe => inter(self.s.probe_msg(g)),
             Op::Complete => {
                 let mut k = 0;
                 let mut any = false;
@@ -2851,7 +2852,7 @@ impl<'a, S: Store> Engine<'a, S> {
             _ => false,
         };
         if remote {
-            Profile::cold_extra(&self.p2p.cold_call, h.gap * self.p2p.compute)
+            curve.eval(h.gap * self.p2p.compute)
         } else {
             0.0
         }
